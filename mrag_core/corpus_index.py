@@ -1,0 +1,56 @@
+"""Everything retrieval needs about one embedded corpus: three searchable views and head importances.
+
+* ``standard``: one space, the standard vectors [n, d].
+* ``heads``: h spaces, the per-head vectors [n, h, head_dim] (MRAG).
+* ``split``: h spaces, the standard vector cut into h pieces [n, h, d / h] (Split RAG).
+Importances ``s_i`` are computed once per corpus for the head and the split spaces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mrag_core.backends import SpaceIndex, build_index
+from mrag_core.extraction import Embeddings
+from mrag_core.importance import HeadImportance, head_importance
+
+
+@dataclass
+class CorpusIndex:
+    """Search views over a corpus's embeddings plus the importance of each space."""
+
+    standard: SpaceIndex
+    heads: SpaceIndex
+    split: SpaceIndex
+    head_importance: HeadImportance
+    split_importance: HeadImportance
+    metric: str
+    backend: str
+    n_docs: int
+    n_heads: int
+
+    @classmethod
+    def build(
+        cls, emb: Embeddings, *, backend: str = "torch", metric: str = "cosine", device: str = "auto",
+        pairs_per_doc: int = 16, seed: int = 0, head_importance_override: HeadImportance | None = None,
+    ) -> "CorpusIndex":
+        """Index ``emb`` with one backend; importances from :func:`head_importance` unless given."""
+        split = emb.split()
+        return cls(
+            standard=build_index(emb.standard, backend, metric, device),
+            heads=build_index(emb.heads, backend, metric, device),
+            split=build_index(split, backend, metric, device),
+            head_importance=head_importance_override or head_importance(emb.heads, pairs_per_doc=pairs_per_doc, seed=seed),
+            split_importance=head_importance(split, pairs_per_doc=pairs_per_doc, seed=seed),
+            metric=metric,
+            backend=backend,
+            n_docs=len(emb),
+            n_heads=emb.n_heads,
+        )
+
+
+def query_arrays(q: Embeddings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(standard [q, 1, d], heads [q, h, hd], split [q, h, d/h]) for a batch of query embeddings."""
+    return q.standard[:, None, :], q.heads, q.split()

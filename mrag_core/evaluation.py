@@ -1,0 +1,269 @@
+"""Evaluate retrieval strategies over a query set for every k = 1..k_max.
+
+For each query with ground-truth documents ``G`` (one per aspect) and each k, the retrieved list
+``R_k`` is scored with RSR = |R_k ∩ G| / |G| and CSR = |cat(R_k) ∩ cat(G)| / |cat(G)|
+(see :mod:`mrag_core.metrics`). As in the authors' evaluation:
+
+* Standard, MRAG and Split search each space to depth ``c`` (default 32) once and score the
+  prefixes ``R_k = ranking[:k]``.
+* Fusion RAG / Fusion MRAG build a separate list per k: each sub-query is searched to depth k
+  (MRAG: per-head depth k, top k), the lists are fused by RRF and the first k kept.
+
+Results can be written in the authors' layout::
+
+    {strategy: {n_aspects: {"success_ratio": [[per query] per k], "category_success_ratio": ...}}}
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from mrag_core.corpus_index import CorpusIndex
+from mrag_core.extraction import Embeddings
+from mrag_core.metrics.weighted import weighted_success_ratio
+from mrag_core.strategies import head_hits, mrag_search, split_hits, split_search, standard_search
+from mrag_core.voting import reciprocal_rank_fusion, vote, vote_weights
+from mrag_core.backends import similarity_to_distance
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A named strategy configuration: ``kind`` in standard | mrag | split | fusion | fusion-mrag."""
+
+    name: str
+    kind: str
+    variant: str = "importance"
+
+
+# Named strategies; authors' result keys in comments.
+NAMED_STRATEGIES: dict[str, StrategySpec] = {
+    "standard": StrategySpec("standard", "standard"),                         # standard-rag
+    "mrag": StrategySpec("mrag", "mrag", "importance"),                       # mrag
+    "mrag-decay": StrategySpec("mrag-decay", "mrag", "decay"),                # mrag-strategy-decay
+    "mrag-distance": StrategySpec("mrag-distance", "mrag", "distance"),       # mrag-strategy-distance
+    "split": StrategySpec("split", "split", "decay"),                         # split-rag
+    "split-weighted": StrategySpec("split-weighted", "split", "importance"),   # split-rag-strategy-weighted
+    "fusion": StrategySpec("fusion", "fusion"),                               # fusion-rag
+    "fusion-mrag": StrategySpec("fusion-mrag", "fusion-mrag", "importance"),  # fusion-mrag
+}
+AUTHOR_KEYS = {
+    "standard": "standard-rag", "mrag": "mrag", "mrag-decay": "mrag-strategy-decay",
+    "mrag-distance": "mrag-strategy-distance", "split": "split-rag", "split-weighted": "split-rag-strategy-weighted",
+    "fusion": "fusion-rag", "fusion-mrag": "fusion-mrag",
+}
+
+
+class EvaluationCancelled(RuntimeError):
+    """The caller's cancel event was set."""
+
+
+@dataclass(frozen=True)
+class QueryCase:
+    """One query's ground truth: document indices (one per aspect) and, optionally, its sub-queries' rows."""
+
+    relevant: tuple[int, ...]
+    n_aspects: int
+    subquery_rows: tuple[int, ...] = ()
+
+
+@dataclass
+class StrategyResult:
+    """Per-query, per-k results of one strategy: ``rsr`` / ``csr`` [n_queries, k_max];
+    ``retrieved[q]`` is the full ranking (prefix strategies) or, for fusion, the k_max-list."""
+
+    name: str
+    rsr: np.ndarray
+    csr: np.ndarray
+    retrieved: list[list[int]]
+    seconds: float = 0.0
+
+
+@dataclass
+class EvaluationResult:
+    k_max: int
+    cases: list[QueryCase]
+    strategies: dict[str, StrategyResult] = field(default_factory=dict)
+
+
+def prefix_ratios(ranking: Sequence[int], relevant: Sequence[int], labels: Sequence[str], k_max: int,
+                  units: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """RSR and CSR of every prefix ``ranking[:k]``, k = 1..k_max, in O(k_max).
+
+    RSR_k = (# distinct relevant units among the first k) / |G|; CSR_k = (# distinct G-categories among
+    the first k) / |cat(G)|. A unit is the document itself, or its topic when ``units`` maps documents
+    to topics (topic-level scoring: G is then the set of the query's topics).
+    A ranking shorter than k_max keeps its last value.
+    """
+    unit = (lambda d: d) if units is None else (lambda d: units[d])
+    g = {unit(d) for d in relevant}
+    g_cats = {labels[d] for d in relevant}
+    hit = np.zeros(k_max)
+    new_cat = np.zeros(k_max)
+    seen: set[str] = set()
+    found: set[int] = set()
+    for j, d in enumerate(ranking[:k_max]):
+        u = unit(d)
+        if u in g and u not in found:
+            found.add(u)
+            hit[j] = 1.0
+        cat = labels[d]
+        if cat in g_cats and cat not in seen:
+            seen.add(cat)
+            new_cat[j] = 1.0
+    return np.cumsum(hit) / max(len(g), 1), np.cumsum(new_cat) / max(len(g_cats), 1)
+
+
+def set_ratios(retrieved: Sequence[int], relevant: Sequence[int], labels: Sequence[str],
+               units: Sequence[int] | None = None) -> tuple[float, float]:
+    """RSR and CSR of one retrieved set (``units`` as in :func:`prefix_ratios`)."""
+    unit = (lambda d: d) if units is None else (lambda d: units[d])
+    g = {unit(d) for d in relevant}
+    g_cats = {labels[d] for d in relevant}
+    r = {unit(d) for d in retrieved}
+    return len(g & r) / max(len(g), 1), len(g_cats & {labels[d] for d in retrieved}) / max(len(g_cats), 1)
+
+
+def _mrag_lists_per_depth(ids: np.ndarray, scores: np.ndarray, imp: np.ndarray, variant: str, metric: str,
+                          k_max: int) -> list[list[int]]:
+    """For one (sub-)query's head hits [h, >=k_max]: the MRAG top-i list with per-head depth i, i = 1..k_max."""
+    out = []
+    for i in range(1, k_max + 1):
+        sub_ids = ids[:, :i]
+        ranks = np.broadcast_to(np.arange(i), sub_ids.shape)
+        w = vote_weights(ranks, imp, similarity_to_distance(scores[:, :i], metric), variant)
+        out.append(vote(sub_ids, w, i, with_evidence=False).doc_ids.tolist())
+    return out
+
+
+def evaluate(
+    index: CorpusIndex,
+    queries: Embeddings,
+    cases: Sequence[QueryCase],
+    labels: Sequence[str],
+    strategies: Sequence[str] = ("standard", "mrag", "split", "fusion", "fusion-mrag"),
+    *,
+    k_max: int = 32,
+    c: int = 32,
+    subqueries: Embeddings | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+    units: Sequence[int] | None = None,
+) -> EvaluationResult:
+    """Score every strategy on every query for k = 1..k_max (see module docstring)."""
+    unknown = [s for s in strategies if s not in NAMED_STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}: use {', '.join(NAMED_STRATEGIES)}")
+    nq = len(cases)
+    result = EvaluationResult(k_max=k_max, cases=list(cases))
+    depth = max(c, k_max)
+    need_heads = any(NAMED_STRATEGIES[s].kind in ("mrag",) for s in strategies)
+    need_split = any(NAMED_STRATEGIES[s].kind == "split" for s in strategies)
+    need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") for s in strategies)
+    if need_fusion and subqueries is None:
+        raise ValueError("fusion strategies need sub-query embeddings (the queries' 'fusion' lists)")
+    hh = head_hits(index, queries, depth) if need_heads else None
+    sh = split_hits(index, queries, depth) if need_split else None
+    sub_std = index.standard.search(subqueries.standard[:, None, :], k_max) if need_fusion and subqueries is not None and len(subqueries) else None
+    sub_heads = index.heads.search(subqueries.heads, k_max) if (need_fusion and subqueries is not None and len(subqueries)
+                                                                and "fusion-mrag" in strategies) else None
+    total = len(strategies) * nq
+    done = 0
+    for name in strategies:
+        spec = NAMED_STRATEGIES[name]
+        t0 = time.perf_counter()
+        rsr = np.zeros((nq, k_max))
+        csr = np.zeros((nq, k_max))
+        retrieved: list[list[int]] = []
+        if spec.kind in ("standard", "mrag", "split"):
+            if spec.kind == "standard":
+                runs = standard_search(index, queries, k_max)
+            elif spec.kind == "mrag":
+                runs = mrag_search(index, queries, k_max, c, spec.variant, hits=hh, with_evidence=False)
+            else:
+                runs = split_search(index, queries, k_max, c, spec.variant, hits=sh, with_evidence=False)
+            for qi, (case, run) in enumerate(zip(cases, runs)):
+                rsr[qi], csr[qi] = prefix_ratios(run.doc_ids, case.relevant, labels, k_max, units)
+                retrieved.append(run.doc_ids[:k_max])
+            done += nq
+        else:
+            for qi, case in enumerate(cases):
+                if cancel is not None and cancel.is_set():
+                    raise EvaluationCancelled(f"evaluation cancelled during {name}")
+                rows = list(case.subquery_rows)
+                if spec.kind == "fusion":
+                    per_sub = [sub_std.ids[r, 0].tolist() for r in rows] if rows else []
+                    per_depth = [[lst[:i] for lst in per_sub] for i in range(1, k_max + 1)]
+                else:
+                    imp = index.head_importance.score
+                    per_sub_depth = [
+                        _mrag_lists_per_depth(sub_heads.ids[r], sub_heads.scores[r], imp, spec.variant, index.metric, k_max)
+                        for r in rows
+                    ]
+                    per_depth = [[lists[i - 1] for lists in per_sub_depth] for i in range(1, k_max + 1)]
+                final_list: list[int] = []
+                for i in range(1, k_max + 1):
+                    fused = [int(d) for d, _ in reciprocal_rank_fusion(per_depth[i - 1])[:i]]
+                    rsr[qi, i - 1], csr[qi, i - 1] = set_ratios(fused, case.relevant, labels, units)
+                    final_list = fused
+                retrieved.append(final_list)
+                done += 1
+                if progress is not None and qi % 16 == 0:
+                    progress(done, total)
+        result.strategies[name] = StrategyResult(name, rsr, csr, retrieved, time.perf_counter() - t0)
+        if progress is not None:
+            progress(done, total)
+        if cancel is not None and cancel.is_set():
+            raise EvaluationCancelled(f"evaluation cancelled after {name}")
+    return result
+
+
+def authors_layout(result: EvaluationResult) -> dict[str, dict[str, dict[str, list[list[float]]]]]:
+    """``{strategy: {n_aspects: {"success_ratio": [k][query], "category_success_ratio": [k][query]}}}``."""
+    out: dict[str, dict[str, dict[str, list[list[float]]]]] = {}
+    groups = aspect_groups(result.cases)
+    for name, sr in result.strategies.items():
+        per_n: dict[str, dict[str, list[list[float]]]] = {}
+        for n, rows in groups.items():
+            per_n[str(n)] = {
+                "success_ratio": sr.rsr[rows].T.tolist(),
+                "category_success_ratio": sr.csr[rows].T.tolist(),
+            }
+        out[name] = per_n
+    return out
+
+
+def aspect_groups(cases: Sequence[QueryCase]) -> dict[int, list[int]]:
+    """Query row indices per aspect count, ascending."""
+    groups: dict[int, list[int]] = {}
+    for i, case in enumerate(cases):
+        groups.setdefault(case.n_aspects, []).append(i)
+    return dict(sorted(groups.items()))
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    strategy: str
+    n_aspects: int
+    k: int
+    rsr: float
+    csr: float
+    weighted: float
+    n_queries: int
+
+
+def summarize(result: EvaluationResult, *, w: float = 2.0, k_rule: Callable[[int], list[int]] | None = None) -> list[SummaryRow]:
+    """Mean RSR / CSR / weighted per strategy and aspect count at k = n and k = 2n (capped at k_max)."""
+    k_rule = k_rule or (lambda n: sorted({min(n, result.k_max), min(2 * n, result.k_max)}))
+    rows: list[SummaryRow] = []
+    for name, sr in result.strategies.items():
+        for n, idx in aspect_groups(result.cases).items():
+            for k in k_rule(n):
+                r = float(sr.rsr[idx, k - 1].mean())
+                c = float(sr.csr[idx, k - 1].mean())
+                rows.append(SummaryRow(name, n, k, r, c, weighted_success_ratio(r, c, w), len(idx)))
+    return rows

@@ -1,0 +1,90 @@
+"""Vote arithmetic that turns per-space rankings into one ranking, and Reciprocal Rank Fusion.
+
+MRAG vote (paper): space ``i`` returns its top-``c`` documents; the document at 0-based rank
+``p`` receives ``w(s_i, p, d)`` votes; votes are summed per document and the top-``k`` win.
+
+=================  =========================  ====================================
+variant            w(s_i, p, d)               authors' name
+=================  =========================  ====================================
+``importance``     s_i * 2^-p                 ``mrag`` (default)
+``decay``          2^-p                       ``mrag-strategy-decay``, ``split-rag``
+``distance``       1 / d  (d = 1 - cos)       ``mrag-strategy-distance``
+=================  =========================  ====================================
+
+RRF: ``score(d) = sum over lists of 1 / (60 + rank)``, rank counted from 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
+
+import numpy as np
+
+VARIANTS = ("importance", "decay", "distance")
+RRF_K = 60
+
+
+def vote_weights(ranks: np.ndarray, importance: np.ndarray, distances: np.ndarray, variant: str) -> np.ndarray:
+    """Votes for hits at 0-based ``ranks`` [s, c] in spaces with ``importance`` [s].
+
+    ``distances`` [s, c] are only used by the ``distance`` variant (1/d, d clipped at 1e-6).
+    """
+    decay = np.exp2(-ranks.astype(np.float64))
+    if variant == "importance":
+        return importance[:, None] * decay
+    if variant == "decay":
+        return decay
+    if variant == "distance":
+        return 1.0 / np.maximum(distances.astype(np.float64), 1e-6)
+    raise ValueError(f"unknown voting variant '{variant}': use one of {', '.join(VARIANTS)}")
+
+
+@dataclass
+class VoteResult:
+    """Ranked documents with their total votes and the evidence behind them.
+
+    ``evidence[doc]`` lists ``(space, rank, contribution)`` for every space that retrieved ``doc``.
+    """
+
+    doc_ids: np.ndarray
+    scores: np.ndarray
+    evidence: dict[int, list[tuple[int, int, float]]] = field(default_factory=dict)
+
+
+def vote(ids: np.ndarray, weights: np.ndarray, k: int, *, with_evidence: bool = True) -> VoteResult:
+    """Sum ``weights`` [s, c] per document id in ``ids`` [s, c]; return the top ``k`` by total.
+
+    Ties are broken by the smaller document id (deterministic). Ids < 0 (missing hits) are ignored.
+    """
+    flat_ids = ids.reshape(-1)
+    flat_w = weights.reshape(-1)
+    valid = flat_ids >= 0
+    uniq, inv = np.unique(flat_ids[valid], return_inverse=True)
+    totals = np.bincount(inv, weights=flat_w[valid], minlength=uniq.shape[0])
+    order = np.lexsort((uniq, -totals))[:k]
+    result = VoteResult(doc_ids=uniq[order], scores=totals[order])
+    if with_evidence:
+        keep = set(result.doc_ids.tolist())
+        ev: dict[int, list[tuple[int, int, float]]] = {int(d): [] for d in result.doc_ids}
+        s_count, c = ids.shape
+        for s in range(s_count):
+            for p in range(c):
+                d = int(ids[s, p])
+                if d in keep:
+                    ev[d].append((s, p, float(weights[s, p])))
+        result.evidence = ev
+    return result
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int = RRF_K) -> list[tuple[Hashable, float]]:
+    """Merge rankings: ``score(d) = sum_lists 1 / (k + rank_d)`` with rank from 1.
+
+    Returns (doc, score) best first; equal scores keep the order of first appearance.
+    """
+    scores: dict[Hashable, float] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
+    first_seen = {doc: i for i, doc in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
