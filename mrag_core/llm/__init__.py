@@ -1,0 +1,14 @@
+"""Optional LLM access: endpoint configuration, retrying client, bounded concurrency.
+
+Everything here works against any OpenAI-compatible chat-completions endpoint.
+When no endpoint is configured (:meth:`LLMConfig.from_env` returns ``None``) the
+app uses offline fallbacks instead.
+"""
+
+from __future__ import annotations
+
+from mrag_core.llm.client import LLMClient, LLMError, LLMReply
+from mrag_core.llm.concurrency import Outcome, run_concurrent
+from mrag_core.llm.config import LLMConfig, LLMConfigError
+
+__all__ = ["LLMClient", "LLMConfig", "LLMConfigError", "LLMError", "LLMReply", "Outcome", "run_concurrent"]
