@@ -1,0 +1,712 @@
+"""Loaders for the MRAG authors' benchmark formats.
+
+Two layouts are supported:
+
+* **Wikipedia** (``wikipedia_articles_v1.json.bz2`` / ``wikipedia_queries_v1.json.bz2``):
+  articles are a JSON list of ``{"title", "text", "label"}``; queries are a JSON list of
+  ``{"topics": [article titles], "text": story, "fusion": [sub-queries]}``. Ground truth is
+  at article level: a query's topics are article titles (:func:`resolve_ground_truth`).
+* **Topic layout** (the legal and chemical-accident data sets): documents live in
+  ``<category>/<category>_<topic>.json`` files, each holding the documents of one topic;
+  queries carry the names of their ``related`` topics and are scored at topic level: the
+  ground truth of a query is the set of documents of its topics (:func:`load_topic_layout`).
+
+Files may be plain ``.json``, ``.jsonl`` (one object per line) or bz2/gzip compressed
+(detected from the content, not only from the name). Every problem a user can cause (missing
+file, bad compression, bad JSON, wrong shape) raises :class:`BenchmarkFormatError` whose
+message names the file and what is wrong.
+
+Assumptions about the topic layout (the authors ship it only as ``.tar.bz2`` archives and the
+loader code is not public): a topic file holds either a JSON list of documents (strings, or
+objects with the text under ``text``/``summary``/``content``/``document`` and an optional
+``title``) or an object wrapping such a list under ``documents``/``docs``/``articles``/``items``,
+or an object mapping document titles to texts. Query files are JSON files with ``query`` or
+``queries`` as a word of their path (e.g. ``queries/legal_queries.json``) holding a list of queries, ``{"queries": [...]}``
+or an object keyed by aspect count (``{"1": [...], "2": [...]}``); each query has its text under
+``text``/``query``/``question`` and its topics under ``related``/``topics``/``related_topics``.
+A related name may be the bare topic, ``<category>_<topic>`` or ``<category>/<topic>``
+(compared case-insensitively, with ``_`` and spaces treated alike).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import re
+import tarfile
+import unicodedata
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+__all__ = [
+    "Article",
+    "BenchQuery",
+    "BenchmarkFormatError",
+    "BenchmarkFileNotFoundError",
+    "Resolution",
+    "TopicDataset",
+    "clean_fusion",
+    "decode_benchmark_bytes",
+    "load_articles",
+    "load_queries",
+    "load_topic_layout",
+    "parse_articles",
+    "parse_queries",
+    "parse_topic_layout",
+    "resolve_ground_truth",
+]
+
+#: Largest decompressed benchmark file we accept (guards against compression bombs).
+MAX_DECOMPRESSED_BYTES = 512 * 1024 * 1024
+
+
+class BenchmarkFormatError(ValueError):
+    """A benchmark file is missing, unreadable or has the wrong shape.
+
+    The message always names the file (or archive member) and what is wrong, so the UI and
+    CLI can print it as is.
+    """
+
+
+class BenchmarkFileNotFoundError(BenchmarkFormatError):
+    """The benchmark file or folder does not exist."""
+
+
+@dataclass(frozen=True)
+class Article:
+    """One benchmark document. ``label`` is its category."""
+
+    title: str
+    text: str
+    label: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(title, label)``: titles may repeat across categories, this pair identifies."""
+        return (self.title, self.label)
+
+
+@dataclass(frozen=True)
+class BenchQuery:
+    """One benchmark query: its text, the topics it asks about and its fusion sub-queries.
+
+    ``fusion`` is already cleaned (see :func:`clean_fusion`).
+    """
+
+    text: str
+    topics: tuple[str, ...]
+    fusion: tuple[str, ...] = ()
+
+    @property
+    def n_aspects(self) -> int:
+        """Number of aspects (topics) the query covers."""
+        return len(self.topics)
+
+
+@dataclass
+class Resolution:
+    """Ground truth of queries as article indices.
+
+    ``doc_indices[q]`` lists the indices (into the article list) of query ``q``'s topics in
+    topic order, leaving out unresolved ones; ``unresolved`` lists ``(query_index, topic)``
+    for every topic that matched no article.
+    """
+
+    doc_indices: list[list[int]]
+    unresolved: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def all_resolved(self) -> bool:
+        """True when every topic of every query matched an article."""
+        return not self.unresolved
+
+
+@dataclass
+class TopicDataset:
+    """A topic-layout benchmark (legal, chemical accidents).
+
+    * ``articles[i]`` is a document (``label`` = category); ``article_topics[i]`` its topic.
+    * ``topic_docs`` maps each topic name to the indices of its documents.
+    * ``queries[q].topics`` are the related topic names as written in the query file.
+    * ``ground_truth[q]`` is the sorted union of the document indices of the query's topics.
+    * ``unresolved`` lists ``(query_index, related_name)`` that matched no topic.
+    * ``warnings`` lists non-fatal oddities (e.g. an aspect-count key that disagrees).
+    """
+
+    articles: list[Article]
+    article_topics: list[str]
+    topic_docs: dict[str, list[int]]
+    queries: list[BenchQuery]
+    ground_truth: list[list[int]]
+    query_topics: list[list[str]] = field(default_factory=list)
+    unresolved: list[tuple[int, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def categories(self) -> list[str]:
+        """Sorted distinct category labels."""
+        return sorted({a.label for a in self.articles})
+
+
+# --------------------------------------------------------------------------- reading bytes
+
+_NUMBERING = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*\u2022+])(?:\s+|$)")
+
+
+def clean_fusion(items: Iterable[Any] | None) -> tuple[str, ...]:
+    """Clean fusion sub-queries: strip whitespace and list markers, drop blanks.
+
+    List markers removed at the start of an item: ``1.``, ``2)``, ``(3)``, ``4:``, ``-``,
+    ``*``, ``+``, ``•`` (each followed by whitespace or the end). ``None`` gives ``()``;
+    non-string items are converted with ``str``.
+    """
+    if items is None:
+        return ()
+    if isinstance(items, str):
+        items = [items]
+    out: list[str] = []
+    for item in items:
+        if item is None:
+            continue
+        s = str(item).strip()
+        s = _NUMBERING.sub("", s, count=1).strip()
+        if s:
+            out.append(s)
+    return tuple(out)
+
+
+def _decompress_capped(opener: Any, data: bytes, name: str, kind: str) -> bytes:
+    try:
+        with opener(io.BytesIO(data)) as fh:
+            out = fh.read(MAX_DECOMPRESSED_BYTES + 1)
+    except (OSError, EOFError, ValueError) as exc:
+        raise BenchmarkFormatError(f"{name}: not a valid {kind} file ({exc})") from exc
+    if len(out) > MAX_DECOMPRESSED_BYTES:
+        raise BenchmarkFormatError(
+            f"{name}: decompresses to more than {MAX_DECOMPRESSED_BYTES // 2**20} MB; refusing"
+        )
+    return out
+
+
+def decode_benchmark_bytes(data: bytes, name: str) -> Any:
+    """Decode the bytes of a benchmark file into JSON values.
+
+    Compression (bz2, gzip) is detected from magic bytes. ``.jsonl`` names (or content that
+    is not one JSON document but is one JSON value per line) give a list of the line values.
+    Raises :class:`BenchmarkFormatError` naming ``name`` on any decoding problem.
+    """
+    if data[:3] == b"BZh":
+        data = _decompress_capped(bz2.open, data, name, "bz2")
+    elif data[:2] == b"\x1f\x8b":
+        data = _decompress_capped(gzip.open, data, name, "gzip")
+    elif name.lower().endswith((".bz2", ".gz")):
+        raise BenchmarkFormatError(f"{name}: the name says compressed but the content is not")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFormatError(
+            f"{name}: not UTF-8 text (byte {exc.start}); benchmark files must be UTF-8 JSON"
+        ) from exc
+    base = name.lower().removesuffix(".bz2").removesuffix(".gz")
+    if base.endswith(".jsonl") or base.endswith(".ndjson"):
+        return _parse_jsonl(text, name)
+    if not text.strip():
+        raise BenchmarkFormatError(f"{name}: the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            try:
+                return _parse_jsonl(text, name)
+            except BenchmarkFormatError:
+                pass
+        raise BenchmarkFormatError(
+            f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+
+
+def _parse_jsonl(text: str, name: str) -> list[Any]:
+    out: list[Any] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise BenchmarkFormatError(f"{name}: line {lineno} is not valid JSON: {exc.msg}") from exc
+    if not out:
+        raise BenchmarkFormatError(f"{name}: the file is empty")
+    return out
+
+
+def _read_path(path: str | Path) -> tuple[bytes, str]:
+    p = Path(path)
+    if not p.exists():
+        raise BenchmarkFileNotFoundError(f"{p}: file not found")
+    if p.is_dir():
+        raise BenchmarkFormatError(f"{p}: is a folder, expected a JSON file")
+    try:
+        return p.read_bytes(), str(p)
+    except OSError as exc:
+        raise BenchmarkFormatError(f"{p}: cannot be read ({exc.strerror or exc})") from exc
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _as_list(value: Any, name: str, wrapper_keys: Sequence[str]) -> list[Any]:
+    if isinstance(value, dict):
+        for key in wrapper_keys:
+            if isinstance(value.get(key), list):
+                return value[key]
+        raise BenchmarkFormatError(
+            f"{name}: expected a JSON list (or an object with "
+            f"{' / '.join(repr(k) for k in wrapper_keys)}), got an object with keys "
+            f"{', '.join(repr(k) for k in list(value)[:8]) or '(none)'}"
+        )
+    if not isinstance(value, list):
+        raise BenchmarkFormatError(f"{name}: expected a JSON list, got {_type_name(value)}")
+    if not value:
+        raise BenchmarkFormatError(f"{name}: the list is empty")
+    return value
+
+
+def _type_name(value: Any) -> str:
+    return {
+        dict: "an object", list: "a list", str: "a string", int: "a number",
+        float: "a number", bool: "a boolean", type(None): "null",
+    }.get(type(value), type(value).__name__)
+
+
+def _req_str(item: Mapping[str, Any], key: str, where: str, *, allow_empty: bool = False) -> str:
+    if key not in item:
+        raise BenchmarkFormatError(f"{where} has no {key!r}")
+    value = item[key]
+    if not isinstance(value, str):
+        raise BenchmarkFormatError(f"{where}: {key!r} must be a string, got {_type_name(value)}")
+    if not allow_empty and not value.strip():
+        raise BenchmarkFormatError(f"{where} has an empty {key!r}")
+    return value
+
+
+def parse_articles(value: Any, name: str) -> list[Article]:
+    """Validate decoded JSON as a list of ``{"title", "text", "label"}`` articles.
+
+    Also accepts ``{"documents": [...]}`` / ``{"articles": [...]}``. Raises
+    :class:`BenchmarkFormatError` such as ``"x.json: item 12 has no 'text'"`` (1-based items).
+    """
+    items = _as_list(value, name, ("articles", "documents"))
+    out: list[Article] = []
+    for i, item in enumerate(items, start=1):
+        where = f"{name}: item {i}"
+        if not isinstance(item, dict):
+            raise BenchmarkFormatError(f"{where} must be an object, got {_type_name(item)}")
+        out.append(
+            Article(
+                title=_req_str(item, "title", where).strip(),
+                text=_req_str(item, "text", where),
+                label=_req_str(item, "label", where).strip(),
+            )
+        )
+    return out
+
+
+def _query_from_item(item: Any, where: str) -> BenchQuery:
+    if not isinstance(item, dict):
+        raise BenchmarkFormatError(f"{where} must be an object, got {_type_name(item)}")
+    text_key = next((k for k in ("text", "query", "question") if k in item), "text")
+    text = _req_str(item, text_key, where)
+    topic_key = next((k for k in ("topics", "related", "related_topics") if k in item), None)
+    if topic_key is None:
+        raise BenchmarkFormatError(f"{where} has no 'topics' (or 'related')")
+    topics = item[topic_key]
+    if isinstance(topics, str):
+        topics = [topics]
+    if not isinstance(topics, list):
+        raise BenchmarkFormatError(f"{where}: {topic_key!r} must be a list, got {_type_name(topics)}")
+    clean: list[str] = []
+    for j, t in enumerate(topics, start=1):
+        if not isinstance(t, str) or not t.strip():
+            raise BenchmarkFormatError(f"{where}: {topic_key!r} entry {j} must be a non-empty string")
+        clean.append(t.strip())
+    if not clean:
+        raise BenchmarkFormatError(f"{where} has an empty {topic_key!r} list")
+    fusion = item.get("fusion")
+    if fusion is not None and not isinstance(fusion, (list, str)):
+        raise BenchmarkFormatError(f"{where}: 'fusion' must be a list, got {_type_name(fusion)}")
+    return BenchQuery(text=text.strip(), topics=tuple(clean), fusion=clean_fusion(fusion))
+
+
+def parse_queries(value: Any, name: str) -> list[BenchQuery]:
+    """Validate decoded JSON as a list of queries (``topics`` or ``related``, ``text``, ``fusion``).
+
+    Also accepts ``{"queries": [...]}`` and objects keyed by aspect count
+    (``{"1": [...], "2": [...]}``), flattened in key order.
+    """
+    if isinstance(value, dict) and value and all(_is_int_key(k) for k in value):
+        out: list[BenchQuery] = []
+        for key in sorted(value, key=lambda k: int(k)):
+            items = value[key]
+            if not isinstance(items, list):
+                raise BenchmarkFormatError(
+                    f"{name}: entry {key!r} must be a list of queries, got {_type_name(items)}"
+                )
+            out.extend(_query_from_item(it, f"{name}: [{key}] item {i}") for i, it in enumerate(items, 1))
+        if not out:
+            raise BenchmarkFormatError(f"{name}: contains no queries")
+        return out
+    items = _as_list(value, name, ("queries",))
+    return [_query_from_item(it, f"{name}: item {i}") for i, it in enumerate(items, start=1)]
+
+
+def _is_int_key(key: Any) -> bool:
+    return isinstance(key, str) and key.strip().isdigit()
+
+
+def load_articles(path: str | Path) -> list[Article]:
+    """Load Wikipedia-format articles from ``.json``, ``.jsonl`` or their ``.bz2``/``.gz``.
+
+    Raises :class:`BenchmarkFileNotFoundError` or :class:`BenchmarkFormatError`.
+    """
+    data, name = _read_path(path)
+    return parse_articles(decode_benchmark_bytes(data, name), name)
+
+
+def load_queries(path: str | Path) -> list[BenchQuery]:
+    """Load queries (``{"topics", "text", "fusion"}``) from ``.json``/``.jsonl`` (+ ``.bz2``)."""
+    data, name = _read_path(path)
+    return parse_queries(decode_benchmark_bytes(data, name), name)
+
+
+# --------------------------------------------------------------------------- ground truth
+
+
+def _norm(s: str) -> str:
+    s = unicodedata.normalize("NFC", s).casefold()
+    return " ".join(s.replace("_", " ").split())
+
+
+def _pick(
+    candidates: Sequence[int], labels: Sequence[str], used_labels: set[str], chosen: set[int]
+) -> int:
+    fresh = [c for c in candidates if c not in chosen]
+    pool = fresh or list(candidates)
+    for c in pool:
+        if labels[c] not in used_labels:
+            return c
+    return pool[0]
+
+
+def _resolve_names(
+    names: Sequence[str],
+    exact: Mapping[str, list[int]],
+    loose: Mapping[str, list[int]],
+    labels: Sequence[str],
+) -> tuple[list[int | None], list[str]]:
+    """Map each name to one key index; ambiguous names avoid labels used by other names."""
+    cands: list[list[int]] = [exact.get(n) or loose.get(_norm(n)) or [] for n in names]
+    picked: list[int | None] = [None] * len(names)
+    used_labels: set[str] = set()
+    chosen: set[int] = set()
+    for i, c in enumerate(cands):  # unambiguous first: they fix labels
+        if len(c) == 1:
+            picked[i] = c[0]
+            used_labels.add(labels[c[0]])
+            chosen.add(c[0])
+    for i, c in enumerate(cands):
+        if len(c) > 1:
+            p = _pick(c, labels, used_labels, chosen)
+            picked[i] = p
+            used_labels.add(labels[p])
+            chosen.add(p)
+    missing = [n for n, p in zip(names, picked) if p is None]
+    return picked, missing
+
+
+def resolve_ground_truth(queries: Sequence[BenchQuery], articles: Sequence[Article]) -> Resolution:
+    """Map each query's topic titles to article indices.
+
+    A title maps to the article with that exact title (falling back to a case- and
+    whitespace-insensitive match). When several articles share the title (same title in
+    several categories), the candidate whose label is not already used by another topic of
+    the same query is preferred, then the first. Unmatched topics are reported in
+    ``unresolved``; this never raises.
+    """
+    exact: dict[str, list[int]] = {}
+    loose: dict[str, list[int]] = {}
+    for i, a in enumerate(articles):
+        exact.setdefault(a.title, []).append(i)
+        loose.setdefault(_norm(a.title), []).append(i)
+    labels = [a.label for a in articles]
+    doc_indices: list[list[int]] = []
+    unresolved: list[tuple[int, str]] = []
+    for qi, q in enumerate(queries):
+        picked, missing = _resolve_names(q.topics, exact, loose, labels)
+        doc_indices.append([p for p in picked if p is not None])
+        unresolved.extend((qi, m) for m in missing)
+    return Resolution(doc_indices=doc_indices, unresolved=unresolved)
+
+
+# --------------------------------------------------------------------------- topic layout
+
+_TEXT_KEYS = ("text", "summary", "content", "document", "body")
+_LIST_KEYS = ("documents", "docs", "articles", "items")
+_JSON_SUFFIXES = (".json", ".jsonl", ".json.bz2", ".jsonl.bz2", ".json.gz")
+
+
+def _is_json_name(path: str) -> bool:
+    return path.lower().endswith(_JSON_SUFFIXES)
+
+
+def _strip_json_suffix(name: str) -> str:
+    low = name.lower()
+    for suf in sorted(_JSON_SUFFIXES, key=len, reverse=True):
+        if low.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+def _topic_file_parts(path: str) -> tuple[str, str] | None:
+    """``(category, topic)`` for ``.../<category>/<category>_<topic>.json``, else None."""
+    parts = PurePosixPath(path).parts
+    if len(parts) < 2 or not _is_json_name(parts[-1]):
+        return None
+    category, stem = parts[-2], _strip_json_suffix(parts[-1])
+    prefix = category + "_"
+    if stem.lower().startswith(prefix.lower()) and len(stem) > len(prefix):
+        return category, stem[len(prefix):]
+    return None
+
+
+def _is_hidden(path: str) -> bool:
+    return any(
+        (p.startswith(".") and p not in (".", "..")) or p == "__MACOSX"
+        for p in PurePosixPath(path).parts
+    )
+
+
+def _topic_documents(value: Any, name: str, topic: str) -> list[tuple[str, str]]:
+    """``(title, text)`` pairs of one topic file."""
+    if isinstance(value, dict):
+        lst = next((value[k] for k in _LIST_KEYS if isinstance(value.get(k), list)), None)
+        if lst is None:
+            if value and all(isinstance(v, str) for v in value.values()):
+                return [(str(k), v) for k, v in value.items()]
+            raise BenchmarkFormatError(
+                f"{name}: expected a list of documents, or an object with 'documents', got an "
+                f"object with keys {', '.join(repr(k) for k in list(value)[:8]) or '(none)'}"
+            )
+        value = lst
+    if not isinstance(value, list):
+        raise BenchmarkFormatError(f"{name}: expected a list of documents, got {_type_name(value)}")
+    if not value:
+        raise BenchmarkFormatError(f"{name}: the topic has no documents")
+    out: list[tuple[str, str]] = []
+    for i, item in enumerate(value, start=1):
+        where = f"{name}: document {i}"
+        default_title = f"{topic} #{i}"
+        if isinstance(item, str):
+            text, title = item, default_title
+        elif isinstance(item, dict):
+            key = next((k for k in _TEXT_KEYS if k in item), None)
+            if key is None:
+                raise BenchmarkFormatError(
+                    f"{where} has no 'text' (keys: {', '.join(repr(k) for k in item) or 'none'})"
+                )
+            text = _req_str(item, key, where)
+            raw_title = item.get("title")
+            title = raw_title.strip() if isinstance(raw_title, str) and raw_title.strip() else default_title
+        else:
+            raise BenchmarkFormatError(f"{where} must be a string or an object, got {_type_name(item)}")
+        if not text.strip():
+            raise BenchmarkFormatError(f"{where} is empty")
+        out.append((title, text))
+    return out
+
+
+def _read_tree(root: Path) -> dict[str, bytes]:
+    """Relative POSIX path -> bytes of every JSON file under ``root`` (a folder or archive)."""
+    if not root.exists():
+        raise BenchmarkFileNotFoundError(f"{root}: folder or archive not found")
+    files: dict[str, bytes] = {}
+    if root.is_dir():
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            if p.is_file() and _is_json_name(rel) and not _is_hidden(rel):
+                files[rel] = p.read_bytes()
+        return files
+    name = root.name.lower()
+    total = 0
+    if zipfile.is_zipfile(root):
+        with zipfile.ZipFile(root) as zf:
+            for info in zf.infolist():
+                _check_member_path(info.filename, root)
+                if info.is_dir() or not _is_json_name(info.filename) or _is_hidden(info.filename):
+                    continue
+                total += info.file_size
+                if total > MAX_DECOMPRESSED_BYTES:
+                    raise BenchmarkFormatError(f"{root}: archive content is too large")
+                files[info.filename] = zf.read(info)
+        return files
+    if ".tar" in name or name.endswith((".tgz", ".tbz2")):
+        try:
+            with tarfile.open(root) as tf:
+                for member in tf.getmembers():
+                    _check_member_path(member.name, root)
+                    if not member.isfile() or not _is_json_name(member.name) or _is_hidden(member.name):
+                        continue
+                    total += member.size
+                    if total > MAX_DECOMPRESSED_BYTES:
+                        raise BenchmarkFormatError(f"{root}: archive content is too large")
+                    fh = tf.extractfile(member)
+                    if fh is not None:
+                        files[member.name] = fh.read()
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise BenchmarkFormatError(f"{root}: not a readable tar archive ({exc})") from exc
+        return files
+    if _is_json_name(name):
+        return {root.name: root.read_bytes()}
+    raise BenchmarkFormatError(f"{root}: expected a folder, a .zip or a .tar(.bz2) archive")
+
+
+def _check_member_path(member: str, archive: Path) -> None:
+    p = PurePosixPath(member.replace("\\", "/"))
+    if p.is_absolute() or ".." in p.parts or re.match(r"^[A-Za-z]:", member):
+        raise BenchmarkFormatError(f"{archive}: archive entry {member!r} escapes its folder")
+
+
+_QUERY_PATH = re.compile(r"(^|[/_\-. ])quer(y|ies)([/_\-. ]|$)", re.IGNORECASE)
+
+
+def _is_query_path(path: str) -> bool:
+    return _is_json_name(path) and bool(_QUERY_PATH.search(path))
+
+
+def parse_topic_layout(
+    files: Mapping[str, bytes],
+    source: str = "topic layout",
+    query_files: Mapping[str, bytes] | None = None,
+) -> TopicDataset:
+    """Build a :class:`TopicDataset` from relative paths -> bytes.
+
+    Paths matching ``<category>/<category>_<topic>.json`` (whose category folder is not a
+    ``queries`` folder) are topic files; other JSON files with ``query``/``queries`` as a word
+    of their path are query files; anything else is ignored. ``query_files`` are read as
+    query files whatever their names. Raises :class:`BenchmarkFormatError` when there are no
+    topic files or a file is malformed.
+    """
+    articles: list[Article] = []
+    article_topics: list[str] = []
+    topic_docs: dict[str, list[int]] = {}
+    topic_category: dict[str, str] = {}
+    query_sources: dict[str, bytes] = {}
+    for path in sorted(files):
+        if _is_hidden(path):
+            continue
+        parts = _topic_file_parts(path)
+        if parts is not None and _QUERY_PATH.search(parts[0]):
+            parts = None
+        if parts is None:
+            if _is_query_path(path):
+                query_sources[path] = files[path]
+            continue
+        category, topic = parts
+        key = topic if topic not in topic_docs else f"{category}_{topic}"
+        docs = _topic_documents(decode_benchmark_bytes(files[path], path), path, topic)
+        idxs = topic_docs.setdefault(key, [])
+        topic_category[key] = category
+        for title, text in docs:
+            idxs.append(len(articles))
+            articles.append(Article(title=title, text=text, label=category))
+            article_topics.append(key)
+    if not articles:
+        raise BenchmarkFormatError(
+            f"{source}: no topic files found; expected <category>/<category>_<topic>.json files"
+        )
+
+    queries: list[BenchQuery] = []
+    warnings: list[str] = []
+    for path, data in sorted(query_sources.items()) + sorted((query_files or {}).items()):
+        value = decode_benchmark_bytes(data, path)
+        parsed = parse_queries(value, path)
+        if isinstance(value, dict) and value and all(_is_int_key(k) for k in value):
+            for k, items in value.items():
+                bad = sum(
+                    1 for it in items
+                    if isinstance(it, dict) and len(it.get("related", it.get("topics", [])) or []) != int(k)
+                )
+                if bad:
+                    warnings.append(f"{path}: {bad} queries under key {k!r} have a different number of related topics")
+        queries.extend(parsed)
+
+    ground_truth, query_topics, unresolved = _resolve_topics(queries, topic_docs, topic_category)
+    return TopicDataset(
+        articles=articles,
+        article_topics=article_topics,
+        topic_docs=topic_docs,
+        queries=queries,
+        ground_truth=ground_truth,
+        query_topics=query_topics,
+        unresolved=unresolved,
+        warnings=warnings,
+    )
+
+
+def _resolve_topics(
+    queries: Sequence[BenchQuery],
+    topic_docs: Mapping[str, list[int]],
+    topic_category: Mapping[str, str],
+) -> tuple[list[list[int]], list[list[str]], list[tuple[int, str]]]:
+    names = list(topic_docs)
+    labels = [topic_category[n] for n in names]
+    exact: dict[str, list[int]] = {}
+    loose: dict[str, list[int]] = {}
+    for i, n in enumerate(names):
+        cat = topic_category[n]
+        bare = n[len(cat) + 1:] if n.startswith(cat + "_") else n
+        for alias in {n, bare, f"{cat}_{bare}", f"{cat}/{bare}"}:
+            lst = exact.setdefault(alias, [])
+            if i not in lst:
+                lst.append(i)
+            lst2 = loose.setdefault(_norm(alias), [])
+            if i not in lst2:
+                lst2.append(i)
+    ground_truth: list[list[int]] = []
+    query_topics: list[list[str]] = []
+    unresolved: list[tuple[int, str]] = []
+    for qi, q in enumerate(queries):
+        picked, missing = _resolve_names(q.topics, exact, loose, labels)
+        topics = [names[p] for p in picked if p is not None]
+        query_topics.append(topics)
+        ground_truth.append(sorted({d for t in topics for d in topic_docs[t]}))
+        unresolved.extend((qi, m) for m in missing)
+    return ground_truth, query_topics, unresolved
+
+
+def load_topic_layout(root: str | Path, queries: str | Path | None = None) -> TopicDataset:
+    """Load a legal/accident-style benchmark from a folder, ``.zip`` or ``.tar(.bz2)``.
+
+    ``queries`` optionally names a separate query file, folder or archive (the authors ship
+    documents and queries as separate archives); its JSON files are all read as query files.
+    Ground truth is at topic level: ``ground_truth[q]`` holds all documents of the query's
+    related topics.
+    """
+    root_p = Path(root)
+    files = _read_tree(root_p)
+    extra: dict[str, bytes] | None = None
+    if queries is not None:
+        q_path = Path(queries)
+        extra = {}
+        for rel, data in _read_tree(q_path).items():
+            if q_path.is_dir():
+                extra[f"{q_path}/{rel}"] = data
+            elif rel == q_path.name:  # a single JSON file
+                extra[str(q_path)] = data
+            else:  # an archive member
+                extra[f"{q_path}:{rel}"] = data
+    return parse_topic_layout(files, str(root_p), extra)

@@ -1,0 +1,94 @@
+"""Shared pieces of the LLM query expansions: result type, error type, cached ask-and-parse.
+
+Every expansion is one chat completion through
+:func:`~mrag_core.llm.cache.cached_complete` (so a repeated call with the same
+model, prompt and parameters is served from the cache without an HTTP request)
+followed by a parser. A reply is stored in the cache only if its parser
+accepts it, and an answer the parser rejects raises :class:`ExpansionError`
+- an expansion never silently returns garbage. Transport failures raise
+:class:`~mrag_core.llm.client.LLMError` unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from mrag_core.llm.cache import LLMCache, cached_complete
+from mrag_core.llm.client import LLMClient, LLMReply
+
+__all__ = ["Expansion", "ExpansionError", "ask_and_parse", "preview", "strip_code_fence"]
+
+_FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.DOTALL)
+
+
+class ExpansionError(ValueError):
+    """The LLM answered, but not in a usable form (message says which expansion and shows the answer's start)."""
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """Texts produced by one expansion call plus its cost.
+
+    ``prompt_tokens``/``completion_tokens`` are those of the answer (for a cache
+    hit: what it cost when it was first made); ``cached=True`` means no request
+    was sent now (``latency_s == 0``) and nothing was spent.
+    """
+
+    texts: list[str]
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+
+
+def strip_code_fence(text: str) -> str:
+    """The content of the first fenced block (```` ```lang ... ``` ````) if any, else ``text``; stripped."""
+    match = _FENCE.search(text)
+    return (match.group(1) if match else text).strip()
+
+
+def preview(text: str, limit: int = 120) -> str:
+    """One-line start of ``text`` for error messages."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def ask_and_parse(
+    client: LLMClient,
+    cache: LLMCache | None,
+    kind: str,
+    messages: list[dict[str, str]],
+    parse: Callable[[str], list[str]],
+    *,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    json_mode: bool = False,
+) -> Expansion:
+    """Ask (through the cache), parse, and wrap as :class:`Expansion`.
+
+    ``parse`` must return a non-empty list or raise :class:`ExpansionError`.
+    Replies that ``parse`` rejects are not cached.
+    """
+
+    def accept(reply: LLMReply) -> bool:
+        try:
+            return bool(parse(reply.text))
+        except ExpansionError:
+            return False
+
+    reply, hit = cached_complete(
+        client, cache, kind, messages,
+        temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, accept=accept,
+    )
+    texts = parse(reply.text)
+    if not texts:
+        raise ExpansionError(f"The {kind} expansion produced no text from the LLM answer {preview(reply.text)!r}.")
+    return Expansion(
+        texts=list(texts),
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        latency_s=reply.latency_s,
+        cached=hit,
+    )

@@ -1,0 +1,38 @@
+"""Fusion RAG baseline: the LLM splits a question into ``n`` sub-queries, one per line.
+
+Each sub-query is retrieved separately and the rankings are merged with
+:func:`~mrag_core.expansion.rrf.reciprocal_rank_fusion`. The prompt is the one
+used when queries are generated (:func:`~mrag_core.querygen.story_prompt.fusion_messages`),
+so stored fusion sub-queries and on-the-fly ones are alike. Parsing: clean,
+de-duplicate, clamp to ``n``. Cache kind: ``'fusion'``.
+"""
+
+from __future__ import annotations
+
+from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview
+from mrag_core.llm.cache import LLMCache
+from mrag_core.llm.client import LLMClient
+from mrag_core.querygen.checks import clean_subqueries, dedupe
+from mrag_core.querygen.story_prompt import fusion_messages
+
+__all__ = ["KIND", "fusion_subqueries", "parse_subqueries"]
+
+KIND = "fusion"
+MAX_SUBQUERIES = 20
+
+
+def parse_subqueries(text: str, n: int) -> list[str]:
+    """Clean, de-duplicate and clamp to ``n``; :class:`ExpansionError` if none remains."""
+    queries = dedupe(clean_subqueries(text))[:n]
+    if not queries:
+        raise ExpansionError(f"The LLM answer contains no sub-queries: {preview(text)!r}")
+    return queries
+
+
+def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache | None = None) -> Expansion:
+    """Ask for ``n`` (1..20) sub-queries covering ``question``; ``texts`` = the sub-queries (<= n)."""
+    if not question.strip():
+        raise ValueError("The question is empty.")
+    if not 1 <= n <= MAX_SUBQUERIES:
+        raise ValueError(f"The number of sub-queries must be between 1 and {MAX_SUBQUERIES}, got {n}.")
+    return ask_and_parse(client, cache, KIND, fusion_messages(question, n), lambda t: parse_subqueries(t, n))

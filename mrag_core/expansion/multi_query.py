@@ -1,0 +1,52 @@
+"""Multi-query expansion: the LLM rewrites a question into several diverse search queries.
+
+The answer is expected one query per line; it is parsed with
+:func:`~mrag_core.querygen.checks.clean_subqueries` (numbering, bullets, quotes
+and preamble lines removed), de-duplicated (normalised text) and clamped to
+``n`` queries. Cache kind: ``'multi-query'``.
+"""
+
+from __future__ import annotations
+
+from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview
+from mrag_core.llm.cache import LLMCache
+from mrag_core.llm.client import LLMClient
+from mrag_core.querygen.checks import clean_subqueries, dedupe
+
+__all__ = ["KIND", "MAX_REWRITES", "parse_rewrites", "rewrite_messages", "rewrite_queries"]
+
+KIND = "multi-query"
+MAX_REWRITES = 10
+
+
+def rewrite_messages(question: str, n: int) -> list[dict[str, str]]:
+    """The rewrite prompt: ``n`` diverse search queries, one per line, nothing else."""
+    prompt = (
+        f"Rewrite the following question into {n} diverse search queries for a document search engine. "
+        "Together they should cover the different aspects and possible meanings of the question; "
+        "use different wording and keywords in each, and keep each query self-contained. "
+        "Output exactly one query per line, with no numbering, no quotes and no additional text.\n\n"
+        f"Question: {question.strip()}"
+    )
+    return [{"role": "user", "content": prompt}]
+
+
+def parse_rewrites(text: str, n: int) -> list[str]:
+    """Clean, de-duplicate and clamp to ``n``; raise :class:`ExpansionError` if no query remains."""
+    queries = dedupe(clean_subqueries(text))[:n]
+    if not queries:
+        raise ExpansionError(f"The LLM answer contains no search queries: {preview(text)!r}")
+    return queries
+
+
+def rewrite_queries(
+    client: LLMClient, question: str, n: int = 4, cache: LLMCache | None = None, *, temperature: float = 0.0
+) -> Expansion:
+    """Ask for ``n`` (1..10; 3-5 recommended) rewrites of ``question``; ``texts`` = the rewrites (<= n)."""
+    if not question.strip():
+        raise ValueError("The question to rewrite is empty.")
+    if not 1 <= n <= MAX_REWRITES:
+        raise ValueError(f"The number of rewrites must be between 1 and {MAX_REWRITES}, got {n}.")
+    return ask_and_parse(
+        client, cache, KIND, rewrite_messages(question, n), lambda t: parse_rewrites(t, n), temperature=temperature
+    )

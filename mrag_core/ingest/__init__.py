@@ -1,0 +1,59 @@
+"""Corpus import: uploads -> a preview of records and located issues, nothing written.
+
+Readers (all return :class:`ImportPreview`, never raise for bad content):
+
+* tables: :func:`sniff_columns`, :func:`suggest_mapping`, :func:`read_table` (JSON, JSONL, CSV,
+  Parquet);
+* text files: :func:`read_text_file`, :func:`read_text_files`, :func:`read_text_zip`,
+  :func:`read_text_folder` (``.txt``/``.md``);
+* benchmarks: :func:`preview_wikipedia_articles`, :func:`preview_topic_layout`.
+
+Post-processing: :func:`apply_chunking` (with :func:`chunk_by_chars`,
+:func:`chunk_by_paragraphs`), :func:`dedupe` (with :func:`content_hash`), :func:`check_records`
+(empty / over-size documents). Text decoding: :func:`decode_bytes`.
+"""
+
+from __future__ import annotations
+
+from mrag_core.ingest.benchmarks import preview_topic_layout, preview_wikipedia_articles
+from mrag_core.ingest.chunking import apply_chunking, chunk_by_chars, chunk_by_paragraphs
+from mrag_core.ingest.dedupe import content_hash, dedupe
+from mrag_core.ingest.encoding import decode_bytes
+from mrag_core.ingest.files import read_text_file, read_text_files, read_text_folder, read_text_zip
+from mrag_core.ingest.records import (
+    MAX_DOC_BYTES,
+    MAX_TOTAL_BYTES,
+    ImportIssue,
+    ImportPreview,
+    ImportRecord,
+    IngestError,
+    check_records,
+)
+from mrag_core.ingest.tabular import ColumnMapping, guess_format, read_table, sniff_columns, suggest_mapping
+
+__all__ = [
+    "MAX_DOC_BYTES",
+    "MAX_TOTAL_BYTES",
+    "ColumnMapping",
+    "ImportIssue",
+    "ImportPreview",
+    "ImportRecord",
+    "IngestError",
+    "apply_chunking",
+    "check_records",
+    "chunk_by_chars",
+    "chunk_by_paragraphs",
+    "content_hash",
+    "decode_bytes",
+    "dedupe",
+    "guess_format",
+    "preview_topic_layout",
+    "preview_wikipedia_articles",
+    "read_table",
+    "read_text_file",
+    "read_text_files",
+    "read_text_folder",
+    "read_text_zip",
+    "sniff_columns",
+    "suggest_mapping",
+]

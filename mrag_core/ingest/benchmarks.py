@@ -1,0 +1,100 @@
+"""Importing the MRAG authors' benchmark corpora as previews.
+
+* Wikipedia articles (``wikipedia_articles_v1.json(.bz2)``): a JSON list of
+  ``{"title", "text", "label"}``, read row by row through the table reader so every bad item
+  is reported and the rest still imports.
+* The legal/accident topic layout (``<category>/<category>_<topic>.json``), from a folder or a
+  ZIP (or ``.tar.bz2`` path) of it, parsed by :mod:`mrag_core.benchmark`; label = category, and
+  each document's title names its topic unless the file gives one.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+from mrag_core.benchmark import BenchmarkFormatError, TopicDataset, load_topic_layout, parse_topic_layout
+from mrag_core.ingest.files import safe_zip_members
+from mrag_core.ingest.records import (
+    MAX_DOC_BYTES,
+    MAX_TOTAL_BYTES,
+    ImportIssue,
+    ImportPreview,
+    ImportRecord,
+    check_records,
+    format_bytes,
+)
+from mrag_core.ingest.tabular import ColumnMapping, read_table
+
+__all__ = ["WIKIPEDIA_MAPPING", "preview_topic_layout", "preview_wikipedia_articles", "topic_dataset_preview"]
+
+#: Column mapping of the authors' Wikipedia article files.
+WIKIPEDIA_MAPPING = ColumnMapping(text="text", title="title", label="label")
+
+
+def preview_wikipedia_articles(
+    data: bytes, name: str, *, max_doc_bytes: int | None = MAX_DOC_BYTES
+) -> ImportPreview:
+    """Preview a Wikipedia-format article file (``.json``, ``.jsonl`` or bz2/gzip of them)."""
+    fmt = "jsonl" if ".jsonl" in name.lower() else "json"
+    return read_table(data, fmt, WIKIPEDIA_MAPPING, name, max_doc_bytes=max_doc_bytes)
+
+
+def topic_dataset_preview(ds: TopicDataset, name: str, *, max_doc_bytes: int | None = MAX_DOC_BYTES) -> ImportPreview:
+    """Records of a loaded :class:`~mrag_core.benchmark.TopicDataset` (source names the topic)."""
+    records = [
+        ImportRecord(title=a.title, text=a.text, label=a.label, source=f"{name} topic {topic}")
+        for a, topic in zip(ds.articles, ds.article_topics)
+    ]
+    kept, issues = check_records(records, max_doc_bytes)
+    issues.extend(ImportIssue(name, w, "warning") for w in ds.warnings)
+    return ImportPreview(records=kept, issues=issues, n_rows_read=len(records), n_skipped=len(records) - len(kept))
+
+
+def _unprefix(message: str, label: str) -> str:
+    prefix = f"{label}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def preview_topic_layout(
+    source: str | Path | bytes,
+    name: str | None = None,
+    *,
+    max_doc_bytes: int | None = MAX_DOC_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+) -> ImportPreview:
+    """Preview a legal/accident-style corpus: a folder or archive path, or ZIP bytes.
+
+    Format problems give one error naming the file and what is wrong; ZIP entries escaping
+    their folder are errors and are not read; nothing raises for bad content.
+    """
+    if isinstance(source, bytes):
+        label = name or "upload.zip"
+        if len(source) > max_total_bytes:
+            return ImportPreview(issues=[ImportIssue(
+                label, f"the upload is {format_bytes(len(source))}, over the "
+                       f"{format_bytes(max_total_bytes)} limit", "error")])
+        try:
+            zf = zipfile.ZipFile(io.BytesIO(source))
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            return ImportPreview(issues=[ImportIssue(label, f"not a valid ZIP archive ({exc})", "error")])
+        with zf:
+            members, issues = safe_zip_members(zf, label, max_total_bytes=max_total_bytes,
+                                               strip_common_root=False)
+            if any(i.location == label for i in issues):
+                return ImportPreview(issues=issues)
+            files = {m.path: zf.read(m.info) for m in members if m.path.lower().endswith((".json", ".json.bz2"))}
+        try:
+            ds = parse_topic_layout(files, label)
+        except BenchmarkFormatError as exc:
+            return ImportPreview(issues=issues + [ImportIssue(label, _unprefix(str(exc), label), "error")])
+        preview = topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes)
+        preview.issues[:0] = issues
+        return preview
+    label = name or str(source)
+    try:
+        ds = load_topic_layout(source)
+    except BenchmarkFormatError as exc:
+        return ImportPreview(issues=[ImportIssue(label, _unprefix(str(exc), label), "error")])
+    return topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes)

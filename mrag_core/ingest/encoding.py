@@ -1,0 +1,119 @@
+"""Turning uploaded bytes into text, saying which encoding was used and what was guessed.
+
+Order of attempts: a byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); strict UTF-8;
+BOM-less UTF-16 (detected from the pattern of NUL bytes in ASCII-heavy text, with a warning);
+then Windows-1252 and finally Latin-1, each with a warning naming the fallback. Binary data
+(known binary signatures such as PDF or ZIP, NUL bytes, many control characters) gives an
+error instead of mojibake.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+from mrag_core.ingest.records import ImportIssue
+
+__all__ = ["decode_bytes", "looks_binary"]
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF", "a PDF document; export its text first"),
+    (b"PK\x03\x04", "a ZIP archive (or an Office document); upload it as a ZIP of .txt/.md files"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"BZh", "a bz2 archive"),
+    (b"\x7fELF", "a program"),
+    (b"PAR1", "a Parquet file"),
+    (b"\xd0\xcf\x11\xe0", "an old Office document; save it as plain text first"),
+)
+
+_CONTROL_OK = {0x09, 0x0A, 0x0C, 0x0D}
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """``"utf-16-le"``/``"utf-16-be"`` when ``data`` looks like BOM-less UTF-16 text."""
+    if len(data) < 4 or len(data) % 2:
+        return None
+    even, odd = data[0::2], data[1::2]
+    n = len(even)
+    nul_even, nul_odd = even.count(0) / n, odd.count(0) / n
+    if nul_odd > 0.6 and nul_even < 0.05:
+        return "utf-16-le"
+    if nul_even > 0.6 and nul_odd < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def looks_binary(data: bytes) -> str | None:
+    """A reason why ``data`` is not text (e.g. ``"a PDF document..."``), or None if it may be."""
+    for sig, what in _SIGNATURES:
+        if data.startswith(sig):
+            return f"this is {what}, not a text file"
+    sample = data[:65536]
+    if b"\x00" in sample:
+        return "the file contains NUL bytes: it looks binary, not text"
+    if sample:
+        ctrl = sum(1 for b in sample if b < 0x20 and b not in _CONTROL_OK)
+        if ctrl / len(sample) > 0.05:
+            return "the file contains many control characters: it looks binary, not text"
+    return None
+
+
+def decode_bytes(data: bytes, name: str) -> tuple[str | None, str, list[ImportIssue]]:
+    """Decode an uploaded file.
+
+    Returns ``(text, encoding, issues)``. On success ``text`` is a str and ``encoding`` the
+    codec used (``"utf-8"``, ``"utf-8-sig"``, ``"utf-16-le"``, ``"cp1252"``, ``"latin-1"``...);
+    ``issues`` holds a warning (located at ``name``) when the encoding was a guess. When the
+    data is binary, ``text`` is ``None``, ``encoding`` is ``""`` and ``issues`` holds one
+    error explaining why. The BOM is never part of ``text``.
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom):].decode(codec.removesuffix("-sig")), codec, []
+            except UnicodeDecodeError as exc:
+                return None, "", [
+                    ImportIssue(name, f"starts with a {codec} byte-order mark but is not valid {codec} "
+                                      f"(byte {exc.start + len(bom)})", "error")
+                ]
+    guessed16 = _utf16_without_bom(data)
+    if guessed16 is not None:
+        try:
+            text = data.decode(guessed16)
+        except UnicodeDecodeError:
+            pass
+        else:
+            return text, guessed16, [
+                ImportIssue(name, f"no byte-order mark; read as {guessed16.upper()} (guessed)", "warning")
+            ]
+    reason = looks_binary(data)
+    if reason is not None:
+        return None, "", [ImportIssue(name, reason, "error")]
+    try:
+        return data.decode("utf-8"), "utf-8", []
+    except UnicodeDecodeError as exc:
+        first_bad = exc.start
+    for codec, label in (("cp1252", "Windows-1252 (cp1252)"), ("latin-1", "Latin-1 (ISO-8859-1)")):
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        return text, codec, [
+            ImportIssue(
+                name,
+                f"not valid UTF-8 (first bad byte at offset {first_bad}); read as {label}. "
+                "Check accented characters, or save the file as UTF-8",
+                "warning",
+            )
+        ]
+    raise AssertionError("latin-1 decodes every byte string")  # pragma: no cover

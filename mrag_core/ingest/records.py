@@ -1,0 +1,182 @@
+"""Records, issues and previews shared by every importer, plus the size limits.
+
+An import never writes anything: readers turn uploaded bytes into an :class:`ImportPreview`
+(the records that would be added, and one :class:`ImportIssue` per problem, located by row,
+line or file). The UI shows the preview and commits ``preview.records`` only when the user
+confirms.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+__all__ = [
+    "MAX_DOC_BYTES",
+    "MAX_TOTAL_BYTES",
+    "ImportIssue",
+    "ImportPreview",
+    "ImportRecord",
+    "IngestError",
+    "Severity",
+    "check_records",
+    "format_bytes",
+    "normalise_text",
+    "text_problem",
+]
+
+#: Largest single document (UTF-8 bytes of its text, or size of its file).
+MAX_DOC_BYTES: int = 5 * 1024 * 1024
+#: Largest upload (a table file, or the sum of a ZIP's/folder's document files).
+MAX_TOTAL_BYTES: int = 200 * 1024 * 1024
+
+Severity = Literal["error", "warning"]
+
+
+class IngestError(ValueError):
+    """A whole upload cannot be read (e.g. not JSON at all). Message is user-facing."""
+
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    """One document ready to be added to a collection.
+
+    ``source`` says where it came from (``"data.csv row 7"``, ``"notes.zip:physics/a.md"``).
+    Chunked records carry their original title in ``parent_title``, their 0-based position
+    in ``chunk_index`` and the number of parts in ``chunk_count``; unchunked records leave
+    them ``None``.
+    """
+
+    title: str
+    text: str
+    label: str | None
+    source: str
+    parent_title: str | None = None
+    chunk_index: int | None = None
+    chunk_count: int | None = None
+
+
+@dataclass(frozen=True)
+class ImportIssue:
+    """A problem found while reading: ``location`` is e.g. ``"row 7"`` or ``"notes/a.txt"``.
+
+    ``error`` means the row/file was not imported; ``warning`` means it was imported but
+    something was guessed or dropped.
+    """
+
+    location: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper()} {self.location}: {self.message}"
+
+
+@dataclass
+class ImportPreview:
+    """What an import would add: records plus every issue met on the way.
+
+    ``n_rows_read`` counts rows/lines/files examined; ``n_skipped`` those that produced no
+    record because of an error.
+    """
+
+    records: list[ImportRecord] = field(default_factory=list)
+    issues: list[ImportIssue] = field(default_factory=list)
+    n_rows_read: int = 0
+    n_skipped: int = 0
+
+    @property
+    def errors(self) -> list[ImportIssue]:
+        """Issues of severity ``error``."""
+        return [i for i in self.issues if i.severity == "error"]
+
+    @property
+    def warnings(self) -> list[ImportIssue]:
+        """Issues of severity ``warning``."""
+        return [i for i in self.issues if i.severity == "warning"]
+
+    @property
+    def has_errors(self) -> bool:
+        """True when at least one row or file was rejected."""
+        return any(i.severity == "error" for i in self.issues)
+
+    def label_counts(self) -> dict[str | None, int]:
+        """Number of records per label (``None`` = unlabelled)."""
+        return dict(Counter(r.label for r in self.records))
+
+    def summary(self) -> str:
+        """One line for the UI: ``"12 documents ready, 2 rows skipped, 1 warning"``."""
+        n_w = len(self.warnings)
+        return (
+            f"{len(self.records)} document{'s' if len(self.records) != 1 else ''} ready, "
+            f"{self.n_skipped} skipped of {self.n_rows_read} read, "
+            f"{len(self.errors)} error{'s' if len(self.errors) != 1 else ''}, "
+            f"{n_w} warning{'s' if n_w != 1 else ''}"
+        )
+
+    @staticmethod
+    def combine(previews: Iterable[ImportPreview]) -> ImportPreview:
+        """Concatenate several previews (e.g. several uploaded files) into one."""
+        out = ImportPreview()
+        for p in previews:
+            out.records.extend(p.records)
+            out.issues.extend(p.issues)
+            out.n_rows_read += p.n_rows_read
+            out.n_skipped += p.n_skipped
+        return out
+
+
+def format_bytes(n: int) -> str:
+    """Human-readable size: ``"512 B"``, ``"4.2 KB"``, ``"5.0 MB"``."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def normalise_text(text: str) -> str:
+    """Unify line endings to ``\\n``, drop NUL characters and strip outer whitespace."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()
+
+
+def text_problem(text: str, max_doc_bytes: int | None = MAX_DOC_BYTES) -> str | None:
+    """Why a (normalised) document text cannot be imported, or None when it can.
+
+    Empty texts and texts whose UTF-8 size exceeds ``max_doc_bytes`` are rejected; the
+    message for the latter suggests chunking.
+    """
+    if not text.strip():
+        return "the document is empty"
+    if max_doc_bytes is not None:
+        size = len(text.encode("utf-8"))
+        if size > max_doc_bytes:
+            return (
+                f"the document is {format_bytes(size)}, over the {format_bytes(max_doc_bytes)} "
+                "limit per document; split it (turn on chunking) or import a smaller file"
+            )
+    return None
+
+
+def check_records(
+    records: Sequence[ImportRecord], max_doc_bytes: int | None = MAX_DOC_BYTES
+) -> tuple[list[ImportRecord], list[ImportIssue]]:
+    """Apply the document limits: empty texts and texts over ``max_doc_bytes`` are rejected.
+
+    Returns the kept records (texts normalised with :func:`normalise_text`) and one error
+    per rejected record, located at its ``source``. ``max_doc_bytes=None`` disables the cap
+    (e.g. before :func:`mrag_core.ingest.chunking.apply_chunking` splits big documents).
+    """
+    kept: list[ImportRecord] = []
+    issues: list[ImportIssue] = []
+    for r in records:
+        text = normalise_text(r.text)
+        problem = text_problem(text, max_doc_bytes)
+        if problem is not None:
+            issues.append(ImportIssue(r.source, problem, "error"))
+            continue
+        kept.append(r if text == r.text else replace(r, text=text))
+    return kept, issues

@@ -1,0 +1,432 @@
+"""Importing documents from tables: JSON, JSONL, CSV (and Parquet).
+
+Two steps, matching the UI: :func:`sniff_columns` lists the columns of an upload so the user
+can map them (:func:`suggest_mapping` proposes a mapping), then :func:`read_table` turns every
+row into an :class:`~mrag_core.ingest.records.ImportRecord` or a located
+:class:`~mrag_core.ingest.records.ImportIssue`.
+
+Accepted shapes: JSON is a list of objects or ``{"documents": [...]}`` (also ``"records"``,
+``"data"``, ``"articles"``, ``"items"``); JSONL is one object per line; CSV has a header row and
+its delimiter (``,`` ``;`` tab ``|``) is sniffed. bz2/gzip-compressed uploads are decompressed
+transparently (the authors' ``wikipedia_articles_v1.json.bz2`` reads as JSON). Locations are
+``"row N"`` (JSON, CSV, Parquet; 1-based data rows) or ``"line N"`` (JSONL).
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, Literal
+
+from mrag_core.ingest.encoding import decode_bytes
+from mrag_core.ingest.records import (
+    MAX_DOC_BYTES,
+    MAX_TOTAL_BYTES,
+    ImportIssue,
+    ImportPreview,
+    ImportRecord,
+    IngestError,
+    format_bytes,
+    normalise_text,
+    text_problem,
+)
+
+__all__ = [
+    "ColumnMapping",
+    "TableFormat",
+    "fallback_title",
+    "guess_format",
+    "read_table",
+    "sniff_columns",
+    "suggest_mapping",
+]
+
+TableFormat = Literal["json", "jsonl", "csv", "parquet"]
+_FORMATS: tuple[str, ...] = ("json", "jsonl", "csv", "parquet")
+_WRAPPER_KEYS = ("documents", "records", "data", "articles", "items", "rows")
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which columns hold the text (required), the title and the label (optional)."""
+
+    text: str
+    title: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class _Rows:
+    """Rows of a table: ``(location, row or None when already reported)``."""
+
+    columns: list[str]
+    rows: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+    issues: list[ImportIssue] = field(default_factory=list)
+
+
+def guess_format(name: str) -> TableFormat | None:
+    """Table format from a file name (``.json``, ``.jsonl``/``.ndjson``, ``.csv``/``.tsv``,
+    ``.parquet``; a trailing ``.bz2``/``.gz`` is ignored), or None."""
+    low = name.lower().removesuffix(".bz2").removesuffix(".gz")
+    suffix = PurePath(low).suffix
+    return {
+        ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
+        ".tsv": "csv", ".txt": None, ".parquet": "parquet", ".pq": "parquet",
+    }.get(suffix)  # type: ignore[return-value]
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in _FORMATS:
+        raise IngestError(f"unknown table format {fmt!r}; expected one of {', '.join(_FORMATS)}")
+
+
+def _maybe_decompress(data: bytes, name: str, cap: int) -> bytes:
+    opener: Callable[..., Any] | None = None
+    kind = ""
+    if data[:3] == b"BZh":
+        opener, kind = bz2.open, "bz2"
+    elif data[:2] == b"\x1f\x8b":
+        opener, kind = gzip.open, "gzip"
+    if opener is None:
+        return data
+    try:
+        with opener(io.BytesIO(data)) as fh:
+            out: bytes = fh.read(cap + 1)
+    except (OSError, EOFError, ValueError) as exc:
+        raise IngestError(f"{name}: looks {kind}-compressed but cannot be decompressed ({exc})") from exc
+    if len(out) > cap:
+        raise IngestError(f"{name}: decompresses to more than {format_bytes(cap)}, the upload limit")
+    return out
+
+
+def _decode(data: bytes, name: str) -> tuple[str, list[ImportIssue]]:
+    text, _enc, issues = decode_bytes(data, name)
+    if text is None:
+        raise IngestError(f"{name}: {issues[0].message}" if issues else f"{name}: cannot be decoded")
+    return text, issues
+
+
+def _unique_columns(names: Sequence[Any], name: str) -> tuple[list[str], list[ImportIssue]]:
+    out: list[str] = []
+    issues: list[ImportIssue] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(names, start=1):
+        col = str(raw).strip() if raw is not None else ""
+        if not col:
+            col = f"column {i}"
+        if col in seen:
+            seen[col] += 1
+            new = f"{col} ({seen[col]})"
+            issues.append(ImportIssue(name, f"duplicate column {col!r} renamed to {new!r}", "warning"))
+            col = new
+        else:
+            seen[col] = 1
+        out.append(col)
+    return out, issues
+
+
+def _columns_of(rows: Sequence[tuple[str, dict[str, Any] | None]]) -> list[str]:
+    cols: dict[str, None] = {}
+    for _, row in rows:
+        if row is not None:
+            for k in row:
+                cols.setdefault(str(k), None)
+    return list(cols)
+
+
+def _json_rows(text: str, name: str) -> _Rows:
+    if not text.strip():
+        raise IngestError(f"{name}: the file is empty")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (one object per line? choose JSONL)" if exc.msg == "Extra data" else ""
+        raise IngestError(
+            f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
+        ) from exc
+    if isinstance(value, dict):
+        key = next((k for k in _WRAPPER_KEYS if isinstance(value.get(k), list)), None)
+        if key is None:
+            raise IngestError(
+                f"{name}: expected a list of objects or an object with a 'documents' list; "
+                f"found an object with keys {', '.join(repr(k) for k in list(value)[:10]) or '(none)'}"
+            )
+        value = value[key]
+    if not isinstance(value, list):
+        raise IngestError(f"{name}: expected a list of objects, found a {type(value).__name__}")
+    out = _Rows(columns=[])
+    for i, item in enumerate(value, start=1):
+        loc = f"row {i}"
+        if isinstance(item, dict):
+            out.rows.append((loc, item))
+        else:
+            out.rows.append((loc, None))
+            out.issues.append(ImportIssue(loc, f"expected an object, found {_kind(item)}", "error"))
+    out.columns = _columns_of(out.rows)
+    return out
+
+
+def _jsonl_rows(text: str, name: str) -> _Rows:
+    out = _Rows(columns=[])
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        loc = f"line {lineno}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.rows.append((loc, None))
+            out.issues.append(ImportIssue(loc, f"invalid JSON at column {exc.colno}: {exc.msg}", "error"))
+            continue
+        if isinstance(item, dict):
+            out.rows.append((loc, item))
+        else:
+            out.rows.append((loc, None))
+            out.issues.append(ImportIssue(loc, f"expected an object, found {_kind(item)}", "error"))
+    if not out.rows:
+        raise IngestError(f"{name}: the file is empty")
+    out.columns = _columns_of(out.rows)
+    return out
+
+
+def _csv_rows(text: str, name: str) -> _Rows:
+    if not text.strip():
+        raise IngestError(f"{name}: the file is empty")
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    sample = text[:65536]
+    first_line = sample.split("\n", 1)[0]
+    delimiter = ","
+    try:
+        sniffed = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        if sniffed in first_line:
+            delimiter = sniffed
+    except csv.Error:
+        if "\t" in first_line and "," not in first_line:
+            delimiter = "\t"
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except csv.Error as exc:
+        raise IngestError(f"{name}: cannot read the CSV header: {exc}") from exc
+    except StopIteration:
+        raise IngestError(f"{name}: the file is empty") from None
+    columns, issues = _unique_columns(header, name)
+    out = _Rows(columns=columns, issues=issues)
+    n = 0
+    while True:
+        start_line = reader.line_num + 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise IngestError(f"{name}: CSV error at line {start_line}: {exc}") from exc
+        if not values or all(not v.strip() for v in values):
+            continue
+        n += 1
+        loc = f"row {n}"
+        if len(values) > len(columns):
+            out.issues.append(
+                ImportIssue(loc, f"has {len(values)} values but the header has {len(columns)} "
+                                 f"columns (line {start_line}); extra values ignored", "warning")
+            )
+        out.rows.append((loc, dict(zip(columns, values))))
+    return out
+
+
+def _parquet_rows(data: bytes, name: str) -> _Rows:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - pyarrow is a dependency
+        raise IngestError("reading Parquet needs the 'pyarrow' package") from exc
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except Exception as exc:  # pyarrow raises several types for bad files
+        raise IngestError(f"{name}: not a readable Parquet file ({exc})") from exc
+    out = _Rows(columns=[str(c) for c in table.column_names])
+    for i, row in enumerate(table.to_pylist(), start=1):
+        out.rows.append((f"row {i}", row))
+    return out
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _load_rows(data: bytes, fmt: str, name: str, max_total_bytes: int) -> _Rows:
+    _check_format(fmt)
+    if len(data) > max_total_bytes:
+        raise IngestError(
+            f"{name}: the upload is {format_bytes(len(data))}, over the "
+            f"{format_bytes(max_total_bytes)} limit"
+        )
+    data = _maybe_decompress(data, name, max_total_bytes)
+    if fmt == "parquet":
+        return _parquet_rows(data, name)
+    text, issues = _decode(data, name)
+    rows = {"json": _json_rows, "jsonl": _jsonl_rows, "csv": _csv_rows}[fmt](text, name)
+    rows.issues[:0] = issues
+    return rows
+
+
+def sniff_columns(data: bytes, fmt: str, name: str = "upload") -> list[str]:
+    """Column names of a table upload, in order of first appearance.
+
+    Raises :class:`~mrag_core.ingest.records.IngestError` (user-facing message) when the
+    upload cannot be read at all (not JSON, empty, binary, unknown format...).
+    """
+    rows = _load_rows(data, fmt, name, MAX_TOTAL_BYTES)
+    if not rows.columns:
+        raise IngestError(f"{name}: no columns found (no row is an object with fields)")
+    return rows.columns
+
+
+_TEXT_NAMES = ("text", "content", "body", "document", "abstract", "summary", "passage", "description")
+_TITLE_NAMES = ("title", "name", "heading", "headline", "subject")
+_LABEL_NAMES = ("label", "category", "class", "aspect", "topic", "tag", "section")
+
+
+def suggest_mapping(columns: Sequence[str]) -> ColumnMapping | None:
+    """A mapping guessed from column names (case-insensitive), or None when no text column
+    is recognisable."""
+    low = {c.lower().strip(): c for c in columns}
+
+    def find(names: Sequence[str]) -> str | None:
+        return next((low[n] for n in names if n in low), None)
+
+    text = find(_TEXT_NAMES)
+    if text is None:
+        return None
+    title = find(_TITLE_NAMES)
+    label = find(_LABEL_NAMES)
+    return ColumnMapping(text=text, title=title if title != text else None,
+                         label=label if label not in (text, title) else None)
+
+
+def _cell(value: Any, what: str, loc: str) -> tuple[str | None, ImportIssue | None]:
+    """A cell as a string (or None when empty), with an issue if it had to be coerced."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, bool):
+        return str(value).lower(), ImportIssue(loc, f"{what} is a boolean; converted to text", "warning")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and math.isnan(value):
+            return None, None
+        s = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        return s, (ImportIssue(loc, f"{what} is a number; converted to text", "warning")
+                   if what == "text" else None)
+    if what == "text":
+        return None, ImportIssue(loc, f"text is {_kind(value)}, expected a string", "error")
+    return None, ImportIssue(loc, f"{what} is {_kind(value)}, expected a string; ignored", "warning")
+
+
+def fallback_title(text: str, limit: int = 60) -> str:
+    """A title from the start of ``text``: its first line, cut at a word within ``limit``."""
+    first = text.strip().split("\n", 1)[0].strip().lstrip("#").strip()
+    if len(first) <= limit:
+        return first
+    cut = first[:limit].rsplit(" ", 1)[0]
+    return (cut if len(cut) >= limit // 2 else first[:limit]).rstrip(" ,.;:") + "…"
+
+
+def read_table(
+    data: bytes,
+    fmt: str,
+    mapping: ColumnMapping,
+    source_name: str,
+    *,
+    max_doc_bytes: int | None = MAX_DOC_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+) -> ImportPreview:
+    """Read every row of a table upload into a preview; never raises for bad content.
+
+    File-level problems (unreadable file, mapped column absent: the message lists the
+    available columns) give one error located at ``source_name`` and no records. Row-level
+    problems (empty or non-string text, malformed JSONL line, document over
+    ``max_doc_bytes``) give an error for that row, which is skipped. Missing titles fall back
+    to the start of the text (a warning when a title column was mapped); empty labels become
+    ``None``. Records' ``source`` is ``"<source_name> <location>"``.
+    """
+    try:
+        rows = _load_rows(data, fmt, source_name, max_total_bytes)
+    except IngestError as exc:
+        return ImportPreview(issues=[ImportIssue(source_name, _strip_name(str(exc), source_name), "error")])
+    preview = ImportPreview(issues=list(rows.issues), n_rows_read=len(rows.rows))
+    missing = [c for c in (mapping.text, mapping.title, mapping.label) if c is not None and c not in rows.columns]
+    if missing:
+        available = ", ".join(repr(c) for c in rows.columns) or "(none)"
+        which = ", ".join(repr(c) for c in missing)
+        preview.issues.append(ImportIssue(
+            source_name,
+            f"column{'s' if len(missing) > 1 else ''} {which} not found; available columns: {available}",
+            "error",
+        ))
+        preview.n_skipped = len(rows.rows)
+        return preview
+    for loc, row in rows.rows:
+        if row is None:  # already reported
+            preview.n_skipped += 1
+            continue
+        record, issues = _row_record(row, loc, mapping, source_name, max_doc_bytes)
+        preview.issues.extend(issues)
+        if record is None:
+            preview.n_skipped += 1
+        else:
+            preview.records.append(record)
+    return preview
+
+
+def _strip_name(message: str, name: str) -> str:
+    prefix = f"{name}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def _row_record(
+    row: dict[str, Any], loc: str, mapping: ColumnMapping, source_name: str, max_doc_bytes: int | None
+) -> tuple[ImportRecord | None, list[ImportIssue]]:
+    issues: list[ImportIssue] = []
+    text, issue = _cell(row.get(mapping.text), "text", loc)
+    if issue is not None:
+        issues.append(issue)
+        if issue.severity == "error":
+            return None, issues
+    text = normalise_text(text or "")
+    if not text:
+        issues.append(ImportIssue(loc, f"empty text (column {mapping.text!r})", "error"))
+        return None, issues
+    problem = text_problem(text, max_doc_bytes)
+    if problem is not None:
+        issues.append(ImportIssue(loc, problem, "error"))
+        return None, issues
+    title: str | None = None
+    if mapping.title is not None:
+        title, issue = _cell(row.get(mapping.title), "title", loc)
+        if issue is not None:
+            issues.append(issue)
+        title = " ".join(title.split()) if title else None
+        if not title:
+            issues.append(ImportIssue(loc, "empty title; used the start of the text", "warning"))
+    label: str | None = None
+    if mapping.label is not None:
+        label, issue = _cell(row.get(mapping.label), "label", loc)
+        if issue is not None:
+            issues.append(issue)
+        label = (label.strip() or None) if label is not None else None
+    return ImportRecord(
+        title=title or fallback_title(text),
+        text=text,
+        label=label,
+        source=f"{source_name} {loc}",
+    ), issues

@@ -1,0 +1,39 @@
+"""Multi-aspect query generation (Multi-Head RAG benchmark construction, Besta et al.).
+
+* :mod:`.sampling` - which documents (of distinct categories) each query covers;
+* :mod:`.story_prompt` - the paper's story prompt and the fusion sub-query prompt;
+* :mod:`.checks` - title-coverage check and line-list cleaning of LLM output;
+* :mod:`.offline` - deterministic LLM-free story composer;
+* :mod:`.generate` - LLM/offline generation with statuses, concurrency and resume.
+"""
+
+from __future__ import annotations
+
+from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles, normalize
+from mrag_core.querygen.generate import GeneratedQuery, generate_queries, regenerate_one
+from mrag_core.querygen.offline import GENERATOR_NAME as OFFLINE_GENERATOR
+from mrag_core.querygen.offline import OfflineStory, compose_story
+from mrag_core.querygen.sampling import DocRef, PlanList, QueryPlan, SamplingError, plan_queries
+from mrag_core.querygen.story_prompt import Article, fusion_messages, story_messages, story_prompt
+
+__all__ = [
+    "OFFLINE_GENERATOR",
+    "Article",
+    "DocRef",
+    "GeneratedQuery",
+    "OfflineStory",
+    "PlanList",
+    "QueryPlan",
+    "SamplingError",
+    "clean_subqueries",
+    "compose_story",
+    "dedupe",
+    "fusion_messages",
+    "generate_queries",
+    "missing_titles",
+    "normalize",
+    "plan_queries",
+    "regenerate_one",
+    "story_messages",
+    "story_prompt",
+]

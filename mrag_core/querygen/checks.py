@@ -1,0 +1,106 @@
+"""Checks and cleaners for LLM output: title coverage of stories, line-list parsing.
+
+Normalisation used for title matching (:func:`normalize`): Unicode NFKD with
+combining marks removed (``é`` -> ``e``), lower case, every run of
+non-alphanumeric characters (punctuation, ``_``, whitespace) replaced by one
+space, stripped. A title counts as *mentioned* when its normalised form, or the
+normalised form without a trailing parenthetical (``"Mercury (planet)"`` ->
+``"Mercury"``), occurs in the normalised story on word boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["dedupe", "clean_subqueries", "missing_titles", "normalize", "title_variants"]
+
+_NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
+_TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
+# List markers: "1." "1)" "(1)" "1:" "-" "*" "•" "Query 1:" / "Q1." — each must be followed by whitespace.
+_LIST_MARKER = re.compile(
+    r"^\s*(?:(?:[-*•+]|\(?\d{1,3}[.):]|(?:query|q|sub-?query)\s*\d{1,3}\s*[.):-])\s+)+",
+    re.IGNORECASE,
+)
+_QUOTES = "\"'`“”‘’«»"
+
+
+def normalize(text: str) -> str:
+    """Accent-free, lower-case text with non-alphanumeric runs collapsed to single spaces."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    no_marks = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _NON_ALNUM.sub(" ", no_marks.lower()).strip()
+
+
+def title_variants(title: str) -> list[str]:
+    """Normalised forms of ``title`` that count as a mention (full, and without a trailing ``(...)``)."""
+    variants = [normalize(title)]
+    stripped = _TRAILING_PAREN.sub("", title)
+    if stripped != title:
+        variants.append(normalize(stripped))
+    return [v for i, v in enumerate(variants) if v and v not in variants[:i]]
+
+
+def missing_titles(story: str, titles: list[str]) -> list[str]:
+    """Titles (original spelling, input order) that ``story`` does not mention.
+
+    A title whose normalised form is empty (only punctuation) cannot be checked
+    and is never reported missing.
+    """
+    haystack = f" {normalize(story)} "
+    missing: list[str] = []
+    for title in titles:
+        variants = title_variants(title)
+        if variants and not any(f" {v} " in haystack for v in variants):
+            missing.append(title)
+    return missing
+
+
+def _strip_quotes(line: str) -> str:
+    """Remove surrounding quotes/backticks and markdown bold/italics markers."""
+    previous = None
+    while previous != line:
+        previous = line
+        line = line.strip()
+        for wrap in ("**", "__"):
+            if line.startswith(wrap) and line.endswith(wrap) and len(line) > 2 * len(wrap):
+                line = line[len(wrap) : -len(wrap)]
+        if len(line) >= 2 and line[0] in _QUOTES and line[-1] in _QUOTES:
+            line = line[1:-1]
+    return line.strip()
+
+
+def clean_subqueries(text: str) -> list[str]:
+    """Split an LLM's one-item-per-line answer into clean items.
+
+    Per line: strip whitespace; skip blank lines and code-fence lines (```` ``` ````);
+    remove list markers (``1.``, ``2)``, ``(3)``, ``4:``, ``-``, ``*``, ``•``,
+    ``Query 1:``) when followed by whitespace; remove surrounding quotes and
+    ``**bold**``; skip lines that end with ``:`` (preambles such as
+    ``"Here are the queries:"``). Order is kept; duplicates are kept (see :func:`dedupe`).
+    """
+    items: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("```"):
+            continue
+        previous = None
+        while previous != line:  # markers may sit inside quotes/bold and vice versa
+            previous = line
+            line = _strip_quotes(_LIST_MARKER.sub("", line))
+        if not line or line.endswith(":"):
+            continue
+        items.append(line)
+    return items
+
+
+def dedupe(texts: list[str]) -> list[str]:
+    """Drop later items whose :func:`normalize`-d form repeats an earlier one (or is empty)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for text in texts:
+        key = normalize(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out

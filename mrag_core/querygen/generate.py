@@ -1,0 +1,260 @@
+"""Generate multi-aspect queries for planned document tuples.
+
+With an :class:`~mrag_core.llm.client.LLMClient`, each plan becomes one
+story prompt (:mod:`mrag_core.querygen.story_prompt`), sent through
+:func:`~mrag_core.llm.concurrency.run_concurrent` with at most ``limit``
+requests in flight. Without a client the deterministic offline composer
+(:mod:`mrag_core.querygen.offline`) writes the query.
+
+Status of a :class:`GeneratedQuery`:
+
+* ``'ok'``: the story mentions every title (and, if requested, fusion
+  sub-queries were produced);
+* ``'flagged'``: there is a story, but it misses at least one title
+  (``missing_titles`` lists them) or the fusion sub-queries could not be made
+  (``error`` says why) - the UI shows it for review;
+* ``'failed'``: no usable story - an LLM error, an empty or too-short answer
+  (fewer than ``MIN_WORDS_PER_ASPECT * n_aspects`` words), or a document that
+  does not exist. ``text`` is then always ``None`` and ``error`` says why.
+
+Resuming: ``skip`` holds indices (into ``plans``) already done; they are not
+sent again and are absent from the result. Plans not run because ``cancel``
+was set are also absent, so a later call with the done indices in ``skip``
+picks up exactly the remainder.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Callable, Collection, Literal, Mapping, Protocol
+
+from mrag_core.llm.client import LLMClient, LLMError
+from mrag_core.llm.concurrency import run_concurrent
+from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles
+from mrag_core.querygen.offline import GENERATOR_NAME as OFFLINE_GENERATOR
+from mrag_core.querygen.offline import compose_story
+from mrag_core.querygen.sampling import QueryPlan
+from mrag_core.querygen.story_prompt import Article, fusion_messages, story_messages
+
+__all__ = [
+    "GeneratedQuery",
+    "MIN_WORDS_PER_ASPECT",
+    "Status",
+    "TextDocument",
+    "generate_queries",
+    "regenerate_one",
+]
+
+Status = Literal["ok", "flagged", "failed"]
+MIN_WORDS_PER_ASPECT = 5
+_FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")
+
+
+class TextDocument(Protocol):
+    """What generation needs from a document: its title and text."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class GeneratedQuery:
+    """One generated query for ``plan`` (``index`` = its position in the ``plans`` list)."""
+
+    index: int
+    plan: QueryPlan
+    text: str | None
+    fusion: tuple[str, ...]
+    status: Status
+    missing_titles: tuple[str, ...]
+    error: str | None
+    generator: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """Generation parameters shared by all plans of one run."""
+
+    want_fusion: bool
+    n_fusion: int
+    temperature: float
+    max_article_chars: int | None
+
+
+def _clean_story(text: str) -> str:
+    """Strip whitespace, a surrounding code fence and surrounding quotes; collapse whitespace."""
+    text = _FENCE.sub("", text.strip()).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1]
+    return " ".join(text.split())
+
+
+def _articles(plan: QueryPlan, docs_by_id: Mapping[str, TextDocument]) -> list[Article]:
+    """The plan's documents as prompt articles; ``KeyError`` with a readable message if one is missing."""
+    missing = [d for d in plan.doc_ids if d not in docs_by_id]
+    if missing:
+        raise KeyError(f"document(s) {', '.join(missing)} not found in the collection")
+    return [Article(title=docs_by_id[d].title, text=docs_by_id[d].text) for d in plan.doc_ids]
+
+
+def _failed(index: int, plan: QueryPlan, error: str, generator: str, pt: int = 0, ct: int = 0) -> GeneratedQuery:
+    return GeneratedQuery(index, plan, None, (), "failed", (), error, generator, pt, ct)
+
+
+def _offline_fusion(extracts: tuple[str, ...], n: int) -> tuple[str, ...]:
+    """At most ``n`` sub-queries from the per-article extracts: contiguous groups joined by spaces."""
+    groups = min(n, len(extracts))
+    size, extra = divmod(len(extracts), groups)
+    out: list[str] = []
+    start = 0
+    for g in range(groups):
+        end = start + size + (1 if g < extra else 0)
+        out.append(" ".join(extracts[start:end]))
+        start = end
+    return tuple(out)
+
+
+def _offline_one(index: int, plan: QueryPlan, docs_by_id: Mapping[str, TextDocument], s: _Settings) -> GeneratedQuery:
+    """Offline composer for one plan (always 'ok' unless a document is missing)."""
+    try:
+        articles = _articles(plan, docs_by_id)
+    except KeyError as exc:
+        return _failed(index, plan, str(exc.args[0]), OFFLINE_GENERATOR)
+    story = compose_story(articles)
+    fusion = _offline_fusion(story.extracts, s.n_fusion) if s.want_fusion else ()
+    missing = tuple(missing_titles(story.text, [a.title for a in articles]))
+    status: Status = "flagged" if missing else "ok"
+    return GeneratedQuery(index, plan, story.text, fusion, status, missing, None, OFFLINE_GENERATOR)
+
+
+def _llm_one(
+    index: int, plan: QueryPlan, docs_by_id: Mapping[str, TextDocument], client: LLMClient, s: _Settings
+) -> GeneratedQuery:
+    """Ask the LLM for one story (and optional fusion sub-queries); never raises."""
+    generator = f"llm:{client.config.model}"
+    try:
+        articles = _articles(plan, docs_by_id)
+    except KeyError as exc:
+        return _failed(index, plan, str(exc.args[0]), generator)
+    try:
+        reply = client.complete(
+            story_messages(articles, max_article_chars=s.max_article_chars), temperature=s.temperature
+        )
+    except LLMError as exc:
+        return _failed(index, plan, str(exc), generator)
+    pt, ct = reply.prompt_tokens, reply.completion_tokens
+    story = _clean_story(reply.text)
+    min_words = MIN_WORDS_PER_ASPECT * plan.n_aspects
+    if not story:
+        return _failed(index, plan, "The LLM returned an empty answer instead of a story.", generator, pt, ct)
+    if len(story.split()) < min_words:
+        return _failed(
+            index, plan,
+            f"The LLM answer is too short to be a story about {plan.n_aspects} article(s) "
+            f"({len(story.split())} words, at least {min_words} expected): {story[:80]!r}",
+            generator, pt, ct,
+        )
+    missing = tuple(missing_titles(story, [a.title for a in articles]))
+    error: str | None = None
+    fusion: tuple[str, ...] = ()
+    if s.want_fusion:
+        try:
+            freply = client.complete(fusion_messages(story, s.n_fusion), temperature=0.0)
+            pt, ct = pt + freply.prompt_tokens, ct + freply.completion_tokens
+            fusion = tuple(dedupe(clean_subqueries(freply.text))[: s.n_fusion])
+            if not fusion:
+                error = "Fusion sub-queries failed: the LLM answer contained no usable lines."
+        except LLMError as exc:
+            error = f"Fusion sub-queries failed: {exc}"
+    status: Status = "flagged" if (missing or error) else "ok"
+    return GeneratedQuery(index, plan, story, fusion, status, missing, error, generator, pt, ct)
+
+
+def _settings(want_fusion: bool, n_fusion: int, temperature: float, max_article_chars: int | None) -> _Settings:
+    if want_fusion and n_fusion < 1:
+        raise ValueError(f"The number of fusion sub-queries must be at least 1, got {n_fusion}.")
+    return _Settings(want_fusion, n_fusion, temperature, max_article_chars)
+
+
+def generate_queries(
+    plans: list[QueryPlan],
+    docs_by_id: Mapping[str, TextDocument],
+    *,
+    client: LLMClient | None,
+    want_fusion: bool = False,
+    n_fusion: int = 3,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+    skip: Collection[int] = (),
+    temperature: float = 0.7,
+    max_article_chars: int | None = 4000,
+) -> list[GeneratedQuery]:
+    """Generate one query per plan not in ``skip`` (see module docstring for statuses/resume).
+
+    ``limit`` = max LLM requests in flight (default ``client.config.concurrency``).
+    ``progress(done, total)`` counts only the plans run in this call. Results
+    are in plan order; skipped and cancelled plans are absent. Never raises for
+    a single plan's failure; raises ``ValueError`` for ``want_fusion`` with
+    ``n_fusion < 1`` or ``limit < 1``.
+    """
+    settings = _settings(want_fusion, n_fusion, temperature, max_article_chars)
+    skip_set = set(skip)
+    todo = [(i, p) for i, p in enumerate(plans) if i not in skip_set]
+    if client is None:
+        results: list[GeneratedQuery] = []
+        for done, (i, plan) in enumerate(todo, start=1):
+            if cancel is not None and cancel.is_set():
+                break
+            results.append(_offline_one(i, plan, docs_by_id, settings))
+            if progress is not None:
+                progress(done, len(todo))
+        return results
+    llm = client
+
+    def work(item: tuple[int, QueryPlan]) -> GeneratedQuery:
+        return _llm_one(item[0], item[1], docs_by_id, llm, settings)
+
+    outcomes = run_concurrent(
+        todo, work, limit=limit if limit is not None else llm.config.concurrency, progress=progress, cancel=cancel
+    )
+    results = []
+    for outcome in outcomes:
+        i, plan = todo[outcome.index]
+        if outcome.cancelled:
+            continue
+        if outcome.ok and outcome.value is not None:
+            results.append(outcome.value)
+        else:  # an unexpected bug in _llm_one: still a 'failed' row, never a query text
+            results.append(_failed(i, plan, outcome.error or "unknown error", f"llm:{llm.config.model}"))
+    return results
+
+
+def regenerate_one(
+    plan: QueryPlan,
+    docs_by_id: Mapping[str, TextDocument],
+    *,
+    client: LLMClient | None,
+    index: int = 0,
+    want_fusion: bool = False,
+    n_fusion: int = 3,
+    temperature: float = 0.9,
+    max_article_chars: int | None = 4000,
+) -> GeneratedQuery:
+    """Generate one plan again (the UI's regenerate button); same statuses as :func:`generate_queries`.
+
+    With a client a fresh LLM call is made (default temperature 0.9 for a
+    different story); offline, the composer is deterministic and returns the
+    same story again.
+    """
+    settings = _settings(want_fusion, n_fusion, temperature, max_article_chars)
+    if client is None:
+        return _offline_one(index, plan, docs_by_id, settings)
+    return _llm_one(index, plan, docs_by_id, client, settings)

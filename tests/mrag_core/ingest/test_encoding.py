@@ -1,0 +1,81 @@
+"""Tests for mrag_core.ingest.encoding.decode_bytes on real byte encodings."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from mrag_core.ingest.encoding import decode_bytes, looks_binary
+
+TEXT = "Crème brûlée — naïve café, 10 €\nline two"
+
+
+@pytest.mark.parametrize(
+    "data,encoding",
+    [
+        (TEXT.encode("utf-8"), "utf-8"),
+        (codecs.BOM_UTF8 + TEXT.encode("utf-8"), "utf-8-sig"),
+        (codecs.BOM_UTF16_LE + TEXT.encode("utf-16-le"), "utf-16-le"),
+        (codecs.BOM_UTF16_BE + TEXT.encode("utf-16-be"), "utf-16-be"),
+        (TEXT.encode("utf-16"), "utf-16-le"),  # Python writes LE with BOM on this platform
+        (codecs.BOM_UTF32_LE + TEXT.encode("utf-32-le"), "utf-32-le"),
+    ],
+)
+def test_unicode_encodings_decode_without_issues(data: bytes, encoding: str) -> None:
+    text, enc, issues = decode_bytes(data, "a.txt")
+    assert text == TEXT
+    assert enc == encoding
+    assert issues == []
+    assert not text.startswith("\ufeff")
+
+
+def test_cp1252_fallback_warns() -> None:
+    data = TEXT.encode("cp1252")  # '€' is 0x80 and '—' 0x97 in cp1252: invalid UTF-8
+    text, enc, issues = decode_bytes(data, "notes/old.txt")
+    assert text == TEXT and enc == "cp1252"
+    assert len(issues) == 1
+    issue = issues[0]
+    assert issue.severity == "warning" and issue.location == "notes/old.txt"
+    assert "Windows-1252" in issue.message and "not valid UTF-8" in issue.message
+
+
+def test_latin1_fallback_when_cp1252_cannot_decode() -> None:
+    data = "façade ".encode("latin-1") + b"\x81"  # 0x81 is undefined in cp1252
+    text, enc, issues = decode_bytes(data, "x.txt")
+    assert enc == "latin-1" and text == "façade \x81"
+    assert issues[0].severity == "warning" and "Latin-1" in issues[0].message
+
+
+def test_utf16_without_bom_is_guessed_with_warning() -> None:
+    text, enc, issues = decode_bytes("Plain ASCII text, long enough.".encode("utf-16-le"), "w.txt")
+    assert text == "Plain ASCII text, long enough." and enc == "utf-16-le"
+    assert issues[0].severity == "warning" and "guessed" in issues[0].message
+
+
+@pytest.mark.parametrize(
+    "data,fragment",
+    [
+        (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "PDF"),
+        (b"PK\x03\x04\x14\x00\x00\x00", "ZIP"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "PNG"),
+        (b"abc\x00def\x00\x01\x02\x03ghi", "NUL bytes"),
+        (bytes(range(1, 32)) * 10, "control characters"),
+    ],
+)
+def test_binary_is_an_error(data: bytes, fragment: str) -> None:
+    text, enc, issues = decode_bytes(data, "blob.bin")
+    assert text is None and enc == ""
+    assert len(issues) == 1 and issues[0].severity == "error"
+    assert fragment in issues[0].message and issues[0].location == "blob.bin"
+
+
+def test_bad_bytes_after_bom_is_error() -> None:
+    text, _, issues = decode_bytes(codecs.BOM_UTF8 + b"ok \xff\xfe bad", "b.txt")
+    assert text is None and "byte-order mark" in issues[0].message
+
+
+def test_empty_and_plain_text_are_not_binary() -> None:
+    assert looks_binary(b"") is None
+    assert looks_binary("tab\tand\r\nnewlines\f".encode()) is None
+    assert decode_bytes(b"", "e.txt") == ("", "utf-8", [])

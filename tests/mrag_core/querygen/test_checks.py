@@ -1,0 +1,46 @@
+"""Tests for mrag_core.querygen.checks: title coverage and line-list cleaning."""
+
+from __future__ import annotations
+
+from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles, normalize, title_variants
+
+
+def test_normalize() -> None:
+    assert normalize("  Café--au_lait, (Paris)! ") == "cafe au lait paris"
+
+
+def test_title_variants_drop_trailing_parenthetical() -> None:
+    assert title_variants("Mercury (planet)") == ["mercury planet", "mercury"]
+    assert title_variants("Apollo 11") == ["apollo 11"]
+
+
+def test_missing_titles_case_punctuation_and_parenthetical() -> None:
+    story = "The planet MERCURY is hot; the Apollo-11 crew never went there. Cafe owners agree."
+    titles = ["Mercury (planet)", "Apollo 11", "Café", "Venus", "Mars (mythology)"]
+    assert missing_titles(story, titles) == ["Venus", "Mars (mythology)"]
+
+
+def test_missing_titles_requires_word_boundaries() -> None:
+    assert missing_titles("A story about Marseille.", ["Mars"]) == ["Mars"]
+    assert missing_titles("Mars's moons are small.", ["Mars"]) == []
+
+
+def test_missing_titles_multiword_and_unmatchable() -> None:
+    story = "The Great  Wall of\nChina is long."
+    assert missing_titles(story, ["Great Wall of China", "Wall of Berlin", "???"]) == ["Wall of Berlin"]
+
+
+def test_clean_subqueries_numbering_and_blank_lines() -> None:
+    assert clean_subqueries("1. a\n\n2) b\n- c") == ["a", "b", "c"]
+
+
+def test_clean_subqueries_quotes_bullets_preamble_fences() -> None:
+    text = (
+        "Here are the queries:\n```\n* \"What is X?\"\n**Query 2: foo bar**\n(3) baz\n"
+        "• 'qux'\n3.5 inch floppy\n```\n"
+    )
+    assert clean_subqueries(text) == ["What is X?", "foo bar", "baz", "qux", "3.5 inch floppy"]
+
+
+def test_dedupe_is_normalised_and_keeps_first() -> None:
+    assert dedupe(["Mars moons", "mars, moons!", "", "Venus"]) == ["Mars moons", "Venus"]
