@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--batch-size", type=int, default=32)
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     b.add_argument("--json", dest="json_out", help="write per-query results in the authors' layout")
+    try:
+        from mrag_core.cli_eval import add_eval_parser
+    except ImportError:  # the evaluation-runs command is optional
+        pass
+    else:
+        add_eval_parser(sub)
     return p
 
 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install everything into .venv and run the test suite (the README's test command).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+# Debian chromium drives the browser tests (Playwright uses it by path; nothing is downloaded).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "warning: chromium could not be installed; browser tests will be skipped"
+fi
+bash scripts/install.sh --dev
+# Test caches and databases live in a throwaway folder.
+export MRAG_CACHE_DIR="${MRAG_CACHE_DIR:-$(mktemp -d)}"
+.venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,1 @@
+"""Streamlit-side helpers shared by ``app.py`` and ``pages/``: cached resources, safe rendering."""

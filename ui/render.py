@@ -1,0 +1,30 @@
+"""Safe rendering of user data: everything from the corpus is HTML-escaped before display."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Iterable
+
+
+def escape(text: str) -> str:
+    """HTML-escape ``text`` (quotes too): no raw HTML from data ever reaches the page."""
+    return html.escape(text or "", quote=True)
+
+
+def highlight(text: str, keywords: Iterable[str], *, tag: str = "mark") -> str:
+    """Escape ``text``, then wrap case-insensitive matches of ``keywords`` in ``<mark>``.
+
+    Keywords are escaped and regex-quoted, so neither data nor keywords can inject markup.
+    """
+    safe = escape(text)
+    words = sorted({escape(k.strip()) for k in keywords if k and k.strip()}, key=len, reverse=True)
+    if not words:
+        return safe
+    pattern = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
+    return pattern.sub(lambda m: f"<{tag}>{m.group(0)}</{tag}>", safe)
+
+
+def paragraphs(text: str) -> str:
+    """Escaped text with blank-line paragraphs turned into ``<p>`` blocks."""
+    return "".join(f"<p>{escape(p)}</p>" for p in re.split(r"\n\s*\n", text or "") if p.strip())

@@ -1,0 +1,72 @@
+"""Cached resources and session state shared by every page (store, models, LLM config).
+
+Pages stay thin: they call these to get the store and a loaded model, then call the core.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import streamlit as st
+
+import db
+from mrag_core.llm.config import LLMConfig
+from mrag_core.workflows.demo import DemoStatus, ensure_demo_corpus
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@st.cache_resource(show_spinner="Opening the database...")
+def get_store() -> db.Store:
+    """The app's store: ``$MRAG_DATABASE_URL`` or the default SQLite file (migrated to head)."""
+    return db.open_store()
+
+
+@st.cache_resource(show_spinner="Loading the demo corpus...")
+def ensure_demo() -> DemoStatus:
+    """Load the shipped demo corpus into the store once (idempotent)."""
+    return ensure_demo_corpus(get_store())
+
+
+@st.cache_resource(show_spinner="Loading the model...", max_entries=3)
+def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
+    """A loaded model (registry name or local folder); one thread for interactive use."""
+    import torch
+
+    from mrag_core.models.loader import load_model
+
+    torch.set_num_threads(max(1, int(os.environ.get("MRAG_THREADS", "1"))))
+    return load_model(name, attn_implementation=attn_implementation)
+
+
+def _secrets() -> Any:
+    try:
+        return st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file is fine
+        return None
+
+
+def llm_config() -> LLMConfig | None:
+    """The OpenAI-compatible endpoint from Streamlit secrets or the environment, or None (offline)."""
+    try:
+        return LLMConfig.from_env(secrets=_secrets())
+    except ValueError as exc:
+        st.warning(f"LLM endpoint settings ignored: {exc}")
+        return None
+
+
+def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInfo | None:
+    """A select box of corpora; the choice is shared across pages via ``st.session_state[key]``."""
+    corpora = db.list_corpora(get_store())
+    if not corpora:
+        st.info("No corpus yet: import one on the Corpus Studio page.")
+        return None
+    ids = [c.id for c in corpora]
+    current = st.session_state.get(key)
+    index = ids.index(current) if current in ids else 0
+    chosen = st.selectbox(label, corpora, index=index, format_func=lambda c: f"{c.name} ({c.n_documents} docs)"
+                          if hasattr(c, "n_documents") else c.name, key=f"_{key}_select")
+    st.session_state[key] = chosen.id
+    return chosen
