@@ -11,15 +11,17 @@ variant            w(s_i, p, d)               authors' name
 ``distance``       1 / d  (d = 1 - cos)       ``mrag-strategy-distance``
 =================  =========================  ====================================
 
-RRF: ``score(d) = sum over lists of 1 / (60 + rank)``, rank counted from 1.
+RRF (``reciprocal_rank_fusion``, from :mod:`mrag_core.rrf`): ``score(d) = sum over lists of 1 / (60 + rank)``, rank from 1.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Hashable, Sequence  # noqa: F401
 
 import numpy as np
+
+from mrag_core.rrf import reciprocal_rank_fusion  # noqa: F401  (one RRF for every strategy)
 
 VARIANTS = ("importance", "decay", "distance")
 RRF_K = 60
@@ -75,16 +77,3 @@ def vote(ids: np.ndarray, weights: np.ndarray, k: int, *, with_evidence: bool = 
                     ev[d].append((s, p, float(weights[s, p])))
         result.evidence = ev
     return result
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int = RRF_K) -> list[tuple[Hashable, float]]:
-    """Merge rankings: ``score(d) = sum_lists 1 / (k + rank_d)`` with rank from 1.
-
-    Returns (doc, score) best first; equal scores keep the order of first appearance.
-    """
-    scores: dict[Hashable, float] = {}
-    for ranking in rankings:
-        for rank, doc in enumerate(ranking, start=1):
-            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
-    first_seen = {doc: i for i, doc in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
