@@ -1,0 +1,47 @@
+"""Small helpers shared by the data-access modules (not part of the public API)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session
+
+from db.errors import NotFoundError
+
+T = TypeVar("T")
+
+LIKE_ESCAPE = "\\"
+
+
+def sha256_hex(text: str) -> str:
+    """sha256 hex digest of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def like_pattern(needle: str) -> str:
+    """A ``%needle%`` LIKE pattern with ``%``, ``_`` and the escape char escaped
+    (use with ``escape=LIKE_ESCAPE``; always passed as a bound parameter)."""
+    escaped = needle.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+    escaped = escaped.replace("%", LIKE_ESCAPE + "%").replace("_", LIKE_ESCAPE + "_")
+    return f"%{escaped}%"
+
+
+def require(session: Session, model: type[T], key: Any, kind: str) -> T:
+    """``session.get(model, key)`` or :class:`NotFoundError` naming ``kind``."""
+    row = session.get(model, key)
+    if row is None:
+        raise NotFoundError(kind, key)
+    return row
+
+
+def to_jsonable(value: Any) -> Any:
+    """Recursively turn numpy arrays/scalars, tuples and sets into plain JSON values."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy arrays and numpy scalars
+    if callable(tolist):
+        return to_jsonable(tolist())
+    return value

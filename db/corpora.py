@@ -1,0 +1,683 @@
+"""Corpora, their categories and documents: create, read, list, rename, delete, import.
+
+Versioning contract:
+- ``corpus.version`` is bumped by every change to the set or text of documents
+  (add/update/delete). Embedding runs record it; a different value means the run is stale.
+- ``corpus.labels_version`` is bumped by every change to categories, suggestions and
+  decisions (label changes do not make embeddings stale, so they are counted apart).
+- Labels that come with imported documents are stored as human *decisions* by annotator
+  ``"import"`` (:data:`IMPORT_ANNOTATOR`): they are ground truth from the source data set,
+  not machine suggestions. Each decision bumps ``document.version`` (so a document's
+  version is 1 + its number of decisions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from db._common import LIKE_ESCAPE, like_pattern, require, sha256_hex
+from db._labels import latest_decision, latest_suggestion
+from db.engine import Store
+from db.errors import DuplicateError, InvalidInputError, NotFoundError
+from db.models import Category, Corpus, Decision, Document, utcnow
+
+IMPORT_ANNOTATOR = "import"
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    """A corpus with its document and category counts."""
+
+    id: int
+    name: str
+    description: str
+    created_at: datetime
+    updated_at: datetime
+    version: int
+    labels_version: int
+    content_hash: str | None
+    n_documents: int
+    n_categories: int
+
+
+@dataclass(frozen=True)
+class CategoryInfo:
+    """A category of a corpus."""
+
+    id: int
+    corpus_id: int
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """A document with its effective label (latest decision, else latest ok suggestion).
+
+    ``label_source`` is ``"decision"``, ``"suggestion"`` or None (no label).
+    """
+
+    id: int
+    corpus_id: int
+    title: str
+    text: str
+    source: str
+    content_hash: str
+    parent_id: int | None
+    chunk_index: int | None
+    version: int
+    created_at: datetime
+    label_category_id: int | None = None
+    label: str | None = None
+    label_source: str | None = None
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of :func:`list_documents`; ``total`` counts all matches, not just this page."""
+
+    items: list[DocumentRow]
+    total: int
+    offset: int
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """Outcome of :func:`add_documents`.
+
+    ``document_ids`` are the new ids in input order of the added documents;
+    ``duplicate_indices`` are input positions skipped as duplicates.
+    """
+
+    added: int
+    skipped_duplicates: int
+    document_ids: list[int]
+    duplicate_indices: list[int]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _corpus_info(session: Session, corpus: Corpus) -> CorpusInfo:
+    n_docs = session.scalar(select(func.count()).where(Document.corpus_id == corpus.id)) or 0
+    n_cats = session.scalar(select(func.count()).where(Category.corpus_id == corpus.id)) or 0
+    return CorpusInfo(
+        id=corpus.id,
+        name=corpus.name,
+        description=corpus.description,
+        created_at=corpus.created_at,
+        updated_at=corpus.updated_at,
+        version=corpus.version,
+        labels_version=corpus.labels_version,
+        content_hash=corpus.content_hash,
+        n_documents=n_docs,
+        n_categories=n_cats,
+    )
+
+
+def _category_info(category: Category) -> CategoryInfo:
+    return CategoryInfo(
+        id=category.id,
+        corpus_id=category.corpus_id,
+        name=category.name,
+        description=category.description,
+    )
+
+
+def _clean_name(name: str, what: str) -> str:
+    cleaned = (name or "").strip()
+    if not cleaned:
+        raise InvalidInputError(f"The {what} name must not be empty.")
+    if len(cleaned) > 200:
+        raise InvalidInputError(f"The {what} name is longer than 200 characters.")
+    return cleaned
+
+
+def _refresh_content_hash(session: Session, corpus_id: int) -> str:
+    hashes = session.scalars(
+        select(Document.content_hash)
+        .where(Document.corpus_id == corpus_id)
+        .order_by(Document.content_hash)
+    )
+    digest = hashlib.sha256()
+    for value in hashes:
+        digest.update(value.encode("ascii"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def bump_documents_version(session: Session, corpus_id: int) -> None:
+    """Record a change of the corpus' documents (version+1, content hash, updated_at).
+    For use inside an open write session."""
+    session.execute(
+        update(Corpus)
+        .where(Corpus.id == corpus_id)
+        .values(
+            version=Corpus.version + 1,
+            updated_at=utcnow(),
+            content_hash=_refresh_content_hash(session, corpus_id),
+        )
+        .execution_options(synchronize_session=False)
+    )
+
+
+def bump_labels_version(session: Session, corpus_id: int) -> None:
+    """Record a change of the corpus' labels (labels_version+1, updated_at).
+    For use inside an open write session."""
+    session.execute(
+        update(Corpus)
+        .where(Corpus.id == corpus_id)
+        .values(labels_version=Corpus.labels_version + 1, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _document_select(corpus_id: int) -> Any:
+    """SELECT of documents joined with their effective label (used by the list functions)."""
+    dec = latest_decision()
+    sug = latest_suggestion()
+    label_id = func.coalesce(dec.row.category_id, sug.row.category_id)
+    stmt = (
+        select(
+            Document,
+            dec.row.category_id.label("dec_cat"),
+            sug.row.category_id.label("sug_cat"),
+        )
+        .select_from(Document)
+        .outerjoin(dec.row, dec.on)
+        .outerjoin(sug.row, sug.on)
+        .where(Document.corpus_id == corpus_id)
+    )
+    return stmt, label_id, dec.row, sug.row
+
+
+def _to_row(
+    doc: Document, dec_cat: int | None, sug_cat: int | None, names: Mapping[int, str]
+) -> DocumentRow:
+    if dec_cat is not None:
+        cat_id, source = dec_cat, "decision"
+    elif sug_cat is not None:
+        cat_id, source = sug_cat, "suggestion"
+    else:
+        cat_id, source = None, None
+    return DocumentRow(
+        id=doc.id,
+        corpus_id=doc.corpus_id,
+        title=doc.title,
+        text=doc.text,
+        source=doc.source,
+        content_hash=doc.content_hash,
+        parent_id=doc.parent_id,
+        chunk_index=doc.chunk_index,
+        version=doc.version,
+        created_at=doc.created_at,
+        label_category_id=cat_id,
+        label=names.get(cat_id) if cat_id is not None else None,
+        label_source=source,
+    )
+
+
+def _category_names(session: Session, corpus_id: int) -> dict[int, str]:
+    stmt = select(Category.id, Category.name).where(Category.corpus_id == corpus_id)
+    return {cid: name for cid, name in session.execute(stmt)}
+
+
+# --------------------------------------------------------------------------- corpora
+
+
+def create_corpus(store: Store, name: str, description: str = "") -> CorpusInfo:
+    """Create an empty corpus (version 1). Raises DuplicateError if the name is taken."""
+    cleaned = _clean_name(name, "corpus")
+    try:
+        with store.session() as session:
+            if session.scalar(select(Corpus.id).where(Corpus.name == cleaned)) is not None:
+                raise DuplicateError(f"A corpus named {cleaned!r} already exists.")
+            corpus = Corpus(name=cleaned, description=description or "")
+            session.add(corpus)
+            session.flush()
+            return _corpus_info(session, corpus)
+    except IntegrityError as exc:  # lost a race on the unique name
+        raise DuplicateError(f"A corpus named {cleaned!r} already exists.") from exc
+
+
+def get_corpus(store: Store, corpus_id: int) -> CorpusInfo:
+    """The corpus with this id. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        return _corpus_info(session, require(session, Corpus, corpus_id, "Corpus"))
+
+
+def get_corpus_by_name(store: Store, name: str) -> CorpusInfo:
+    """The corpus with this (exact) name. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        corpus = session.scalar(select(Corpus).where(Corpus.name == name.strip()))
+        if corpus is None:
+            raise NotFoundError("Corpus", name)
+        return _corpus_info(session, corpus)
+
+
+def list_corpora(store: Store) -> list[CorpusInfo]:
+    """All corpora ordered by name."""
+    n_docs = (
+        select(func.count()).where(Document.corpus_id == Corpus.id).correlate(Corpus).scalar_subquery()
+    )
+    n_cats = (
+        select(func.count()).where(Category.corpus_id == Corpus.id).correlate(Corpus).scalar_subquery()
+    )
+    with store.session(readonly=True) as session:
+        rows = session.execute(select(Corpus, n_docs, n_cats).order_by(Corpus.name)).all()
+        return [
+            CorpusInfo(
+                id=c.id,
+                name=c.name,
+                description=c.description,
+                created_at=c.created_at,
+                updated_at=c.updated_at,
+                version=c.version,
+                labels_version=c.labels_version,
+                content_hash=c.content_hash,
+                n_documents=nd,
+                n_categories=nc,
+            )
+            for c, nd, nc in rows
+        ]
+
+
+def rename_corpus(
+    store: Store, corpus_id: int, new_name: str, description: str | None = None
+) -> CorpusInfo:
+    """Rename (and optionally re-describe) a corpus. Raises NotFoundError, DuplicateError."""
+    cleaned = _clean_name(new_name, "corpus")
+    try:
+        with store.session() as session:
+            corpus = require(session, Corpus, corpus_id, "Corpus")
+            clash = session.scalar(
+                select(Corpus.id).where(Corpus.name == cleaned, Corpus.id != corpus_id)
+            )
+            if clash is not None:
+                raise DuplicateError(f"A corpus named {cleaned!r} already exists.")
+            corpus.name = cleaned
+            if description is not None:
+                corpus.description = description
+            corpus.updated_at = utcnow()
+            session.flush()
+            return _corpus_info(session, corpus)
+    except IntegrityError as exc:
+        raise DuplicateError(f"A corpus named {cleaned!r} already exists.") from exc
+
+
+def delete_corpus(store: Store, corpus_id: int) -> None:
+    """Delete a corpus and everything that belongs to it (documents, labels, query sets,
+    embedding runs, projections, evaluations). Raises NotFoundError."""
+    with store.session() as session:
+        require(session, Corpus, corpus_id, "Corpus")
+        session.execute(delete(Corpus).where(Corpus.id == corpus_id))
+
+
+# --------------------------------------------------------------------------- categories
+
+
+def add_categories(
+    store: Store, corpus_id: int, categories: Sequence[str | Mapping[str, str]]
+) -> list[CategoryInfo]:
+    """Ensure these categories exist (each a name or ``{"name", "description"}``) and return
+    them in input order; existing names are returned unchanged (idempotent). Bumps
+    ``labels_version`` when something was created. Raises NotFoundError, InvalidInputError."""
+    with store.session() as session:
+        require(session, Corpus, corpus_id, "Corpus")
+        result = _ensure_categories(session, corpus_id, categories)
+        return [_category_info(c) for c in result]
+
+
+def _ensure_categories(
+    session: Session, corpus_id: int, categories: Sequence[str | Mapping[str, str]]
+) -> list[Category]:
+    existing = {
+        c.name: c for c in session.scalars(select(Category).where(Category.corpus_id == corpus_id))
+    }
+    out: list[Category] = []
+    created = False
+    for item in categories:
+        if isinstance(item, str):
+            name, description = item, ""
+        else:
+            name, description = item.get("name", ""), item.get("description", "") or ""
+        cleaned = _clean_name(name, "category")
+        category = existing.get(cleaned)
+        if category is None:
+            category = Category(corpus_id=corpus_id, name=cleaned, description=description)
+            session.add(category)
+            existing[cleaned] = category
+            created = True
+        out.append(category)
+    if created:
+        session.flush()
+        bump_labels_version(session, corpus_id)
+    return out
+
+
+def list_categories(store: Store, corpus_id: int) -> list[CategoryInfo]:
+    """Categories of a corpus ordered by name (empty list for an unknown corpus)."""
+    with store.session(readonly=True) as session:
+        rows = session.scalars(
+            select(Category).where(Category.corpus_id == corpus_id).order_by(Category.name)
+        )
+        return [_category_info(c) for c in rows]
+
+
+def update_category(
+    store: Store, category_id: int, *, name: str | None = None, description: str | None = None
+) -> CategoryInfo:
+    """Rename / re-describe a category. Raises NotFoundError, DuplicateError."""
+    with store.session() as session:
+        category = require(session, Category, category_id, "Category")
+        if name is not None:
+            cleaned = _clean_name(name, "category")
+            clash = session.scalar(
+                select(Category.id).where(
+                    Category.corpus_id == category.corpus_id,
+                    Category.name == cleaned,
+                    Category.id != category_id,
+                )
+            )
+            if clash is not None:
+                raise DuplicateError(f"This corpus already has a category named {cleaned!r}.")
+            category.name = cleaned
+        if description is not None:
+            category.description = description
+        session.flush()
+        bump_labels_version(session, category.corpus_id)
+        return _category_info(category)
+
+
+def delete_category(store: Store, category_id: int) -> None:
+    """Delete a category together with the suggestions and decisions that used it.
+    Raises NotFoundError."""
+    with store.session() as session:
+        category = require(session, Category, category_id, "Category")
+        corpus_id = category.corpus_id
+        session.execute(delete(Category).where(Category.id == category_id))
+        bump_labels_version(session, corpus_id)
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def add_documents(
+    store: Store,
+    corpus_id: int,
+    docs: Sequence[Mapping[str, Any]],
+    dedupe: bool = True,
+    create_missing_categories: bool = True,
+) -> AddResult:
+    """Add documents in ONE transaction: either all of them are stored or none.
+
+    Each doc is a mapping with ``text`` (required, non-blank) and optional ``title``,
+    ``source``, ``label`` (category name), ``parent_id`` (an existing document of this
+    corpus: the doc is a chunk of it) and ``chunk_index``.
+
+    Duplicates (same sha256 of ``text`` in the corpus or earlier in ``docs``) are skipped
+    when ``dedupe`` is true, else raise DuplicateError. A ``label`` is stored as a decision
+    by annotator ``"import"``; unknown label names create the category unless
+    ``create_missing_categories`` is false (then InvalidInputError). Bumps
+    ``corpus.version`` if anything was added (and ``labels_version`` if labels were).
+
+    Raises:
+        NotFoundError: unknown corpus.
+        InvalidInputError: a doc without text, a bad parent_id or label (names its index).
+        DuplicateError: a duplicate text with ``dedupe=False``.
+    """
+    with store.session() as session:
+        require(session, Corpus, corpus_id, "Corpus")
+        seen: dict[str, int] = {
+            h: -1
+            for h in session.scalars(
+                select(Document.content_hash).where(Document.corpus_id == corpus_id)
+            )
+        }
+        categories = {
+            c.name: c
+            for c in session.scalars(select(Category).where(Category.corpus_id == corpus_id))
+        }
+        new_docs: list[Document] = []
+        labels: list[Category | None] = []
+        duplicates: list[int] = []
+        parent_ids: set[int] = set()
+        for index, doc in enumerate(docs):
+            text = doc.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidInputError(f"Document #{index + 1} has no text.")
+            content_hash = sha256_hex(text)
+            if content_hash in seen:
+                if not dedupe:
+                    where = "already in the corpus" if seen[content_hash] < 0 else (
+                        f"the same as document #{seen[content_hash] + 1}"
+                    )
+                    raise DuplicateError(
+                        f"Document #{index + 1} ({str(doc.get('title') or text[:40])!r}) is {where}."
+                    )
+                duplicates.append(index)
+                continue
+            seen[content_hash] = index
+            label_name = doc.get("label")
+            category: Category | None = None
+            if label_name is not None and str(label_name).strip():
+                cleaned = str(label_name).strip()
+                category = categories.get(cleaned)
+                if category is None:
+                    if not create_missing_categories:
+                        raise InvalidInputError(
+                            f"Document #{index + 1} has label {cleaned!r}, which is not a "
+                            "category of this corpus."
+                        )
+                    category = _ensure_categories(session, corpus_id, [cleaned])[0]
+                    categories[cleaned] = category
+            parent_id = doc.get("parent_id")
+            if parent_id is not None:
+                parent_ids.add(int(parent_id))
+            new_docs.append(
+                Document(
+                    corpus_id=corpus_id,
+                    title=str(doc.get("title") or ""),
+                    text=text,
+                    source=str(doc.get("source") or ""),
+                    content_hash=content_hash,
+                    parent_id=int(parent_id) if parent_id is not None else None,
+                    chunk_index=doc.get("chunk_index"),
+                    version=2 if category is not None else 1,
+                )
+            )
+            labels.append(category)
+
+        if parent_ids:
+            found = set(
+                session.scalars(
+                    select(Document.id).where(
+                        Document.id.in_(parent_ids), Document.corpus_id == corpus_id
+                    )
+                )
+            )
+            missing = sorted(parent_ids - found)
+            if missing:
+                raise InvalidInputError(
+                    f"parent_id {missing[0]} is not a document of this corpus."
+                )
+
+        if new_docs:
+            session.add_all(new_docs)
+            session.flush()
+            _record_import_labels(session, new_docs, labels)
+            bump_documents_version(session, corpus_id)
+            if any(c is not None for c in labels):
+                bump_labels_version(session, corpus_id)
+        return AddResult(
+            added=len(new_docs),
+            skipped_duplicates=len(duplicates),
+            document_ids=[d.id for d in new_docs],
+            duplicate_indices=duplicates,
+        )
+
+
+def _record_import_labels(
+    session: Session, new_docs: Sequence[Document], labels: Sequence[Category | None]
+) -> None:
+    """Store import labels as decisions by annotator ``"import"`` (based on version 1)."""
+    now = utcnow()
+    rows = [
+        {
+            "document_id": doc.id,
+            "category_id": category.id,
+            "annotator": IMPORT_ANNOTATOR,
+            "created_at": now,
+            "based_on_version": 1,
+            "suggestion_id": None,
+            "note": "",
+        }
+        for doc, category in zip(new_docs, labels, strict=True)
+        if category is not None
+    ]
+    if rows:
+        session.execute(Decision.__table__.insert(), rows)
+
+
+def get_document(store: Store, document_id: int) -> DocumentRow:
+    """One document with its effective label. Raises NotFoundError."""
+    rows = get_documents(store, [document_id])
+    if not rows:
+        raise NotFoundError("Document", document_id)
+    return rows[0]
+
+
+def get_documents(store: Store, document_ids: Sequence[int]) -> list[DocumentRow]:
+    """Documents by id, in the order asked (unknown ids are left out)."""
+    ids = [int(i) for i in document_ids]
+    if not ids:
+        return []
+    with store.session(readonly=True) as session:
+        corpus_ids = set(
+            session.scalars(select(Document.corpus_id).where(Document.id.in_(ids)).distinct())
+        )
+        by_id: dict[int, DocumentRow] = {}
+        for corpus_id in corpus_ids:
+            stmt, _, _, _ = _document_select(corpus_id)
+            names = _category_names(session, corpus_id)
+            for doc, dec_cat, sug_cat in session.execute(stmt.where(Document.id.in_(ids))):
+                by_id[doc.id] = _to_row(doc, dec_cat, sug_cat, names)
+        return [by_id[i] for i in ids if i in by_id]
+
+
+def list_documents(
+    store: Store,
+    corpus_id: int,
+    *,
+    category_id: int | None = None,
+    unlabeled: bool = False,
+    search: str | None = None,
+    top_level_only: bool = False,
+    offset: int = 0,
+    limit: int | None = 50,
+) -> DocumentPage:
+    """A page of the corpus' documents ordered by id, each with its effective label.
+
+    Filters: ``category_id`` (effective label is this category), ``unlabeled`` (no label at
+    all), ``search`` (case-insensitive substring of title or text; bound LIKE with ``%``/``_``
+    escaped), ``top_level_only`` (no chunks). ``limit=None`` returns every match.
+    """
+    if offset < 0 or (limit is not None and limit < 0):
+        raise InvalidInputError("offset and limit must not be negative.")
+    with store.session(readonly=True) as session:
+        stmt, label_id, dec, sug = _document_select(corpus_id)
+        if category_id is not None:
+            stmt = stmt.where(label_id == category_id)
+        if unlabeled:
+            stmt = stmt.where(dec.category_id.is_(None), sug.category_id.is_(None))
+        if search:
+            pattern = like_pattern(search)
+            stmt = stmt.where(
+                or_(
+                    Document.title.ilike(pattern, escape=LIKE_ESCAPE),
+                    Document.text.ilike(pattern, escape=LIKE_ESCAPE),
+                )
+            )
+        if top_level_only:
+            stmt = stmt.where(Document.parent_id.is_(None))
+        total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+        page = stmt.order_by(Document.id).offset(offset)
+        if limit is not None:
+            page = page.limit(limit)
+        names = _category_names(session, corpus_id)
+        items = [_to_row(doc, d, s, names) for doc, d, s in session.execute(page)]
+        return DocumentPage(items=items, total=total, offset=offset, limit=limit)
+
+
+def document_ids(store: Store, corpus_id: int, *, top_level_only: bool = False) -> list[int]:
+    """Ids of the corpus' documents in ascending order."""
+    with store.session(readonly=True) as session:
+        stmt = select(Document.id).where(Document.corpus_id == corpus_id).order_by(Document.id)
+        if top_level_only:
+            stmt = stmt.where(Document.parent_id.is_(None))
+        return list(session.scalars(stmt))
+
+
+def update_document(
+    store: Store,
+    document_id: int,
+    *,
+    title: str | None = None,
+    text: str | None = None,
+    source: str | None = None,
+) -> DocumentRow:
+    """Edit a document's title/text/source. A text change re-hashes the document and bumps
+    ``corpus.version`` (embeddings become stale). Raises NotFoundError, InvalidInputError,
+    DuplicateError (the new text equals another document's)."""
+    with store.session() as session:
+        doc = require(session, Document, document_id, "Document")
+        if title is not None:
+            doc.title = title
+        if source is not None:
+            doc.source = source
+        if text is not None and text != doc.text:
+            if not text.strip():
+                raise InvalidInputError("A document's text must not be empty.")
+            new_hash = sha256_hex(text)
+            clash = session.scalar(
+                select(Document.id).where(
+                    Document.corpus_id == doc.corpus_id,
+                    Document.content_hash == new_hash,
+                    Document.id != document_id,
+                )
+            )
+            if clash is not None:
+                raise DuplicateError(f"Document {clash} already has exactly this text.")
+            doc.text = text
+            doc.content_hash = new_hash
+            session.flush()
+            bump_documents_version(session, doc.corpus_id)
+    return get_document(store, document_id)
+
+
+def delete_documents(store: Store, corpus_id: int, document_ids: Sequence[int]) -> int:
+    """Delete documents of this corpus (with their chunks, labels, vectors, ground-truth
+    links); returns how many listed ids were deleted. Bumps ``corpus.version`` if any."""
+    ids = [int(i) for i in document_ids]
+    if not ids:
+        return 0
+    with store.session() as session:
+        require(session, Corpus, corpus_id, "Corpus")
+        result = session.execute(
+            delete(Document)
+            .where(Document.corpus_id == corpus_id, Document.id.in_(ids))
+            .execution_options(synchronize_session=False)
+        )
+        deleted = int(result.rowcount or 0)  # type: ignore[attr-defined]
+        if deleted:
+            bump_documents_version(session, corpus_id)
+        return deleted

@@ -1,0 +1,333 @@
+"""Embedding runs and their per-document vectors (standard + per-head), resumable by batch.
+
+Storage contract: one row per (run, document); ``standard`` is the little-endian float32
+bytes of a ``[dim]`` vector, ``heads`` of a ``[n_heads, head_dim]`` matrix (row-major).
+Shapes live in the run row. A run is *stale* when its ``corpus_version`` differs from the
+corpus' current ``version`` (documents were added, edited or deleted since).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from db._common import require, to_jsonable
+from db.engine import Store
+from db.errors import InvalidInputError, NotFoundError, StoreError
+from db.models import Corpus, Document, EmbeddingRun, EmbeddingVector, utcnow
+
+RUN_STATUSES = ("running", "done", "cancelled", "failed")
+_F32 = np.dtype("<f4")
+
+
+@dataclass(frozen=True)
+class EmbeddingRunInfo:
+    """An embedding run; ``n_saved`` is how many documents have vectors stored."""
+
+    id: int
+    corpus_id: int
+    corpus_version: int
+    model_name: str
+    model_path: str
+    layer: int
+    pooling: str
+    n_docs: int
+    n_heads: int
+    head_dim: int
+    dim: int
+    status: str
+    timings: dict[str, Any]
+    importance: dict[str, Any] | None
+    error: str
+    created_at: datetime
+    finished_at: datetime | None
+    n_saved: int
+
+
+def _info(session: Session, run: EmbeddingRun) -> EmbeddingRunInfo:
+    n_saved = session.scalar(select(func.count()).where(EmbeddingVector.run_id == run.id)) or 0
+    return EmbeddingRunInfo(
+        id=run.id,
+        corpus_id=run.corpus_id,
+        corpus_version=run.corpus_version,
+        model_name=run.model_name,
+        model_path=run.model_path,
+        layer=run.layer,
+        pooling=run.pooling,
+        n_docs=run.n_docs,
+        n_heads=run.n_heads,
+        head_dim=run.head_dim,
+        dim=run.dim,
+        status=run.status,
+        timings=dict(run.timings or {}),
+        importance=dict(run.importance) if run.importance is not None else None,
+        error=run.error,
+        created_at=run.created_at,
+        finished_at=run.finished_at,
+        n_saved=n_saved,
+    )
+
+
+def _check_status(status: str) -> str:
+    if status not in RUN_STATUSES:
+        raise InvalidInputError(f"Run status must be one of {RUN_STATUSES}, not {status!r}.")
+    return status
+
+
+def create_embedding_run(
+    store: Store,
+    corpus_id: int,
+    *,
+    model_name: str,
+    layer: int,
+    pooling: str,
+    n_heads: int,
+    head_dim: int,
+    dim: int,
+    model_path: str = "",
+    n_docs: int | None = None,
+) -> EmbeddingRunInfo:
+    """Start a run (status ``running``) over the corpus at its current version.
+    ``n_docs`` defaults to the corpus' document count. Raises NotFoundError,
+    InvalidInputError (non-positive sizes)."""
+    if min(n_heads, head_dim, dim) <= 0:
+        raise InvalidInputError("n_heads, head_dim and dim must be positive.")
+    with store.session() as session:
+        corpus = require(session, Corpus, corpus_id, "Corpus")
+        if n_docs is None:
+            n_docs = session.scalar(select(func.count()).where(Document.corpus_id == corpus_id)) or 0
+        run = EmbeddingRun(
+            corpus_id=corpus_id,
+            corpus_version=corpus.version,
+            model_name=model_name,
+            model_path=model_path,
+            layer=int(layer),
+            pooling=pooling,
+            n_docs=int(n_docs),
+            n_heads=int(n_heads),
+            head_dim=int(head_dim),
+            dim=int(dim),
+            status="running",
+            timings={},
+        )
+        session.add(run)
+        session.flush()
+        return _info(session, run)
+
+
+def get_embedding_run(store: Store, run_id: int) -> EmbeddingRunInfo:
+    """One run. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        return _info(session, require(session, EmbeddingRun, run_id, "Embedding run"))
+
+
+def list_embedding_runs(store: Store, corpus_id: int | None = None) -> list[EmbeddingRunInfo]:
+    """Runs (of one corpus, or all), newest first."""
+    with store.session(readonly=True) as session:
+        stmt = select(EmbeddingRun).order_by(EmbeddingRun.id.desc())
+        if corpus_id is not None:
+            stmt = stmt.where(EmbeddingRun.corpus_id == corpus_id)
+        return [_info(session, r) for r in session.scalars(stmt)]
+
+
+def latest_embedding_run(
+    store: Store,
+    corpus_id: int,
+    model_name: str,
+    layer: int,
+    pooling: str,
+    *,
+    statuses: Collection[str] | None = None,
+) -> EmbeddingRunInfo | None:
+    """The newest run with these settings (only with a status in ``statuses`` if given)."""
+    with store.session(readonly=True) as session:
+        stmt = (
+            select(EmbeddingRun)
+            .where(
+                EmbeddingRun.corpus_id == corpus_id,
+                EmbeddingRun.model_name == model_name,
+                EmbeddingRun.layer == int(layer),
+                EmbeddingRun.pooling == pooling,
+            )
+            .order_by(EmbeddingRun.id.desc())
+            .limit(1)
+        )
+        if statuses is not None:
+            stmt = stmt.where(EmbeddingRun.status.in_(list(statuses)))
+        run = session.scalar(stmt)
+        return _info(session, run) if run is not None else None
+
+
+def is_stale(store: Store, run: EmbeddingRunInfo | int) -> bool:
+    """True when the run's corpus has changed documents since the run was created.
+    Raises NotFoundError."""
+    run_id = run if isinstance(run, int) else run.id
+    with store.session(readonly=True) as session:
+        row = session.execute(
+            select(EmbeddingRun.corpus_version, Corpus.version)
+            .join(Corpus, Corpus.id == EmbeddingRun.corpus_id)
+            .where(EmbeddingRun.id == run_id)
+        ).first()
+    if row is None:
+        raise NotFoundError("Embedding run", run_id)
+    return bool(row[0] != row[1])
+
+
+def save_vectors(
+    store: Store,
+    run_id: int,
+    doc_ids: Sequence[int],
+    standard: np.ndarray,
+    heads: np.ndarray,
+) -> int:
+    """Store one batch of vectors in one transaction (re-saving a document replaces its
+    row, so a resumed batch is safe). ``standard`` is ``[n, dim]``, ``heads`` is
+    ``[n, n_heads, head_dim]``; both are stored as float32. Returns n.
+
+    Raises NotFoundError (run), InvalidInputError (shapes, ids not in the run's corpus,
+    duplicate ids, non-finite values)."""
+    ids = [int(i) for i in doc_ids]
+    n = len(ids)
+    std = np.ascontiguousarray(standard, dtype=_F32)
+    hds = np.ascontiguousarray(heads, dtype=_F32)
+    if len(set(ids)) != n:
+        raise InvalidInputError("save_vectors got the same document id twice.")
+    with store.session() as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        if std.shape != (n, run.dim):
+            raise InvalidInputError(
+                f"standard vectors have shape {std.shape}, expected ({n}, {run.dim})."
+            )
+        if hds.shape != (n, run.n_heads, run.head_dim):
+            raise InvalidInputError(
+                f"head vectors have shape {hds.shape}, expected ({n}, {run.n_heads}, {run.head_dim})."
+            )
+        if not (np.isfinite(std).all() and np.isfinite(hds).all()):
+            raise InvalidInputError("Vectors contain NaN or infinite values.")
+        if n == 0:
+            return 0
+        found = set(
+            session.scalars(
+                select(Document.id).where(Document.id.in_(ids), Document.corpus_id == run.corpus_id)
+            )
+        )
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise InvalidInputError(f"Document {missing[0]} is not in this run's corpus.")
+        session.execute(
+            delete(EmbeddingVector).where(
+                EmbeddingVector.run_id == run_id, EmbeddingVector.document_id.in_(ids)
+            )
+        )
+        session.execute(
+            EmbeddingVector.__table__.insert(),
+            [
+                {
+                    "run_id": run_id,
+                    "document_id": doc_id,
+                    "standard": std[i].tobytes(),
+                    "heads": hds[i].tobytes(),
+                }
+                for i, doc_id in enumerate(ids)
+            ],
+        )
+    return n
+
+
+def missing_documents(store: Store, run_id: int) -> list[int]:
+    """Ids (ascending) of the run's corpus documents that have no vectors in the run yet.
+    Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        done = select(EmbeddingVector.document_id).where(EmbeddingVector.run_id == run_id)
+        return list(
+            session.scalars(
+                select(Document.id)
+                .where(Document.corpus_id == run.corpus_id, Document.id.not_in(done))
+                .order_by(Document.id)
+            )
+        )
+
+
+def load_vectors(
+    store: Store, run_id: int, doc_ids: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All stored vectors of a run (or only ``doc_ids``), ordered by document id:
+    ``(doc_ids int64[n], standard float32[n, dim], heads float32[n, n_heads, head_dim])``.
+    The arrays are writable and bit-identical to what was saved. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        dim, n_heads, head_dim = run.dim, run.n_heads, run.head_dim
+        table = EmbeddingVector.__table__
+        stmt = (
+            select(table.c.document_id, table.c.standard, table.c.heads)
+            .where(table.c.run_id == run_id)
+            .order_by(table.c.document_id)
+        )
+        if doc_ids is not None:
+            stmt = stmt.where(table.c.document_id.in_([int(i) for i in doc_ids]))
+        # Core + raw DBAPI rows: no ORM objects, blobs come back as bytes.
+        rows = session.connection().execute(stmt).all()
+    n = len(rows)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+    std_buf = bytearray().join(r[1] for r in rows)
+    head_buf = bytearray().join(r[2] for r in rows)
+    if len(std_buf) != n * dim * 4 or len(head_buf) != n * n_heads * head_dim * 4:
+        raise StoreError(
+            f"Embedding run {run_id} holds vectors of the wrong size; the run is corrupt. "
+            "Delete it and embed again."
+        )
+    std = np.frombuffer(std_buf, dtype=_F32).reshape(n, dim)
+    hds = np.frombuffer(head_buf, dtype=_F32).reshape(n, n_heads, head_dim)
+    return ids, std, hds
+
+
+def set_embedding_run_status(store: Store, run_id: int, status: str, error: str = "") -> None:
+    """Set a run's status (e.g. back to ``running`` to resume it); terminal statuses also
+    set ``finished_at``. Raises NotFoundError, InvalidInputError."""
+    with store.session() as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        run.status = _check_status(status)
+        run.error = error
+        run.finished_at = None if status == "running" else utcnow()
+
+
+def finish_embedding_run(
+    store: Store,
+    run_id: int,
+    *,
+    status: str = "done",
+    importance: Mapping[str, Any] | None = None,
+    timings: Mapping[str, Any] | None = None,
+    error: str = "",
+) -> EmbeddingRunInfo:
+    """Close a run: status (done|cancelled|failed), ``finished_at``, head ``importance``
+    (``{"norm": [...], "spread": [...], "score": [...]}``, numpy arrays accepted) and
+    ``timings`` (merged into the stored ones). Raises NotFoundError, InvalidInputError."""
+    if _check_status(status) == "running":
+        raise InvalidInputError("finish_embedding_run needs a final status, not 'running'.")
+    with store.session() as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        run.status = status
+        run.error = error
+        run.finished_at = utcnow()
+        if importance is not None:
+            run.importance = to_jsonable(dict(importance))
+        if timings is not None:
+            run.timings = {**(run.timings or {}), **to_jsonable(dict(timings))}
+        session.flush()
+        return _info(session, run)
+
+
+def delete_embedding_run(store: Store, run_id: int) -> None:
+    """Delete a run with its vectors and projections (evaluations keep their results but
+    lose the link). Raises NotFoundError."""
+    with store.session() as session:
+        require(session, EmbeddingRun, run_id, "Embedding run")
+        session.execute(delete(EmbeddingRun).where(EmbeddingRun.id == run_id))

@@ -1,0 +1,211 @@
+"""Opening the store: URL resolution, engine setup (SQLite pragmas), sessions, migrations.
+
+Where the database lives (first match wins):
+1. the ``url`` argument of :func:`open_store`;
+2. env ``MRAG_DATABASE_URL`` (any SQLAlchemy URL);
+3. ``sqlite:///<data dir>/mrag_studio.db`` where the data dir is :func:`default_data_dir`:
+   env ``MRAG_DATA_DIR``, else ``$XDG_DATA_HOME/mrag-studio``, else
+   ``~/.local/share/mrag-studio``. Parent directories of SQLite files are created.
+
+SQLite connections get ``journal_mode=WAL``, ``foreign_keys=ON``, ``synchronous=NORMAL``
+and a 10 s ``busy_timeout``. pysqlite's own transaction handling is switched off and every
+write transaction starts with ``BEGIN IMMEDIATE`` (the SQLAlchemy pysqlite recipe), so
+read-then-write transactions never fail half way with "database is locked" and never lose
+updates; read-only sessions use a plain deferred ``BEGIN``.
+
+The schema is brought to the Alembic head (``db/migrations``) every time a store is opened;
+no ``alembic.ini`` is needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from db.errors import SchemaError
+
+ENV_DATABASE_URL = "MRAG_DATABASE_URL"
+ENV_DATA_DIR = "MRAG_DATA_DIR"
+DB_FILENAME = "mrag_studio.db"
+BUSY_TIMEOUT_S = 10.0
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+_BEGIN_OPTION = "mrag_sqlite_begin"
+
+
+def default_data_dir() -> Path:
+    """Directory for the default database: ``$MRAG_DATA_DIR``, else
+    ``$XDG_DATA_HOME/mrag-studio``, else ``~/.local/share/mrag-studio`` (not created here)."""
+    explicit = os.environ.get(ENV_DATA_DIR)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "mrag-studio"
+
+
+def default_database_url() -> str:
+    """``$MRAG_DATABASE_URL`` if set, else a SQLite file in :func:`default_data_dir`."""
+    explicit = os.environ.get(ENV_DATABASE_URL)
+    if explicit:
+        return explicit
+    return f"sqlite:///{default_data_dir() / DB_FILENAME}"
+
+
+def _is_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite"
+
+
+def _is_sqlite_memory(url: URL) -> bool:
+    database = url.database or ""
+    return database in ("", ":memory:") or database.startswith("file::memory:")
+
+
+def _make_engine(url: URL, echo: bool) -> Engine:
+    if not _is_sqlite(url):
+        return create_engine(url, echo=echo, pool_pre_ping=True)
+
+    memory = _is_sqlite_memory(url)
+    connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+    if memory:
+        # One shared connection, so all sessions see one in-memory database (tests only).
+        engine = create_engine(url, echo=echo, connect_args=connect_args, poolclass=StaticPool)
+    else:
+        database = url.database or ""
+        if not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, echo=echo, connect_args=connect_args)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        # Disable pysqlite's implicit BEGIN; "begin" below emits our own.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if not memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        mode = connection.get_execution_options().get(_BEGIN_OPTION, "IMMEDIATE")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def alembic_config(connection: Any | None = None, url: str | None = None) -> Config:
+    """An Alembic Config built in code, pointing at ``db/migrations``.
+
+    Pass an open ``connection`` (used as is, inside its transaction) or a ``url``.
+    """
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest schema revision this code knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+class Store:
+    """An opened database: the engine plus transaction helpers. Thread-safe; share one per app."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.url: str = engine.url.render_as_string(hide_password=True)
+        self.is_sqlite = _is_sqlite(engine.url)
+        self._write_sessions = sessionmaker(bind=engine, expire_on_commit=False)
+        read_bind = engine.execution_options(**{_BEGIN_OPTION: "DEFERRED"}) if self.is_sqlite else engine
+        self._read_sessions = sessionmaker(bind=read_bind, expire_on_commit=False)
+
+    @contextmanager
+    def session(self, readonly: bool = False) -> Iterator[Session]:
+        """One transaction: commits when the block ends normally, rolls back on any exception.
+
+        On SQLite a write session (the default) starts with ``BEGIN IMMEDIATE`` (takes the
+        write lock up front, waiting up to the busy timeout); ``readonly=True`` uses a
+        deferred ``BEGIN`` that never blocks other readers or the writer (WAL).
+
+        Do not call the data-access functions (which open their own write sessions) from
+        inside a write session of the same thread: the inner one would wait for the outer
+        one's lock and fail after the busy timeout.
+        """
+        factory = self._read_sessions if readonly else self._write_sessions
+        with factory() as session:
+            with session.begin():
+                yield session
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision the database is at (None for an empty database)."""
+        with self.engine.connect() as connection:
+            revision = MigrationContext.configure(connection).get_current_revision()
+            connection.rollback()
+        return revision
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Migrate the schema to ``revision`` in one transaction.
+
+        Raises:
+            SchemaError: the database is at a revision this code does not know (created by a
+                newer MRAG Studio) or the migration failed.
+        """
+        try:
+            with self.engine.begin() as connection:
+                command.upgrade(alembic_config(connection), revision)
+        except CommandError as exc:
+            raise SchemaError(
+                f"Cannot migrate the database at {self.url} to schema revision {revision!r}: "
+                f"{exc}. It may have been created by a newer version of MRAG Studio."
+            ) from exc
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+
+def open_store(url: str | None = None, *, migrate: bool = True, echo: bool = False) -> Store:
+    """Open (creating if needed) the database at ``url`` (default :func:`default_database_url`)
+    and, unless ``migrate=False``, upgrade its schema to head. Idempotent and safe to call
+    from several processes at once (the upgrade runs under the write lock)."""
+    resolved = make_url(url if url is not None else default_database_url())
+    store = Store(_make_engine(resolved, echo))
+    if migrate:
+        try:
+            store.upgrade("head")
+        except BaseException:
+            store.close()
+            raise
+    return store

@@ -1,0 +1,258 @@
+"""Evaluation runs and their per-(strategy, query) results, resumable and upsert-safe.
+
+Contract: ``retrieved`` is the list of document ids a strategy returned (length k_max),
+``rsr``/``csr`` are per-k scores for k = 1..k_max. Saving a result whose (run, strategy,
+query) already exists replaces it, so a resumed run may safely re-save a batch.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from db._common import require, to_jsonable
+from db.engine import Store
+from db.errors import InvalidInputError
+from db.models import Corpus, EmbeddingRun, EvalResult, EvalRun, Query, QuerySet, utcnow
+
+EVAL_STATUSES = ("running", "done", "cancelled", "failed")
+
+
+@dataclass(frozen=True)
+class EvalRunInfo:
+    """An evaluation run; ``n_results`` counts stored (strategy, query) results."""
+
+    id: int
+    name: str
+    corpus_id: int
+    query_set_id: int
+    embedding_run_id: int | None
+    config: dict[str, Any]
+    seed: int | None
+    status: str
+    created_at: datetime
+    finished_at: datetime | None
+    timing: dict[str, Any]
+    llm_usage: dict[str, Any]
+    error: str
+    n_results: int
+
+
+@dataclass(frozen=True)
+class EvalResultRow:
+    """Result of one strategy on one query."""
+
+    run_id: int
+    strategy: str
+    query_id: int
+    retrieved: list[int]
+    rsr: list[float]
+    csr: list[float]
+    details: dict[str, Any] | None
+
+
+def _info(session: Session, run: EvalRun) -> EvalRunInfo:
+    n = session.scalar(select(func.count()).where(EvalResult.run_id == run.id)) or 0
+    return EvalRunInfo(
+        id=run.id,
+        name=run.name,
+        corpus_id=run.corpus_id,
+        query_set_id=run.query_set_id,
+        embedding_run_id=run.embedding_run_id,
+        config=dict(run.config or {}),
+        seed=run.seed,
+        status=run.status,
+        created_at=run.created_at,
+        finished_at=run.finished_at,
+        timing=dict(run.timing or {}),
+        llm_usage=dict(run.llm_usage or {}),
+        error=run.error,
+        n_results=n,
+    )
+
+
+def create_eval_run(
+    store: Store,
+    *,
+    corpus_id: int,
+    query_set_id: int,
+    embedding_run_id: int | None = None,
+    name: str = "",
+    config: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> EvalRunInfo:
+    """Start an evaluation (status ``running``). ``config`` is any JSON (strategies, c,
+    k_max, voting variant, w...). Raises NotFoundError, InvalidInputError (query set or
+    embedding run of another corpus)."""
+    with store.session() as session:
+        require(session, Corpus, corpus_id, "Corpus")
+        qs = require(session, QuerySet, query_set_id, "Query set")
+        if qs.corpus_id != corpus_id:
+            raise InvalidInputError(f"Query set {query_set_id} belongs to another corpus.")
+        if embedding_run_id is not None:
+            er = require(session, EmbeddingRun, embedding_run_id, "Embedding run")
+            if er.corpus_id != corpus_id:
+                raise InvalidInputError(f"Embedding run {embedding_run_id} belongs to another corpus.")
+        run = EvalRun(
+            name=name,
+            corpus_id=corpus_id,
+            query_set_id=query_set_id,
+            embedding_run_id=embedding_run_id,
+            config=to_jsonable(dict(config or {})),
+            seed=seed,
+            status="running",
+            timing={},
+            llm_usage={},
+        )
+        session.add(run)
+        session.flush()
+        return _info(session, run)
+
+
+def save_eval_results(store: Store, run_id: int, results: Sequence[Mapping[str, Any]]) -> int:
+    """Store a batch of results in one transaction, replacing any with the same
+    (strategy, query). Each mapping: ``strategy``, ``query_id``, ``retrieved``, ``rsr``,
+    ``csr`` and optional ``details`` (JSON). Returns the number saved.
+    Raises NotFoundError, InvalidInputError (query of another set, repeated key)."""
+    if not results:
+        return 0
+    with store.session() as session:
+        run = require(session, EvalRun, run_id, "Evaluation run")
+        rows: list[dict[str, Any]] = []
+        keys: set[tuple[str, int]] = set()
+        by_strategy: dict[str, list[int]] = defaultdict(list)
+        for index, item in enumerate(results):
+            try:
+                strategy = str(item["strategy"])
+                query_id = int(item["query_id"])
+                row = {
+                    "run_id": run_id,
+                    "strategy": strategy,
+                    "query_id": query_id,
+                    "retrieved": [int(d) for d in to_jsonable(item["retrieved"])],
+                    "rsr": [float(x) for x in to_jsonable(item["rsr"])],
+                    "csr": [float(x) for x in to_jsonable(item["csr"])],
+                    "details": to_jsonable(item.get("details")),
+                }
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InvalidInputError(f"Result #{index + 1} is malformed: {exc}") from exc
+            if (strategy, query_id) in keys:
+                raise InvalidInputError(
+                    f"Result #{index + 1} repeats strategy {strategy!r} for query {query_id}."
+                )
+            keys.add((strategy, query_id))
+            by_strategy[strategy].append(query_id)
+            rows.append(row)
+        query_ids = {q for _, q in keys}
+        found = set(
+            session.scalars(
+                select(Query.id).where(Query.id.in_(query_ids), Query.query_set_id == run.query_set_id)
+            )
+        )
+        missing = sorted(query_ids - found)
+        if missing:
+            raise InvalidInputError(f"Query {missing[0]} is not in this run's query set.")
+        for strategy, qids in by_strategy.items():
+            session.execute(
+                delete(EvalResult).where(
+                    EvalResult.run_id == run_id,
+                    EvalResult.strategy == strategy,
+                    EvalResult.query_id.in_(qids),
+                )
+            )
+        session.execute(EvalResult.__table__.insert(), rows)
+        return len(rows)
+
+
+def load_eval_results(
+    store: Store, run_id: int, strategy: str | None = None
+) -> list[EvalResultRow]:
+    """Results of a run (optionally one strategy), ordered by strategy then query id."""
+    with store.session(readonly=True) as session:
+        stmt = select(EvalResult).where(EvalResult.run_id == run_id)
+        if strategy is not None:
+            stmt = stmt.where(EvalResult.strategy == strategy)
+        rows = session.scalars(stmt.order_by(EvalResult.strategy, EvalResult.query_id))
+        return [
+            EvalResultRow(
+                run_id=r.run_id,
+                strategy=r.strategy,
+                query_id=r.query_id,
+                retrieved=list(r.retrieved),
+                rsr=list(r.rsr),
+                csr=list(r.csr),
+                details=r.details,
+            )
+            for r in rows
+        ]
+
+
+def completed_queries(store: Store, run_id: int, strategy: str) -> set[int]:
+    """Query ids that already have a result for ``strategy`` in this run (for resuming)."""
+    with store.session(readonly=True) as session:
+        return set(
+            session.scalars(
+                select(EvalResult.query_id).where(
+                    EvalResult.run_id == run_id, EvalResult.strategy == strategy
+                )
+            )
+        )
+
+
+def get_eval_run(store: Store, run_id: int) -> EvalRunInfo:
+    """One evaluation run. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        return _info(session, require(session, EvalRun, run_id, "Evaluation run"))
+
+
+def list_eval_runs(
+    store: Store, corpus_id: int | None = None, query_set_id: int | None = None
+) -> list[EvalRunInfo]:
+    """Evaluation runs (filtered by corpus / query set when given), newest first."""
+    with store.session(readonly=True) as session:
+        stmt = select(EvalRun).order_by(EvalRun.id.desc())
+        if corpus_id is not None:
+            stmt = stmt.where(EvalRun.corpus_id == corpus_id)
+        if query_set_id is not None:
+            stmt = stmt.where(EvalRun.query_set_id == query_set_id)
+        return [_info(session, r) for r in session.scalars(stmt)]
+
+
+def finish_eval_run(
+    store: Store,
+    run_id: int,
+    *,
+    status: str = "done",
+    timing: Mapping[str, Any] | None = None,
+    llm_usage: Mapping[str, Any] | None = None,
+    error: str = "",
+) -> EvalRunInfo:
+    """Set the final status (or ``running`` again to resume; then ``finished_at`` is
+    cleared), and merge ``timing`` / ``llm_usage`` into the stored ones.
+    Raises NotFoundError, InvalidInputError."""
+    if status not in EVAL_STATUSES:
+        raise InvalidInputError(f"Evaluation status must be one of {EVAL_STATUSES}, not {status!r}.")
+    with store.session() as session:
+        run = require(session, EvalRun, run_id, "Evaluation run")
+        run.status = status
+        run.error = error
+        run.finished_at = None if status == "running" else utcnow()
+        if timing is not None:
+            run.timing = {**(run.timing or {}), **to_jsonable(dict(timing))}
+        if llm_usage is not None:
+            run.llm_usage = {**(run.llm_usage or {}), **to_jsonable(dict(llm_usage))}
+        session.flush()
+        return _info(session, run)
+
+
+def delete_eval_run(store: Store, run_id: int) -> None:
+    """Delete an evaluation run and its results. Raises NotFoundError."""
+    with store.session() as session:
+        require(session, EvalRun, run_id, "Evaluation run")
+        session.execute(delete(EvalRun).where(EvalRun.id == run_id))

@@ -1,0 +1,189 @@
+"""Engine/session behaviour: URL resolution, SQLite pragmas, transactions, concurrency."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text, update
+from sqlalchemy.exc import IntegrityError
+
+import db
+from db import Store
+from db.models import Corpus
+
+
+def test_sqlite_pragmas_on_every_connection(store: Store, db_path: Path) -> None:
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
+    # WAL is a property of the file: a foreign connection sees it too.
+    raw = sqlite3.connect(db_path)
+    try:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        raw.close()
+
+
+def test_foreign_keys_are_enforced(store: Store) -> None:
+    with pytest.raises(IntegrityError):
+        with store.session() as session:
+            session.execute(
+                text(
+                    "INSERT INTO categories (corpus_id, name, description) "
+                    "VALUES (:cid, 'x', '')"
+                ),
+                {"cid": 12345},
+            )
+
+
+def test_env_database_url_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    target = tmp_path / "not" / "yet" / "there" / "custom.db"
+    monkeypatch.setenv(db.ENV_DATABASE_URL, f"sqlite:///{target}")
+    assert db.default_database_url() == f"sqlite:///{target}"
+    with db.open_store() as store:
+        db.create_corpus(store, "from env")
+        assert store.schema_revision() == db.head_revision()
+    assert target.exists()
+    with db.open_store(f"sqlite:///{target}") as again:
+        assert [c.name for c in db.list_corpora(again)] == ["from env"]
+
+
+def test_default_location_follows_data_dir_then_xdg_then_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(db.ENV_DATA_DIR, str(tmp_path / "data"))
+    assert db.default_data_dir() == tmp_path / "data"
+    assert db.default_database_url() == f"sqlite:///{tmp_path / 'data' / 'mrag_studio.db'}"
+    with db.open_store() as store:
+        db.create_corpus(store, "c")
+    assert (tmp_path / "data" / "mrag_studio.db").exists()
+
+    monkeypatch.delenv(db.ENV_DATA_DIR)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert db.default_data_dir() == tmp_path / "xdg" / "mrag-studio"
+
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert db.default_data_dir() == tmp_path / "home" / ".local" / "share" / "mrag-studio"
+
+
+def test_session_commits_on_success_and_rolls_back_on_error(store: Store) -> None:
+    with store.session() as session:
+        session.add(Corpus(name="kept"))
+    with pytest.raises(RuntimeError):
+        with store.session() as session:
+            session.add(Corpus(name="dropped"))
+            session.flush()
+            raise RuntimeError("boom")
+    assert [c.name for c in db.list_corpora(store)] == ["kept"]
+
+
+def test_write_session_takes_the_write_lock_at_begin(store: Store, db_path: Path) -> None:
+    other = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    try:
+        with store.session() as session:
+            session.execute(select(1))  # only a read, but BEGIN IMMEDIATE already locked
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        with store.session(readonly=True) as session:
+            session.execute(select(Corpus.id)).all()
+            other.execute("BEGIN IMMEDIATE")  # a read-only session does not block writers
+            other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+def test_reopening_at_head_is_idempotent(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    with db.open_store(url) as store:
+        db.create_corpus(store, "persisted")
+    for _ in range(2):
+        with db.open_store(url) as store:
+            assert store.schema_revision() == db.head_revision()
+            assert [c.name for c in db.list_corpora(store)] == ["persisted"]
+            with store.engine.connect() as conn:
+                assert conn.execute(text("SELECT COUNT(*) FROM alembic_version")).scalar() == 1
+
+
+def test_unknown_schema_revision_gives_a_clear_error(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    db.open_store(url).close()
+    raw = sqlite3.connect(db_path)
+    raw.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    raw.commit()
+    raw.close()
+    with pytest.raises(db.SchemaError, match="newer version"):
+        db.open_store(url)
+
+
+def test_in_memory_url_works_for_quick_use() -> None:
+    with db.open_store("sqlite://") as store:
+        c = db.create_corpus(store, "mem")
+        assert db.get_corpus(store, c.id).name == "mem"
+
+
+def test_two_concurrent_read_then_write_transactions_both_succeed(db_path: Path) -> None:
+    """Two writers (separate engines, like two processes) each read a counter, wait, and
+    write it back +1. With BEGIN IMMEDIATE + busy_timeout the second waits instead of
+    failing with "database is locked", and no update is lost."""
+    url = f"sqlite:///{db_path}"
+    stores = [db.open_store(url), db.open_store(url)]
+    corpus_id = db.create_corpus(stores[0], "counter").id
+    start = db.get_corpus(stores[0], corpus_id).version
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def bump(store: Store) -> None:
+        try:
+            barrier.wait()
+            with store.session() as session:
+                value = session.scalar(select(Corpus.version).where(Corpus.id == corpus_id))
+                time.sleep(0.3)  # hold the transaction so the other writer must wait
+                session.execute(
+                    update(Corpus).where(Corpus.id == corpus_id).values(version=value + 1)
+                )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=bump, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    try:
+        assert errors == []
+        assert db.get_corpus(stores[1], corpus_id).version == start + 2
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_concurrent_bulk_imports_from_two_threads(store: Store) -> None:
+    corpus_id = db.create_corpus(store, "parallel").id
+    errors: list[BaseException] = []
+
+    def importer(prefix: str) -> None:
+        try:
+            for batch in range(5):
+                db.add_documents(
+                    store,
+                    corpus_id,
+                    [{"text": f"{prefix} {batch} {i}"} for i in range(100)],
+                )
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=importer, args=(p,)) for p in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    info = db.get_corpus(store, corpus_id)
+    assert info.n_documents == 1000
+    assert info.version == 1 + 10  # every batch bumped the version exactly once

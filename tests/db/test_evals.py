@@ -1,0 +1,132 @@
+"""Evaluation runs and per-query results (resumable, upsert-safe)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import db
+from db import Store
+
+
+@pytest.fixture
+def setup(store: Store, corpus: db.CorpusInfo, docs: list[int]) -> tuple[int, list[int], int]:
+    qs = db.create_query_set(store, corpus.id, "eval set")
+    queries = db.add_queries(store, qs.id, [{"text": f"q{i}", "ground_truth": docs[i : i + 2]} for i in range(3)])
+    run = db.create_embedding_run(
+        store, corpus.id, model_name="m", layer=0, pooling="last", n_heads=1, head_dim=2, dim=2
+    )
+    return qs.id, queries, run.id
+
+
+def _result(strategy: str, qid: int, k: int = 3, value: float = 0.5) -> dict[str, object]:
+    return {
+        "strategy": strategy,
+        "query_id": qid,
+        "retrieved": np.arange(k),  # numpy input is accepted
+        "rsr": [value] * k,
+        "csr": np.full(k, value),
+    }
+
+
+def test_eval_run_round_trip(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+) -> None:
+    qs_id, queries, emb_id = setup
+    config = {"strategies": ["standard", "mrag"], "c": 1, "k_max": 3, "voting": "exp", "w": 0.5}
+    run = db.create_eval_run(
+        store, corpus_id=corpus.id, query_set_id=qs_id, embedding_run_id=emb_id,
+        name="first", config=config, seed=7,
+    )
+    assert (run.status, run.config, run.seed, run.n_results, run.finished_at) == ("running", config, 7, 0, None)
+
+    saved = db.save_eval_results(
+        store, run.id,
+        [_result("standard", q) for q in queries[:2]] + [{**_result("mrag", queries[0]), "details": {"heads": [1, 4]}}],
+    )
+    assert saved == 3
+    assert db.completed_queries(store, run.id, "standard") == set(queries[:2])
+    assert db.completed_queries(store, run.id, "mrag") == {queries[0]}
+    rows = db.load_eval_results(store, run.id)
+    assert [(r.strategy, r.query_id) for r in rows] == [
+        ("mrag", queries[0]), ("standard", queries[0]), ("standard", queries[1]),
+    ]
+    assert (rows[0].retrieved, rows[0].rsr, rows[0].csr, rows[0].details) == ([0, 1, 2], [0.5] * 3, [0.5] * 3, {"heads": [1, 4]})
+    assert rows[1].details is None
+    assert len(db.load_eval_results(store, run.id, strategy="standard")) == 2
+
+    done = db.finish_eval_run(store, run.id, timing={"retrieval_s": 1.0}, llm_usage={"prompt_tokens": 10})
+    done = db.finish_eval_run(store, run.id, timing={"total_s": 2.0})
+    assert (done.status, done.n_results) == ("done", 3) and done.finished_at is not None
+    assert done.timing == {"retrieval_s": 1.0, "total_s": 2.0} and done.llm_usage == {"prompt_tokens": 10}
+    assert db.get_eval_run(store, run.id) == done
+
+
+def test_resaving_results_replaces_them(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+    count_rows: Callable[[str], int],
+) -> None:
+    qs_id, queries, _ = setup
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id)
+    db.save_eval_results(store, run.id, [_result("s", q, value=0.1) for q in queries[:2]])
+    # Resume re-does the batch plus one more query.
+    db.save_eval_results(store, run.id, [_result("s", q, value=0.9) for q in queries])
+    assert count_rows("eval_results") == 3
+    assert [r.rsr[0] for r in db.load_eval_results(store, run.id)] == [0.9, 0.9, 0.9]
+
+
+def test_result_validation(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+    count_rows: Callable[[str], int],
+) -> None:
+    qs_id, queries, _ = setup
+    other_set = db.create_query_set(store, corpus.id, "other")
+    (foreign_q,) = db.add_queries(store, other_set.id, [{"text": "x"}])
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id)
+    with pytest.raises(db.InvalidInputError, match="not in this run's query set"):
+        db.save_eval_results(store, run.id, [_result("s", queries[0]), _result("s", foreign_q)])
+    with pytest.raises(db.InvalidInputError, match="repeats"):
+        db.save_eval_results(store, run.id, [_result("s", queries[0]), _result("s", queries[0])])
+    with pytest.raises(db.InvalidInputError, match="malformed"):
+        db.save_eval_results(store, run.id, [{"strategy": "s", "query_id": queries[0]}])
+    assert count_rows("eval_results") == 0
+    with pytest.raises(db.InvalidInputError):
+        db.finish_eval_run(store, run.id, status="great")
+
+
+def test_run_must_match_its_corpus(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+) -> None:
+    qs_id, _, emb_id = setup
+    other = db.create_corpus(store, "Other")
+    other_qs = db.create_query_set(store, other.id, "q")
+    with pytest.raises(db.InvalidInputError, match="Query set"):
+        db.create_eval_run(store, corpus_id=corpus.id, query_set_id=other_qs.id)
+    with pytest.raises(db.InvalidInputError, match="Embedding run"):
+        db.create_eval_run(store, corpus_id=other.id, query_set_id=other_qs.id, embedding_run_id=emb_id)
+    with pytest.raises(db.NotFoundError):
+        db.create_eval_run(store, corpus_id=corpus.id, query_set_id=999)
+
+
+def test_listing_and_deleting_runs(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+    count_rows: Callable[[str], int],
+) -> None:
+    qs_id, queries, emb_id = setup
+    r1 = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id, embedding_run_id=emb_id)
+    r2 = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id)
+    assert [r.id for r in db.list_eval_runs(store, corpus_id=corpus.id)] == [r2.id, r1.id]
+    assert [r.id for r in db.list_eval_runs(store, query_set_id=qs_id)] == [r2.id, r1.id]
+    assert db.list_eval_runs(store, corpus_id=999) == []
+
+    db.delete_embedding_run(store, emb_id)  # evaluation survives, link is cleared
+    assert db.get_eval_run(store, r1.id).embedding_run_id is None
+
+    db.save_eval_results(store, r1.id, [_result("s", queries[0])])
+    db.delete_eval_run(store, r1.id)
+    assert count_rows("eval_results") == 0
+    assert [r.id for r in db.list_eval_runs(store)] == [r2.id]
+    with pytest.raises(db.NotFoundError):
+        db.get_eval_run(store, r1.id)

@@ -1,0 +1,136 @@
+"""Schema migrations: upgrade path from 0001 with data, models == migrations, downgrade."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+import db
+from db.engine import Store, alembic_config
+from db.models import Base
+
+
+def _store_at(url: str, revision: str) -> Store:
+    store = db.open_store(url, migrate=False)
+    assert store.schema_revision() is None
+    store.upgrade(revision)
+    return store
+
+
+def _fill_0001(store: Store) -> np.ndarray:
+    """Insert data with plain SQL matching the 0001 schema; returns the saved vector."""
+    vec = np.arange(8, dtype=np.float32) / 7
+    heads = np.arange(8, dtype=np.float32).reshape(2, 4)
+    now = "2026-01-02 03:04:05.000000"
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO corpora (id, name, description, created_at, updated_at, version) "
+                "VALUES (1, 'Old corpus', 'from 0001', :now, :now, 7)"
+            ),
+            {"now": now},
+        )
+        conn.execute(text("INSERT INTO categories (id, corpus_id, name, description) VALUES (1, 1, 'sport', '')"))
+        for i in (1, 2):
+            conn.execute(
+                text(
+                    "INSERT INTO documents (id, corpus_id, title, text, source, content_hash, "
+                    "version, created_at) VALUES (:id, 1, :t, :x, 's', :h, :v, :now)"
+                ),
+                {"id": i, "t": f"T{i}", "x": f"text {i}", "h": f"{i:064d}", "v": i, "now": now},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO suggestions (id, document_id, category_id, status, agent, "
+                "model_version, score, reason, error, created_at) "
+                "VALUES (1, 1, 1, 'ok', 'llm', 'v1', 0.5, 'because', '', :now)"
+            ),
+            {"now": now},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO decisions (id, document_id, category_id, annotator, created_at, "
+                "based_on_version, suggestion_id, note) VALUES (1, 2, 1, 'ann', :now, 1, NULL, '')"
+            ),
+            {"now": now},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO embedding_runs (id, corpus_id, corpus_version, model_name, model_path, "
+                "layer, pooling, n_docs, n_heads, head_dim, dim, status, timings, importance, "
+                "error, created_at) VALUES (1, 1, 7, 'm', '', -1, 'last', 2, 2, 4, 8, 'done', "
+                "'{}', NULL, '', :now)"
+            ),
+            {"now": now},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO embedding_vectors (run_id, document_id, standard, heads) "
+                "VALUES (1, 1, :s, :h)"
+            ),
+            {"s": vec.tobytes(), "h": heads.tobytes()},
+        )
+    return vec
+
+
+def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    old = _store_at(url, "0001")
+    assert old.schema_revision() == "0001"
+    assert "projections" not in inspect(old.engine).get_table_names()
+    vec = _fill_0001(old)
+    old.close()
+
+    with db.open_store(url) as store:
+        assert store.schema_revision() == db.head_revision() == "0002"
+        info = db.get_corpus(store, 1)
+        assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
+        assert info.labels_version == 1  # new column filled by the server default
+        assert info.n_documents == 2 and info.n_categories == 1
+        page = db.list_documents(store, 1)
+        assert [(d.title, d.label, d.label_source) for d in page.items] == [
+            ("T1", "sport", "suggestion"),
+            ("T2", "sport", "decision"),
+        ]
+        assert db.decide_label(store, 2, 1, "new", expected_version=2) == 3
+        ids, std, heads = db.load_vectors(store, 1)
+        assert ids.tolist() == [1]
+        assert std[0].tobytes() == vec.tobytes()
+        assert heads.shape == (1, 2, 4)
+        assert not db.is_stale(store, 1)
+        # The new table and index of 0002 exist and work.
+        proj = db.save_projection(store, 1, "standard", "pca", np.zeros((1, 2)), [1])
+        assert db.load_projection(store, proj.id).doc_ids == [1]
+        index_names = {ix["name"] for ix in inspect(store.engine).get_indexes("suggestions")}
+        assert "ix_suggestions_doc_agent" in index_names
+        assert "ix_suggestions_document_id" not in index_names
+
+
+def test_models_match_migrations(store: Store) -> None:
+    with store.engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "compare_server_default": True}
+        )
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_downgrade_to_0001_and_back_keeps_corpora(store: Store, db_path: Path) -> None:
+    db.create_corpus(store, "survivor")
+    with store.engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0001")
+    assert store.schema_revision() == "0001"
+    raw = sqlite3.connect(db_path)
+    try:
+        columns = [row[1] for row in raw.execute("PRAGMA table_info(corpora)")]
+        assert "labels_version" not in columns
+        assert raw.execute("SELECT name FROM corpora").fetchall() == [("survivor",)]
+    finally:
+        raw.close()
+    store.upgrade()
+    assert [c.name for c in db.list_corpora(store)] == ["survivor"]
