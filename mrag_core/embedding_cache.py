@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -61,7 +62,7 @@ def load_cached(key: str) -> Embeddings | None:
     try:
         with np.load(path) as data:
             return Embeddings(data["standard"], data["heads"])
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None  # a damaged cache file is recomputed, never trusted
 
 

@@ -133,8 +133,8 @@ def _mrag_lists_per_depth(ids: np.ndarray, scores: np.ndarray, imp: np.ndarray, 
     """For one (sub-)query's head hits [h, >=k_max]: the MRAG top-i list with per-head depth i, i = 1..k_max."""
     out = []
     for i in range(1, k_max + 1):
-        sub_ids = ids[:, :i]
-        ranks = np.broadcast_to(np.arange(i), sub_ids.shape)
+        sub_ids = ids[:, :i]  # fewer than i columns when the corpus is smaller than k_max
+        ranks = np.broadcast_to(np.arange(sub_ids.shape[1]), sub_ids.shape)
         w = vote_weights(ranks, imp, similarity_to_distance(scores[:, :i], metric), variant)
         out.append(vote(sub_ids, w, i, with_evidence=False).doc_ids.tolist())
     return out

@@ -130,6 +130,10 @@ def forward_batch(
     )
     enc = {k: v.to(lm.device) for k, v in enc.items()}
     mask = enc["attention_mask"]
+    if not lm.is_encoder:
+        # Positions count real tokens only, so a left-padded row sees the same positions as when
+        # run alone (absolute position embeddings, e.g. GPT-2, would otherwise shift).
+        enc["position_ids"] = (mask.long().cumsum(dim=1) - 1).clamp(min=0)
     with HeadCapture(lm.oproj_module(layer)) as cap:
         out = lm.model(**enc)
     assert cap.value is not None, "the attention output projection did not run"

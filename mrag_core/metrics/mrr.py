@@ -11,7 +11,7 @@ from typing import Hashable, Sequence
 def reciprocal_rank(ranking: Sequence[Hashable], relevant: Sequence[Hashable], k: int | None = None) -> float:
     """``1 / rank`` of the first relevant document in ``ranking[:k]``; 0.0 if there is none."""
     rel = set(relevant)
-    for rank, doc in enumerate(ranking[:k] if k else ranking, start=1):
+    for rank, doc in enumerate(ranking if k is None else ranking[:k], start=1):
         if doc in rel:
             return 1.0 / rank
     return 0.0

@@ -1,0 +1,157 @@
+"""``python -m mrag_core bench``: plain one-line errors with exit status 2, and a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from mrag_core.cli import main
+
+torch.set_num_threads(1)
+
+TOPICS = {
+    "astronomy": ["Mars", "Jupiter", "Comets", "Nebulae", "Black holes", "Moon"],
+    "cooking": ["Bread", "Pasta", "Sushi", "Curry", "Pancakes", "Soup"],
+    "sports": ["Football", "Tennis", "Chess", "Cycling", "Rowing", "Skiing"],
+    "music": ["Violin", "Jazz", "Opera", "Drums", "Piano", "Guitar"],
+}
+
+
+def write_dataset(root: Path) -> tuple[Path, Path]:
+    articles = [
+        {"title": t, "text": f"{t} is a topic in {label}. This article describes {t.lower()} in some detail.", "label": label}
+        for label, titles in TOPICS.items() for t in titles
+    ]
+    queries = [
+        {"topics": ["Mars", "Bread"], "text": "An astronaut on Mars bakes fresh bread.",
+         "fusion": ["1. life on Mars", "2. baking bread"]},
+        {"topics": ["Tennis", "Violin", "Soup"], "text": "After tennis she played the violin and ate soup.",
+         "fusion": ["tennis match", "violin lesson", "hot soup"]},
+        {"topics": ["Jazz", "Comets"], "text": "A jazz band plays while a comet crosses the sky.",
+         "fusion": ["jazz music", "comet in the sky"]},
+        {"topics": ["Chess", "Sushi"], "text": "Chess players eat sushi between games.",
+         "fusion": ["chess game", "sushi dinner"]},
+    ]
+    a, q = root / "articles.json", root / "queries.json"
+    a.write_text(json.dumps(articles))
+    q.write_text(json.dumps(queries))
+    return a, q
+
+
+def _only_error_line(err: str) -> str:
+    assert "Traceback" not in err
+    lines = [ln for ln in err.strip().splitlines() if "error:" in ln]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_missing_file(tmp_path: Path, capsys) -> None:
+    rc = main(["bench", "--articles", str(tmp_path / "nope.json"), "--queries", str(tmp_path / "q.json")])
+    assert rc == 2
+    line = _only_error_line(capsys.readouterr().err)
+    assert line.startswith("error:") and "nope.json" in line and "not found" in line
+
+
+def test_wrong_json_shape(tmp_path: Path, capsys) -> None:
+    a, q = write_dataset(tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"foo": [1, 2]}))
+    assert main(["bench", "--articles", str(bad), "--queries", str(q)]) == 2
+    line = _only_error_line(capsys.readouterr().err)
+    assert line.startswith("error:") and "bad.json" in line
+    bad.write_text(json.dumps([{"title": "x", "label": "y"}]))
+    assert main(["bench", "--articles", str(bad), "--queries", str(q)]) == 2
+    assert "'text'" in _only_error_line(capsys.readouterr().err)
+    assert main(["bench", "--articles", str(a)]) == 2  # --queries missing
+    assert _only_error_line(capsys.readouterr().err).startswith("error:")
+
+
+def test_unknown_model(tmp_path: Path, capsys) -> None:
+    a, q = write_dataset(tmp_path)
+    assert main(["bench", "--articles", str(a), "--queries", str(q), "--model", "no-such-model"]) == 2
+    line = _only_error_line(capsys.readouterr().err)
+    assert line.startswith("error:") and "no-such-model" in line
+
+
+def test_unknown_strategy_is_an_argparse_error(tmp_path: Path, capsys) -> None:
+    a, q = write_dataset(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--articles", str(a), "--queries", str(q), "--strategies", "standard,bm25"])
+    assert exc.value.code == 2
+    line = _only_error_line(capsys.readouterr().err)
+    assert "bm25" in line
+
+
+def test_json_into_missing_folder(tmp_path: Path, capsys) -> None:
+    a, q = write_dataset(tmp_path)
+    rc = main(["bench", "--articles", str(a), "--queries", str(q), "--json", str(tmp_path / "no" / "out.json")])
+    assert rc == 2
+    assert "does not exist" in _only_error_line(capsys.readouterr().err)
+
+
+def test_bench_end_to_end(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    a, q = write_dataset(tmp_path)
+    out = tmp_path / "result.json"
+    args = ["bench", "--articles", str(a), "--queries", str(q), "--model", "minilm", "--device", "cpu",
+            "--threads", "1", "--json", str(out)]  # default k_max = c = 32 > 24 documents
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    table = captured.out.strip().splitlines()
+    assert table[0].split()[:3] == ["strategy", "aspects", "k"]
+    strategies = ["standard", "mrag", "split", "fusion", "fusion-mrag"]
+    printed = {ln.split()[0] for ln in table[1:]}
+    assert printed == set(strategies)
+    # aspects 2 (3 queries) at k = 2, 4 and aspects 3 (1 query) at k = 3, 6
+    rows = [ln.split() for ln in table[1:]]
+    assert {(r[1], r[2], r[6]) for r in rows} == {("2", "2", "3"), ("2", "4", "3"), ("3", "3", "1"), ("3", "6", "1")}
+    for r in rows:
+        rsr, csr, weighted = map(float, r[3:6])
+        assert 0 <= rsr <= 1 and 0 <= csr <= 1
+        assert weighted == pytest.approx((2 * rsr + csr) / 3, abs=2e-3)
+
+    layout = json.loads(out.read_text())
+    assert list(layout) == strategies
+    for name in strategies:
+        assert list(layout[name]) == ["2", "3"]
+        for n, n_queries in (("2", 3), ("3", 1)):
+            block = layout[name][n]
+            assert set(block) == {"success_ratio", "category_success_ratio"}
+            for key in block:
+                assert len(block[key]) == 32 and all(len(row) == n_queries for row in block[key])
+                vals = [v for row in block[key] for v in row]
+                assert all(0.0 <= v <= 1.0 for v in vals)
+                # prefix strategies can only gain with k
+                if name in ("standard", "mrag", "split"):
+                    for qi in range(n_queries):
+                        col = [row[qi] for row in block[key]]
+                        assert col == sorted(col)
+    # at k = 4 the easy, keyword-rich queries find something; at k = 24 (all documents) prefix strategies
+    # and fusion (4 sub-lists of depth >= 24 each) have found every topic
+    assert max(layout["standard"]["2"]["success_ratio"][3]) > 0
+    for name in strategies:
+        assert layout[name]["2"]["success_ratio"][31] == [1.0, 1.0, 1.0], name
+        assert layout[name]["3"]["category_success_ratio"][31] == [1.0], name
+    assert list((tmp_path / "cache").glob("*.npz"))  # embeddings were cached
+
+    # second run: everything comes from the cache, same results
+    assert main(args) == 0
+    captured2 = capsys.readouterr()
+    assert "(from cache)" in captured2.err
+    assert captured2.out == captured.out
+
+
+@pytest.mark.parametrize("option", ["--k-max", "--c", "--batch-size"])
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_non_positive_sizes_are_refused(option: str, value: str, capsys) -> None:
+    from mrag_core.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--articles", "a.json", "--queries", "q.json", option, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "must be 1 or more" in err and "Traceback" not in err

@@ -1,0 +1,82 @@
+"""Vote arithmetic (importance / decay / distance) and Reciprocal Rank Fusion, worked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mrag_core.voting import RRF_K, reciprocal_rank_fusion, vote, vote_weights
+
+IDS = np.array([[5, 7, 9], [7, 5, 3]])
+RANKS = np.broadcast_to(np.arange(3), IDS.shape)
+
+
+def test_importance_vote_hand_worked() -> None:
+    w = vote_weights(RANKS, np.array([2.0, 1.0]), np.zeros((2, 3)), "importance")
+    np.testing.assert_allclose(w, [[2, 1, 0.5], [1, 0.5, 0.25]])
+    res = vote(IDS, w, k=10)
+    # 5: 2 + 0.5 = 2.5; 7: 1 + 1 = 2; 9: 0.5; 3: 0.25
+    assert res.doc_ids.tolist() == [5, 7, 9, 3]
+    np.testing.assert_allclose(res.scores, [2.5, 2.0, 0.5, 0.25])
+    assert res.evidence[5] == [(0, 0, 2.0), (1, 1, 0.5)]
+    assert res.evidence[7] == [(0, 1, 1.0), (1, 0, 1.0)]
+    assert res.evidence[9] == [(0, 2, 0.5)]
+    assert res.evidence[3] == [(1, 2, 0.25)]
+
+
+def test_top_k_and_evidence_only_for_returned() -> None:
+    w = vote_weights(RANKS, np.array([2.0, 1.0]), np.zeros((2, 3)), "importance")
+    res = vote(IDS, w, k=2)
+    assert res.doc_ids.tolist() == [5, 7]
+    assert set(res.evidence) == {5, 7}
+    assert vote(IDS, w, k=2, with_evidence=False).evidence == {}
+
+
+def test_decay_vote_ties_break_by_smaller_id() -> None:
+    w = vote_weights(RANKS, np.array([2.0, 1.0]), np.zeros((2, 3)), "decay")
+    np.testing.assert_allclose(w, [[1, 0.5, 0.25], [1, 0.5, 0.25]])
+    res = vote(IDS, w, k=4)
+    # 5: 1.5, 7: 1.5 (tie -> 5 first), 9: 0.25, 3: 0.25 (tie -> 3 first)
+    assert res.doc_ids.tolist() == [5, 7, 3, 9]
+    np.testing.assert_allclose(res.scores, [1.5, 1.5, 0.25, 0.25])
+
+
+def test_distance_vote_uses_inverse_distance_clipped() -> None:
+    d = np.array([[0.5, 0.25, 0.0], [1.0, 2.0, 4.0]])
+    w = vote_weights(RANKS, np.array([2.0, 1.0]), d, "distance")
+    np.testing.assert_allclose(w, [[2.0, 4.0, 1e6], [1.0, 0.5, 0.25]])
+    res = vote(IDS, w, k=4)
+    # 9: 1e6; 7: 4 + 1 = 5; 5: 2 + 0.5 = 2.5; 3: 0.25
+    assert res.doc_ids.tolist() == [9, 7, 5, 3]
+    np.testing.assert_allclose(res.scores, [1e6, 5.0, 2.5, 0.25])
+
+
+def test_missing_hits_are_ignored() -> None:
+    ids = np.array([[4, -1], [-1, 4]])
+    res = vote(ids, np.array([[1.0, 100.0], [100.0, 0.5]]), k=5)
+    assert res.doc_ids.tolist() == [4]
+    np.testing.assert_allclose(res.scores, [1.5])
+    assert res.evidence[4] == [(0, 0, 1.0), (1, 1, 0.5)]
+
+
+def test_unknown_variant() -> None:
+    with pytest.raises(ValueError, match="unknown voting variant"):
+        vote_weights(RANKS, np.ones(2), np.zeros((2, 3)), "borda")
+
+
+def test_rrf_hand_worked_with_tie_rule() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "a", "d"]])
+    assert RRF_K == 60
+    # a and b: 1/61 + 1/62 (tie, a seen first); c and d: 1/63 (tie, c seen first)
+    assert [d for d, _ in fused] == ["a", "b", "c", "d"]
+    np.testing.assert_allclose([s for _, s in fused], [1 / 61 + 1 / 62] * 2 + [1 / 63] * 2)
+
+
+def test_rrf_order_by_score() -> None:
+    fused = reciprocal_rank_fusion([[1, 2, 3], [3, 2, 4], [2]])
+    # 1: 1/61; 2: 1/62 + 1/62 + 1/61; 3: 1/63 + 1/61; 4: 1/63
+    assert [d for d, _ in fused] == [2, 3, 1, 4]
+    np.testing.assert_allclose([s for _, s in fused], [2 / 62 + 1 / 61, 1 / 63 + 1 / 61, 1 / 61, 1 / 63])
+    fused_k1 = reciprocal_rank_fusion([[1, 2]], k=1)
+    np.testing.assert_allclose([s for _, s in fused_k1], [1 / 2, 1 / 3])
+    assert reciprocal_rank_fusion([]) == []
