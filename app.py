@@ -46,7 +46,7 @@ output of **each attention head** of one layer (before the output projection): *
 Each head votes for its nearest documents (weight *s_i · 2^-rank*, with *s_i* the head's importance) and the
 votes are summed.
 
-* **Corpus Studio**: import, pre-annotate, correct labels, export.
+* **Corpus Import / Annotate & Review / Agreement & Export**: import, pre-annotate, correct labels, export.
 * **Index**: embed a corpus (standard, per-head, split) and see head importance.
 * **Compare**: Standard vs MRAG vs Split vs Fusion side by side, with per-head evidence.
 """

@@ -69,4 +69,4 @@ def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInf
     chosen = st.selectbox(label, corpora, index=index, format_func=lambda c: f"{c.name} ({c.n_documents} docs)"
                           if hasattr(c, "n_documents") else c.name, key=f"_{key}_select")
     st.session_state[key] = chosen.id
-    return chosen
+    return db.get_corpus(get_store(), chosen.id)  # fresh counts and versions, never a stale option object

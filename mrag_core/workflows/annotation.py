@@ -1,0 +1,418 @@
+"""Pre-annotation, review, bulk acceptance, find-similar and agreement, joining the annotators,
+the search backends and the store (no Streamlit).
+
+Pre-annotation (:func:`preannotate`) is resumable and cancellable: it asks the store which
+documents still lack an ok suggestion from the annotator's ``agent``/``model_version``
+(``db.documents_without_suggestion``), annotates them in batches and stores each batch with
+``db.add_suggestions`` before starting the next, so a cancel or a crash keeps every finished
+batch. Failed suggestions are stored with ``status="failed"`` and their error, never as labels.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+import db
+from mrag_core.annotate import (
+    AnnotationDoc,
+    CategorySpec,
+    Suggestion,
+    annotate_documents,
+    llm_identity,
+    zero_shot_annotate,
+    zero_shot_identity,
+)
+from mrag_core.annotate.types import validate_categories
+from mrag_core.llm.cache import LLMCache
+from mrag_core.llm.client import LLMClient, LLMReply
+
+__all__ = [
+    "Annotator",
+    "BulkRow",
+    "LLMAnnotator",
+    "Neighbour",
+    "PreannotateSummary",
+    "ReviewItem",
+    "StoreLLMCache",
+    "ZeroShotAnnotator",
+    "accept_rows",
+    "apply_label",
+    "bulk_rows",
+    "confusion_table",
+    "highlight_keywords",
+    "next_in_queue",
+    "nearest_documents",
+    "preannotate",
+    "review_item",
+    "space_vectors",
+]
+
+ProgressFn = Callable[[int, int], None]
+
+
+# --------------------------------------------------------------------------- annotators
+
+
+class Annotator(Protocol):
+    """Something that labels documents: an identity for resume plus ``annotate``."""
+
+    agent: str
+    model_version: str
+
+    def annotate(
+        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
+    ) -> list[Suggestion]:
+        """One suggestion per finished document (cancelled ones are left out)."""
+        ...
+
+
+@dataclass
+class ZeroShotAnnotator:
+    """Offline annotator: embedding similarity to ``"name: description"`` of each category.
+
+    ``embed(texts) -> [n, d]`` (e.g. ``lambda t: embed_texts(lm, t).standard``).
+    """
+
+    embed: Callable[[list[str]], np.ndarray]
+    model_name: str
+    temperature: float = 0.05
+    agent: str = field(init=False)
+    model_version: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.agent, self.model_version = zero_shot_identity(self.model_name, self.temperature)
+
+    def annotate(
+        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
+    ) -> list[Suggestion]:
+        return zero_shot_annotate(
+            self.embed, docs, categories, model_name=self.model_name, temperature=self.temperature,
+            batch_size=max(1, len(docs)),
+        )  # fmt: skip
+
+
+@dataclass
+class LLMAnnotator:
+    """Annotator backed by an OpenAI-compatible chat model (``annotate_documents``)."""
+
+    client: LLMClient
+    cache: LLMCache | None = None
+    concurrency: int | None = None
+    agent: str = field(init=False)
+    model_version: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.agent, self.model_version = llm_identity(self.client.config.model)
+
+    def annotate(
+        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
+    ) -> list[Suggestion]:
+        return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel, cache=self.cache)
+
+
+class StoreLLMCache:
+    """:class:`mrag_core.llm.cache.LLMCache` on the store's ``llm_cache`` table (survives restarts)."""
+
+    def __init__(self, store: db.Store) -> None:
+        self._store = store
+
+    def get(self, key: str) -> LLMReply | None:
+        hit = db.llm_cache_get(self._store, key)
+        if hit is None:
+            return None
+        return LLMReply(
+            text=hit.response_text, prompt_tokens=int(hit.prompt_tokens or 0),
+            completion_tokens=int(hit.completion_tokens or 0), latency_s=float(hit.latency_s or 0.0), model=hit.model,
+        )  # fmt: skip
+
+    def put(self, key: str, kind: str, model: str, reply: LLMReply) -> None:
+        db.llm_cache_put(
+            self._store, key, model=model, kind=kind, request={"kind": kind, "model": model},
+            response_text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+            latency_s=reply.latency_s,
+        )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- pre-annotation
+
+
+@dataclass(frozen=True)
+class PreannotateSummary:
+    """Outcome of :func:`preannotate`: ``todo`` documents needed a suggestion when it started
+    (``already_done`` had one); ``ok``/``failed`` were stored; ``cancelled`` says it stopped early."""
+
+    agent: str
+    model_version: str
+    todo: int
+    already_done: int
+    ok: int
+    failed: int
+    cancelled: bool
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def stored(self) -> int:
+        return self.ok + self.failed
+
+    @property
+    def remaining(self) -> int:
+        return self.todo - self.stored
+
+
+def preannotate(
+    store: db.Store,
+    corpus_id: int,
+    annotator: Annotator,
+    *,
+    batch_size: int = 32,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    retry_failed: bool = True,
+) -> PreannotateSummary:
+    """Suggest a category for every document of the corpus that has no ok suggestion from this
+    annotator yet (resume), ``batch_size`` documents at a time, storing each batch at once.
+
+    ``progress(done, todo)`` is called after each stored batch; ``cancel`` is checked between
+    batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``
+    when the corpus has no (or ambiguous) categories or ``batch_size < 1``; an annotator error
+    (e.g. the embedding model failing) propagates after the batches before it were stored.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1.")
+    categories = [CategorySpec(c.name, c.description) for c in db.list_categories(store, corpus_id)]
+    validate_categories(categories)
+    by_name = {c.name: c for c in db.list_categories(store, corpus_id)}
+    n_total = len(db.document_ids(store, corpus_id))
+    todo_ids = db.documents_without_suggestion(
+        store, corpus_id, annotator.agent, annotator.model_version, retry_failed=retry_failed
+    )
+    ok = failed = 0
+    errors: list[str] = []
+    cancelled = False
+    if progress is not None:
+        progress(0, len(todo_ids))
+    for start in range(0, len(todo_ids), batch_size):
+        if cancel is not None and cancel.is_set():
+            cancelled = True
+            break
+        batch = db.get_documents(store, todo_ids[start : start + batch_size])
+        docs = [AnnotationDoc(key=d.id, title=d.title, text=d.text) for d in batch]
+        suggestions = annotator.annotate(docs, categories, cancel=cancel)
+        rows: list[dict[str, Any]] = []
+        for s in suggestions:
+            row: dict[str, Any] = {
+                "document_id": int(s.document_key), "agent": s.agent, "model_version": s.model_version,
+                "score": s.score, "reason": s.reason,
+            }  # fmt: skip
+            if s.ok and s.label in by_name:
+                row.update(status="ok", category_id=by_name[s.label].id)
+                ok += 1
+            else:
+                error = s.error or f"label {s.label!r} is not a category of this corpus"
+                row.update(status="failed", error=error, score=None)
+                failed += 1
+                if len(errors) < 5:
+                    errors.append(f"document {s.document_key}: {error}")
+            rows.append(row)
+        db.add_suggestions(store, rows)
+        if progress is not None:
+            progress(min(start + batch_size, len(todo_ids)), len(todo_ids))
+        if len(suggestions) < len(docs):  # the annotator honoured a cancel mid-batch
+            cancelled = True
+            break
+    return PreannotateSummary(
+        agent=annotator.agent, model_version=annotator.model_version, todo=len(todo_ids),
+        already_done=n_total - len(todo_ids), ok=ok, failed=failed, cancelled=cancelled, errors=errors,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- review
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_STOP = frozenset(
+    "about also among and any are been being between both but can could does each from have into its more most "
+    "much such than that their them then there these they this those through under very what when where which "
+    "while with within without would your other over only some".split()
+)
+
+
+def highlight_keywords(*texts: str, limit: int = 12) -> list[str]:
+    """Distinct content words (4+ letters, no stop words) of ``texts`` in order, at most ``limit``."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        for word in _WORD.findall(text or ""):
+            low = word.lower()
+            if low in _STOP or low in seen:
+                continue
+            seen.add(low)
+            out.append(word)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """What the reviewer sees for one document: the document (its version is the one to send
+    back), the latest suggestion (ok or failed, or None), the latest decision, keywords."""
+
+    document: db.DocumentRow
+    suggestion: db.SuggestionRow | None
+    decision: db.DecisionRow | None
+    keywords: list[str]
+
+
+def review_item(store: db.Store, document_id: int, *, agent: str | None = None) -> ReviewItem:
+    """The review view of a document (its latest suggestion, from ``agent`` when given)."""
+    doc = db.get_document(store, document_id)
+    suggestions = [s for s in db.list_suggestions(store, document_id) if agent is None or s.agent == agent]
+    suggestion = suggestions[-1] if suggestions else None
+    decisions = db.list_decisions(store, document_id)
+    decision = decisions[-1] if decisions else None
+    keywords: list[str] = []
+    cat_id = suggestion.category_id if suggestion is not None and suggestion.category_id is not None else (
+        decision.category_id if decision is not None else None)
+    cat = next((c for c in db.list_categories(store, doc.corpus_id) if c.id == cat_id), None)
+    if cat is not None:  # words of the suggested (else the decided) category
+        keywords = highlight_keywords(cat.name, cat.description)
+    return ReviewItem(doc, suggestion, decision, keywords)
+
+
+def next_in_queue(queue: Sequence[int], current: int | None) -> int | None:
+    """The first id of ``queue`` (ascending) after ``current``; wraps to the start; None if empty."""
+    if not queue:
+        return None
+    if current is None:
+        return queue[0]
+    later = [i for i in queue if i > current]
+    if later:
+        return later[0]
+    return queue[0] if queue[0] != current else None
+
+
+# --------------------------------------------------------------------------- bulk
+
+
+@dataclass(frozen=True)
+class BulkRow:
+    """A document with its current label and latest ok suggestion (for the bulk table)."""
+
+    document_id: int
+    version: int
+    title: str
+    label: str | None
+    label_source: str | None
+    suggestion_id: int | None
+    suggestion: str | None
+    score: float | None
+    agent: str | None
+
+
+def bulk_rows(store: db.Store, document_ids: Sequence[int], *, agent: str | None = None) -> list[BulkRow]:
+    """Rows for the bulk table (in the order of ``document_ids``; keep it to one page)."""
+    out: list[BulkRow] = []
+    for doc in db.get_documents(store, document_ids):
+        oks = [s for s in db.list_suggestions(store, doc.id) if s.status == "ok" and (agent is None or s.agent == agent)]
+        sug = oks[-1] if oks else None
+        out.append(BulkRow(
+            document_id=doc.id, version=doc.version, title=doc.title, label=doc.label, label_source=doc.label_source,
+            suggestion_id=sug.id if sug else None, suggestion=sug.category if sug else None,
+            score=sug.score if sug else None, agent=sug.agent if sug else None,
+        ))  # fmt: skip
+    return out
+
+
+def accept_rows(store: db.Store, rows: Sequence[BulkRow], annotator: str) -> db.BulkDecisionResult:
+    """Accept the suggestions of ``rows`` (one transaction; rows without one are ignored).
+
+    Uses each row's ``version`` as the expected version; documents changed meanwhile are left out
+    and reported in ``conflicts``."""
+    pairs = [(r.suggestion_id, r.version) for r in rows if r.suggestion_id is not None]
+    if not pairs:
+        return db.BulkDecisionResult(new_versions={})
+    return db.accept_suggestions(store, pairs, annotator, on_conflict="skip")
+
+
+def apply_label(
+    store: db.Store, document_ids: Sequence[int], category_id: int, annotator: str,
+    versions: dict[int, int] | None = None,
+) -> db.BulkDecisionResult:
+    """Give ``category_id`` to several documents in one transaction. ``versions`` are the versions
+    the user saw (default: the current ones); conflicting documents are skipped and reported."""
+    docs = db.get_documents(store, document_ids)
+    items = [
+        db.DecisionIn(d.id, category_id, (versions or {}).get(d.id, d.version), None, "labelled with neighbours")
+        for d in docs
+    ]
+    if not items:
+        return db.BulkDecisionResult(new_versions={})
+    return db.decide_labels(store, items, annotator, on_conflict="skip")
+
+
+# --------------------------------------------------------------------------- find similar
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A similar document: its row index in the embedded corpus, id and cosine similarity."""
+
+    rank: int
+    document_id: int
+    score: float
+
+
+def space_vectors(standard: np.ndarray, heads: np.ndarray, space: str | int) -> np.ndarray:
+    """The ``[n, d]`` vectors of one space: ``"standard"`` or a head index."""
+    if space == "standard":
+        return standard
+    h = int(space)
+    if not 0 <= h < heads.shape[1]:
+        raise ValueError(f"head {h} does not exist (the model has {heads.shape[1]} heads).")
+    return heads[:, h, :]
+
+
+def nearest_documents(
+    vectors: np.ndarray, document_ids: Sequence[int], document_id: int, k: int = 10
+) -> list[Neighbour]:
+    """The ``k`` documents most similar (cosine, exact TorchIndex search) to ``document_id``,
+    itself excluded. ``vectors`` rows follow ``document_ids``."""
+    from mrag_core.backends import TorchIndex
+
+    ids = list(document_ids)
+    if document_id not in ids:
+        raise ValueError(f"document {document_id} is not in the embedded corpus (re-embed it).")
+    if len(ids) != vectors.shape[0]:
+        raise ValueError("vectors and document ids differ in length.")
+    row = ids.index(document_id)
+    index = TorchIndex(vectors, metric="cosine", device="cpu")
+    hits = index.search(vectors[row : row + 1], min(k + 1, len(ids)))
+    out: list[Neighbour] = []
+    for idx, score in zip(hits.ids[0, 0], hits.scores[0, 0]):
+        if int(idx) == row:
+            continue
+        out.append(Neighbour(len(out) + 1, ids[int(idx)], float(score)))
+        if len(out) >= k:
+            break
+    return out
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def confusion_table(agreement: db.Agreement) -> tuple[list[str], list[list[int]]]:
+    """Category names (every name that occurs as suggested or decided, sorted) and the matrix
+    ``m[i][j]`` = documents suggested ``names[i]`` and decided ``names[j]``."""
+    names = sorted({s for s, _, _ in agreement.pairs} | {d for _, d, _ in agreement.pairs})
+    pos = {n: i for i, n in enumerate(names)}
+    matrix = [[0] * len(names) for _ in names]
+    for suggested, decided, count in agreement.pairs:
+        matrix[pos[suggested]][pos[decided]] += count
+    return names, matrix

@@ -1,0 +1,299 @@
+"""Corpus import and export, joining :mod:`mrag_core.ingest` / :mod:`mrag_core.export` and the store.
+
+Import is three steps, matching the Corpus Import page (nothing is written before the last):
+
+1. :func:`read_upload` turns an upload (table with a column mapping, ZIP of ``.txt``/``.md``,
+   MRAG Wikipedia articles, plain text files) into an :class:`~mrag_core.ingest.ImportPreview`;
+2. :func:`prepare_import` applies the options (chunking, document limits, de-duplication within
+   the upload and against the target corpus) and returns the final preview with every issue;
+3. :func:`import_records` writes categories and documents in ONE transaction
+   (``db.add_documents``); a corpus created for the import is removed again if that fails.
+
+Export (:func:`export_documents`) writes each document with its effective label: the latest human
+decision (``label_source="human"``), else, when ``include_suggestions``, the latest machine
+suggestion (``label_source="suggestion"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import db
+from mrag_core import export as exporter
+from mrag_core.ingest import (
+    MAX_DOC_BYTES,
+    ColumnMapping,
+    ImportIssue,
+    ImportPreview,
+    ImportRecord,
+    IngestError,
+    apply_chunking,
+    check_records,
+    content_hash,
+    dedupe,
+    guess_format,
+    preview_wikipedia_articles,
+    read_table,
+    read_text_files,
+    read_text_zip,
+)
+
+__all__ = [
+    "SOURCE_KINDS",
+    "ChunkOptions",
+    "ImportResult",
+    "SourceKind",
+    "corpus_text_hashes",
+    "export_documents",
+    "export_rows",
+    "import_records",
+    "prepare_import",
+    "read_upload",
+]
+
+SourceKind = Literal["table", "zip", "wikipedia", "text"]
+
+#: Source kinds with the label the UI shows for them.
+SOURCE_KINDS: dict[str, str] = {
+    "table": "Table: CSV / JSON / JSONL / Parquet (map the columns)",
+    "zip": "ZIP of .txt / .md files (folder name = label)",
+    "wikipedia": "MRAG benchmark Wikipedia articles (.json / .json.bz2)",
+    "text": "Plain .txt / .md files",
+}
+
+
+@dataclass(frozen=True)
+class ChunkOptions:
+    """How to split long documents: ``method`` ``"chars"`` (``size`` with ``overlap``) or
+    ``"paragraphs"`` (merged until ``min_chars``, never above ``max_chars``)."""
+
+    method: Literal["chars", "paragraphs"] = "paragraphs"
+    size: int = 1500
+    overlap: int = 150
+    min_chars: int = 800
+    max_chars: int = 4000
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` with a user-facing message for impossible settings."""
+        if self.method not in ("chars", "paragraphs"):
+            raise ValueError(f"Unknown chunking method {self.method!r}; use 'chars' or 'paragraphs'.")
+        if self.method == "chars":
+            if self.size < 1:
+                raise ValueError("The chunk size must be at least 1 character.")
+            if not 0 <= self.overlap < self.size:
+                raise ValueError(
+                    f"The overlap must be between 0 and the chunk size minus one ({self.size - 1})."
+                )
+        elif not 0 < self.min_chars <= self.max_chars:
+            raise ValueError("Need 0 < minimum chunk size <= maximum chunk size.")
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """Outcome of :func:`import_records`."""
+
+    corpus_id: int
+    corpus_name: str
+    created_corpus: bool
+    added: int
+    skipped_duplicates: int
+    n_categories: int
+    document_ids: list[int]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_upload(
+    kind: str,
+    files: Sequence[tuple[str, bytes]],
+    *,
+    mapping: ColumnMapping | None = None,
+    table_format: str | None = None,
+    label_from_folder: bool = True,
+    label: str | None = None,
+) -> ImportPreview:
+    """Read uploaded ``(name, bytes)`` files of one ``kind`` into a preview; never raises for bad
+    content (problems become issues located by file/row).
+
+    ``table`` needs ``mapping`` (see :func:`mrag_core.ingest.suggest_mapping`); its format is
+    ``table_format`` or guessed from each file name. ``zip`` labels by folder when
+    ``label_from_folder``. ``text`` gives every file the optional ``label``.
+    """
+    if kind not in SOURCE_KINDS:
+        raise ValueError(f"Unknown source kind {kind!r}; use one of {', '.join(SOURCE_KINDS)}.")
+    if not files:
+        return ImportPreview(issues=[ImportIssue("upload", "no file was uploaded", "error")])
+    # Limits are applied in prepare_import (after optional chunking), so read without the cap.
+    if kind == "text":
+        return read_text_files(list(files), label=label, max_doc_bytes=None)
+    previews: list[ImportPreview] = []
+    for name, data in files:
+        if kind == "table":
+            if mapping is None:
+                raise ValueError("A table upload needs a column mapping (at least the text column).")
+            fmt = table_format or guess_format(name)
+            if fmt is None:
+                previews.append(ImportPreview(issues=[ImportIssue(
+                    name, "cannot tell the table format from the file name; choose it explicitly", "error")]))
+                continue
+            previews.append(read_table(data, fmt, mapping, name, max_doc_bytes=None))
+        elif kind == "zip":
+            previews.append(read_text_zip(data, name, label_from_folder=label_from_folder, max_doc_bytes=None))
+        else:
+            previews.append(preview_wikipedia_articles(data, name, max_doc_bytes=None))
+    return ImportPreview.combine(previews)
+
+
+def corpus_text_hashes(store: db.Store, corpus_id: int) -> set[str]:
+    """Normalised content hashes (:func:`mrag_core.ingest.content_hash`) of a corpus' texts."""
+    page = db.list_documents(store, corpus_id, limit=None)
+    return {content_hash(d.text) for d in page.items}
+
+
+def prepare_import(
+    preview: ImportPreview,
+    *,
+    chunking: ChunkOptions | None = None,
+    deduplicate: bool = True,
+    existing_hashes: set[str] | frozenset[str] = frozenset(),
+    max_doc_bytes: int | None = MAX_DOC_BYTES,
+) -> ImportPreview:
+    """Apply the import options to a read preview; returns a NEW preview (input untouched).
+
+    Order: chunking (when given), then the per-document limits (empty / over ``max_doc_bytes``:
+    errors), then de-duplication (when ``deduplicate``: later copies within the upload and texts
+    already in ``existing_hashes`` are dropped with a warning). Raises ``ValueError`` for invalid
+    chunking settings.
+    """
+    records: list[ImportRecord] = list(preview.records)
+    issues = list(preview.issues)
+    n_skipped = preview.n_skipped
+    if chunking is not None:
+        chunking.validate()
+        records = apply_chunking(
+            records, method=chunking.method, size=chunking.size, overlap=chunking.overlap,
+            min_chars=chunking.min_chars, max_chars=chunking.max_chars,
+        )  # fmt: skip
+    records, limit_issues = check_records(records, max_doc_bytes)
+    issues.extend(limit_issues)
+    n_skipped += len(limit_issues)
+    if deduplicate:
+        records, dup_issues = dedupe(records, existing_hashes)
+        issues.extend(dup_issues)
+    return ImportPreview(records=records, issues=issues, n_rows_read=preview.n_rows_read, n_skipped=n_skipped)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _record_doc(record: ImportRecord) -> dict[str, Any]:
+    return {
+        "title": record.title,
+        "text": record.text,
+        "label": record.label,
+        "source": record.source,
+        "chunk_index": record.chunk_index,
+    }
+
+
+def import_records(
+    store: db.Store,
+    records: Sequence[ImportRecord],
+    *,
+    corpus_id: int | None = None,
+    new_name: str | None = None,
+    description: str = "",
+    deduplicate: bool = True,
+) -> ImportResult:
+    """Write ``records`` into an existing corpus (``corpus_id``) or a new one (``new_name``).
+
+    Labels become categories (created as needed) and import decisions by ``"import"``; the
+    documents and their labels are added in one transaction. When a corpus was created here and
+    adding fails, the corpus is deleted again, so nothing is left half-written.
+
+    Raises ``ValueError`` (neither/both targets, nothing to import), ``db.DuplicateError`` (corpus
+    name taken, or a duplicate text with ``deduplicate=False``), ``db.NotFoundError`` (unknown
+    corpus), ``db.InvalidInputError``.
+    """
+    if (corpus_id is None) == (new_name is None or not new_name.strip()):
+        raise ValueError("Choose either an existing corpus or a name for a new corpus.")
+    if not records:
+        raise ValueError("There is nothing to import: the preview has no documents.")
+    created = False
+    if corpus_id is None:
+        corpus = db.create_corpus(store, str(new_name), description)
+        created = True
+    else:
+        corpus = db.get_corpus(store, corpus_id)
+    try:
+        result = db.add_documents(store, corpus.id, [_record_doc(r) for r in records], dedupe=deduplicate)
+    except Exception:
+        if created:
+            db.delete_corpus(store, corpus.id)
+        raise
+    labels = {r.label for r in records if r.label}
+    return ImportResult(
+        corpus_id=corpus.id,
+        corpus_name=corpus.name,
+        created_corpus=created,
+        added=result.added,
+        skipped_duplicates=result.skipped_duplicates,
+        n_categories=len(labels),
+        document_ids=list(result.document_ids),
+    )
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_rows(store: db.Store, corpus_id: int, *, include_suggestions: bool = True) -> list[dict[str, Any]]:
+    """Every document of the corpus as ``{title, text, label, label_source}`` (id order).
+
+    ``label_source`` is ``"human"`` for a human decision (including labels that came with the
+    import), ``"suggestion"`` for a machine suggestion nobody has decided on yet (only when
+    ``include_suggestions``; else such documents are unlabelled), None for no label.
+    """
+    labels = db.effective_labels(store, corpus_id)
+    rows: list[dict[str, Any]] = []
+    for doc in db.list_documents(store, corpus_id, limit=None).items:
+        eff = labels.get(doc.id)
+        if eff is not None and eff.source == "decision":
+            label, source = eff.category, "human"
+        elif eff is not None and include_suggestions:
+            label, source = eff.category, "suggestion"
+        else:
+            label, source = None, None
+        rows.append({"title": doc.title, "text": doc.text, "label": label, "label_source": source})
+    return rows
+
+
+def export_documents(
+    store: db.Store,
+    corpus_id: int,
+    fmt: str,
+    *,
+    include_suggestions: bool = True,
+    unlabeled: Literal["error", "skip"] = "error",
+    progress: Callable[[str], None] | None = None,
+) -> bytes:
+    """The corpus exported as ``fmt`` (a key of :data:`mrag_core.export.EXPORT_FORMATS`).
+
+    Raises :class:`mrag_core.export.ExportError` (e.g. unlabelled documents for the benchmark
+    format with ``unlabeled="error"``).
+    """
+    if progress is not None:
+        progress("reading documents")
+    rows = export_rows(store, corpus_id, include_suggestions=include_suggestions)
+    if not rows:
+        raise exporter.ExportError("the corpus has no documents to export")
+    if fmt == "benchmark":
+        return exporter.export_benchmark_json(rows, unlabeled=unlabeled)
+    return exporter.export(rows, fmt)
+
+
+# Re-exported for the page (so it needs a single import for errors).
+ExportError = exporter.ExportError
+__all__ += ["ExportError", "IngestError"]

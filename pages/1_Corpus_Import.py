@@ -1,0 +1,150 @@
+"""Corpus Studio 1/3: import documents (upload or paste, map columns, chunk, de-duplicate,
+preview row by row) into a new or existing corpus. Nothing is written before "Import N documents"."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+import streamlit as st
+
+import db
+from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
+from mrag_core.workflows import corpus as cw
+from ui.corpus_widgets import show_preview
+from ui.state import ensure_demo, get_store
+
+st.set_page_config(page_title="Corpus import - MRAG Studio", page_icon="📥", layout="wide")
+st.title("Corpus import")
+st.caption("Upload or paste documents, check the preview, then import them into a new or existing corpus.")
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+
+UPLOAD_TYPES = {
+    "table": ["csv", "tsv", "json", "jsonl", "ndjson", "parquet", "bz2", "gz"],
+    "zip": ["zip"],
+    "wikipedia": ["json", "jsonl", "bz2", "gz"],
+    "text": ["txt", "md"],
+}
+NONE = "(none)"
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the upload...")
+def _read(kind: str, files: tuple[tuple[str, bytes], ...], mapping: tuple[str, str | None, str | None] | None,
+          table_format: str | None, label_from_folder: bool) -> ImportPreview:
+    cm = ColumnMapping(*mapping) if mapping is not None else None
+    return cw.read_upload(kind, list(files), mapping=cm, table_format=table_format,
+                          label_from_folder=label_from_folder)
+
+
+# --------------------------------------------------------------------------- 1. source
+st.subheader("1. Source")
+kind = st.radio("What are you importing?", list(cw.SOURCE_KINDS), format_func=cw.SOURCE_KINDS.__getitem__,
+                key="imp_kind")
+uploads = st.file_uploader("Upload", type=UPLOAD_TYPES[kind], accept_multiple_files=kind in ("text", "table"),
+                           key=f"imp_upload_{kind}")
+uploads = [u for u in (uploads if isinstance(uploads, list) else [uploads]) if u is not None]
+files: list[tuple[str, bytes]] = [(u.name, u.getvalue()) for u in uploads]
+table_format: str | None = None
+if kind == "table" and not files:
+    pasted = st.text_area("...or paste CSV / JSON Lines text", key="imp_paste", height=150,
+                          placeholder="title,text,label\nFirst,Some text...,physics")
+    paste_fmt = st.selectbox("Format of the pasted text", ["csv", "jsonl", "json"], key="imp_paste_fmt")
+    if pasted.strip():
+        files = [(f"pasted.{paste_fmt}", pasted.encode("utf-8"))]
+        table_format = paste_fmt
+
+if not files:
+    st.info("Upload a file (or paste a table) to see a preview.")
+    st.stop()
+
+mapping: tuple[str, str | None, str | None] | None = None
+label_from_folder = True
+if kind == "table":
+    name0, data0 = files[0]
+    fmt0 = table_format or cw.guess_format(name0)
+    if fmt0 is None:
+        st.error(f"Cannot tell the table format of {name0!r} from its name; rename it to .csv, .json, .jsonl "
+                 "or .parquet.")
+        st.stop()
+    try:
+        columns = sniff_columns(data0, fmt0, name0)
+    except IngestError as exc:
+        st.error(f"This file cannot be read: {exc}")
+        st.stop()
+    guess = suggest_mapping(columns)
+    st.markdown("**Column mapping**")
+    c1, c2, c3 = st.columns(3)
+    text_col = c1.selectbox("Text column", columns, key="imp_map_text",
+                            index=columns.index(guess.text) if guess else 0)
+    options = [NONE, *columns]
+    title_col = c2.selectbox("Title column (optional)", options, key="imp_map_title",
+                             index=options.index(guess.title) if guess and guess.title else 0)
+    label_col = c3.selectbox("Label column (optional)", options, key="imp_map_label",
+                             index=options.index(guess.label) if guess and guess.label else 0)
+    mapping = (text_col, None if title_col == NONE else title_col, None if label_col == NONE else label_col)
+elif kind == "zip":
+    label_from_folder = st.checkbox("Use the folder name as the label", value=True, key="imp_folder_label")
+
+# --------------------------------------------------------------------------- 2. options
+st.subheader("2. Options")
+o1, o2 = st.columns(2)
+chunk_mode = o1.radio("Chunking", ["No chunking", "Fixed size (characters, with overlap)",
+                                   "Paragraphs (merged to at least N characters)"], key="imp_chunk")
+chunking: cw.ChunkOptions | None = None
+if chunk_mode.startswith("Fixed"):
+    size = o1.number_input("Chunk size (characters)", 100, 100_000, 1500, step=100, key="imp_chunk_size")
+    overlap = o1.number_input("Overlap (characters)", 0, 50_000, 150, step=50, key="imp_chunk_overlap")
+    chunking = cw.ChunkOptions(method="chars", size=int(size), overlap=int(overlap))
+elif chunk_mode.startswith("Paragraphs"):
+    min_chars = o1.number_input("Minimum chunk size (characters)", 100, 50_000, 800, step=100, key="imp_chunk_min")
+    max_chars = o1.number_input("Maximum chunk size (characters)", 200, 100_000, 4000, step=100, key="imp_chunk_max")
+    chunking = cw.ChunkOptions(method="paragraphs", min_chars=int(min_chars), max_chars=int(max_chars))
+deduplicate = o2.checkbox("Skip duplicate texts (within the upload and already in the corpus)", value=True,
+                          key="imp_dedupe")
+target = o2.radio("Import into", ["A new corpus", "An existing corpus"], key="imp_target", horizontal=True)
+existing: db.CorpusInfo | None = None
+new_name = ""
+if target == "A new corpus":
+    default_name = PurePath(files[0][0]).name.split(".")[0] if files else "New corpus"
+    new_name = o2.text_input("Name of the new corpus", value=default_name, key="imp_new_name", max_chars=200)
+else:
+    corpora = db.list_corpora(store)
+    if not corpora:
+        o2.warning("There is no corpus yet; choose 'A new corpus'.")
+        st.stop()
+    existing = o2.selectbox("Corpus", corpora, key="imp_existing", format_func=lambda c: f"{c.name} ({c.n_documents} docs)")
+
+# --------------------------------------------------------------------------- 3. preview
+st.subheader("3. Preview")
+try:
+    read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
+    existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
+    preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes)
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
+show_preview(preview)
+
+n = len(preview.records)
+clicked = st.button(f"Import {n} document{'s' if n != 1 else ''}", type="primary", disabled=n == 0, key="imp_go")
+if clicked:
+    try:
+        with st.spinner("Importing..."):
+            result = cw.import_records(
+                store, preview.records, corpus_id=existing.id if existing is not None else None,
+                new_name=new_name if existing is None else None, deduplicate=deduplicate,
+            )  # fmt: skip
+    except (ValueError, db.StoreError) as exc:
+        st.error(f"Nothing was imported: {exc}")
+    else:
+        st.session_state["corpus_id"] = result.corpus_id
+        st.success(
+            f"Imported {result.added} document{'s' if result.added != 1 else ''} into '{result.corpus_name}'"
+            + (f" ({result.skipped_duplicates} duplicates skipped)" if result.skipped_duplicates else "")
+            + ". Next: pre-annotate and review them on the Annotate & Review page."
+        )

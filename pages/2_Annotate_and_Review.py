@@ -1,0 +1,342 @@
+"""Corpus Studio 2/3: machine pre-annotation, the review queue (one document at a time), bulk
+acceptance of suggestions, and labelling similar documents together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+import db
+from mrag_core.workflows import annotation as aw
+from ui.corpus_widgets import ZERO_SHOT_MODEL, corpus_embeddings, known_agents, reviewer_name
+from ui.render import highlight
+from ui.state import corpus_picker, ensure_demo, get_model, get_store, llm_config
+
+st.set_page_config(page_title="Annotate & review - MRAG Studio", page_icon="🏷️", layout="wide")
+st.title("Annotate & review")
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+reviewer = reviewer_name()
+corpus = corpus_picker()
+if corpus is None:
+    st.stop()
+corpus = db.get_corpus(store, corpus.id)  # the picker may hand back the object of an earlier run (stale counts)
+categories = db.list_categories(store, corpus.id)
+cat_by_name = {c.name: c for c in categories}
+ANY = "(any)"
+
+view = st.radio("View", ["Pre-annotate", "Review queue", "Bulk accept", "Find similar"], horizontal=True,
+                key="ar_view")
+
+
+def flash(kind: str, message: str) -> None:
+    """Show a message on the next run (callbacks and reruns)."""
+    st.session_state["ar_flash"] = (kind, message)
+
+
+def show_flash() -> None:
+    kind, message = st.session_state.pop("ar_flash", (None, None))
+    if kind is not None:
+        getattr(st, kind)(message)
+
+
+show_flash()
+if not categories and view != "Find similar":
+    st.warning("This corpus has no categories yet: import documents with labels, or add categories first.")
+    st.stop()
+
+
+# --------------------------------------------------------------------------- pre-annotation
+def make_annotator(use_llm: bool) -> aw.Annotator:
+    if use_llm:
+        from mrag_core.llm.client import LLMClient
+
+        cfg = llm_config()
+        assert cfg is not None
+        return aw.LLMAnnotator(LLMClient(cfg), cache=aw.StoreLLMCache(store))
+    from mrag_core.extraction import embed_texts
+
+    lm = get_model(ZERO_SHOT_MODEL)
+    return aw.ZeroShotAnnotator(lambda texts: embed_texts(lm, texts).standard, ZERO_SHOT_MODEL)
+
+
+def identity(use_llm: bool) -> tuple[str, str]:
+    from mrag_core.annotate import llm_identity, zero_shot_identity
+
+    cfg = llm_config()
+    return llm_identity(cfg.model) if use_llm and cfg is not None else zero_shot_identity(ZERO_SHOT_MODEL)
+
+
+def preannotate_view() -> None:
+    cfg = llm_config()
+    use_llm = False
+    if cfg is not None:
+        choice = st.radio("Annotator", [f"LLM: {cfg.describe()}", f"Offline zero-shot ({ZERO_SHOT_MODEL})"],
+                          key="pa_annotator")
+        use_llm = choice.startswith("LLM")
+    else:
+        st.info(f"No LLM endpoint configured: using the offline zero-shot annotator ({ZERO_SHOT_MODEL} embedding "
+                "similarity to each category's name and description).")
+    agent, version = identity(use_llm)
+    todo = db.documents_without_suggestion(store, corpus.id, agent, version)
+    st.write(f"**{len(todo)}** of {corpus.n_documents} documents still need a suggestion from `{agent}` "
+             f"(`{version}`). Suggestions are proposals: they become labels only when you accept them.")
+    batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch")
+    c1, c2 = st.columns(2)
+    label = "Start pre-annotation" if len(todo) == corpus.n_documents else f"Resume ({len(todo)} left)"
+    start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
+    if c2.button("Cancel", key="pa_cancel"):
+        st.warning("Pre-annotation cancelled; every finished batch is kept. Press Resume to continue.")
+    if not start:
+        return
+    bar = st.progress(0.0, text="Preparing the annotator...")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0, text=f"{done} / {total} documents annotated")
+
+    try:
+        summary = aw.preannotate(store, corpus.id, make_annotator(use_llm), batch_size=int(batch_size),
+                                 progress=progress)
+    except (ValueError, db.StoreError) as exc:
+        st.error(f"Pre-annotation stopped: {exc}")
+        return
+    flash("success", f"Pre-annotation finished: {summary.ok} suggestions, {summary.failed} failed "
+                     f"({summary.already_done} documents already had one).")
+    if summary.errors:
+        st.session_state["pa_errors"] = summary.errors
+    st.rerun()
+
+
+# --------------------------------------------------------------------------- review queue
+def save_decision(doc_id: int, mode: str, shown_suggestion: tuple[int, int] | None) -> None:
+    """Form callback: accept / save the chosen label / skip, then move to the next document.
+
+    ``shown_suggestion`` is the (suggestion id, category id) the reviewer saw, if any."""
+    queue: list[int] = st.session_state.get("rv_queue", [])
+    seen: dict[int, int] = st.session_state.setdefault("rv_seen", {})
+    if mode == "skip":
+        st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
+        return
+    doc = db.get_document(store, doc_id)
+    if mode == "accept":
+        if shown_suggestion is None:
+            flash("error", "This document has no suggestion to accept; choose a label instead.")
+            return
+        category_id = shown_suggestion[1]
+    else:
+        chosen = st.session_state.get(f"rv_label_{doc_id}")
+        if chosen not in cat_by_name:
+            flash("error", "Choose a label first.")
+            return
+        category_id = cat_by_name[chosen].id
+    suggestion_id = shown_suggestion[0] if shown_suggestion is not None and shown_suggestion[1] == category_id else None
+    name = next(c.name for c in categories if c.id == category_id)
+    try:
+        db.decide_label(store, doc_id, category_id, st.session_state.get("reviewer", "reviewer"),
+                        expected_version=seen.get(doc_id, doc.version), suggestion_id=suggestion_id,
+                        note=st.session_state.get(f"rv_note_{doc_id}", "") or "")
+    except db.VersionConflictError as exc:
+        st.session_state["rv_conflict"] = doc_id
+        flash("error", f"Not saved: {exc} Your label was not applied; nothing was overwritten.")
+        return
+    seen.pop(doc_id, None)
+    st.session_state.pop("rv_conflict", None)
+    flash("success", f"Saved '{name}' for '{doc.title or doc_id}'.")
+    st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
+
+
+def reload_document(doc_id: int) -> None:
+    st.session_state.setdefault("rv_seen", {}).pop(doc_id, None)
+    st.session_state.pop("rv_conflict", None)
+
+
+def filters(prefix: str) -> dict[str, Any]:
+    """Review filters (category, agent, confidence, disagreement, unreviewed) as review_queue kwargs."""
+    c1, c2, c3 = st.columns(3)
+    cat = c1.selectbox("Category", [ANY, *cat_by_name], key=f"{prefix}_cat")
+    agent = c2.selectbox("Suggestion agent", [ANY, *known_agents()], key=f"{prefix}_agent")
+    low = c3.checkbox("Only confidence below", key=f"{prefix}_low")
+    threshold = c3.slider("Confidence threshold", 0.0, 1.0, 0.6, 0.05, key=f"{prefix}_thr", disabled=not low)
+    c4, c5 = st.columns(2)
+    disagreement = c4.checkbox("Only where suggestion and decision disagree", key=f"{prefix}_dis")
+    unreviewed = c5.checkbox("Only documents without a human decision", key=f"{prefix}_unrev")
+    return {
+        "category_id": cat_by_name[cat].id if cat != ANY else None,
+        "agent": agent if agent != ANY else None,
+        "max_score": float(threshold) if low else None,
+        "disagreement": disagreement,
+        "unreviewed": unreviewed,
+    }
+
+
+def review_view() -> None:
+    kwargs = filters("rv")
+    queue = db.review_queue(store, corpus.id, **kwargs)
+    st.session_state["rv_queue"] = queue
+    if not queue:
+        st.info("No document matches these filters.")
+        return
+    current = st.session_state.get("rv_doc")
+    if current not in queue:  # first run, or the document left the queue: the next one after it
+        later = [i for i in queue if isinstance(current, int) and i > current]
+        current = later[0] if later else queue[0]
+        st.session_state["rv_doc"] = current
+    item = aw.review_item(store, current, agent=kwargs["agent"])
+    doc = item.document
+    seen = st.session_state.setdefault("rv_seen", {})
+    seen.setdefault(doc.id, doc.version)
+    st.caption(f"Document {queue.index(doc.id) + 1} of {len(queue)} in the queue · id {doc.id} · "
+               f"version {seen[doc.id]}")
+    st.subheader(doc.title or f"Document {doc.id}", anchor=False)
+    left, right = st.columns([3, 2])
+    with right:
+        if item.decision is not None:
+            st.markdown(f"**Current label:** {item.decision.category} (decided by {item.decision.annotator})")
+        else:
+            st.markdown("**Current label:** none (not reviewed)")
+        sug = item.suggestion
+        if sug is None:
+            st.caption("No machine suggestion yet (run pre-annotation).")
+        elif sug.status == "ok":
+            conf = f"{sug.score:.0%}" if sug.score is not None else "unknown"
+            st.markdown(f"**Suggestion:** {sug.category} · confidence {conf} · by `{sug.agent}`")
+            if sug.reason:
+                st.caption(f"Reason: {sug.reason}")
+        else:
+            st.warning(f"The last suggestion failed ({sug.agent}): {sug.error}")
+        default = (sug.category if sug is not None and sug.category else None) or (
+            item.decision.category if item.decision is not None else None)
+        names = list(cat_by_name)
+        with st.form(key=f"rv_form_{doc.id}", border=True):
+            st.selectbox("Label", names, index=names.index(default) if default in names else 0,
+                         key=f"rv_label_{doc.id}")
+            st.text_input("Note (optional; Enter saves)", key=f"rv_note_{doc.id}")
+            shown = (sug.id, sug.category_id) if sug is not None and sug.category_id is not None else None
+            b1, b2, b3 = st.columns(3)
+            b1.form_submit_button("Save & Next", type="primary", on_click=save_decision, args=(doc.id, "save", shown))
+            b2.form_submit_button("Accept suggestion", on_click=save_decision, args=(doc.id, "accept", shown),
+                                  disabled=shown is None)
+            b3.form_submit_button("Skip", on_click=save_decision, args=(doc.id, "skip", shown))
+        if st.session_state.get("rv_conflict") == doc.id:
+            st.button("Reload this document", key="rv_reload", on_click=reload_document, args=(doc.id,))
+    with left:
+        paragraphs = [p for p in doc.text.split("\n\n") if p.strip()]
+        html = "".join(f"<p>{highlight(p, item.keywords)}</p>" for p in paragraphs)
+        with st.container(height=420):
+            st.markdown(html, unsafe_allow_html=True)  # escaped by ui.render.highlight
+        if item.keywords:
+            st.caption("Highlighted: words of the suggested category's name and description.")
+
+
+# --------------------------------------------------------------------------- bulk
+def bulk_view() -> None:
+    c1, c2, c3 = st.columns(3)
+    agent = c1.selectbox("Suggestion agent", [ANY, *known_agents()], key="bk_agent")
+    only_unreviewed = c2.checkbox("Only documents without a human decision", value=True, key="bk_unrev")
+    pretick = c3.slider("Pre-tick rows with confidence at least", 0.0, 1.01, 1.01, 0.05, key="bk_pretick",
+                        help="1.01 = tick nothing")
+    ids = db.review_queue(store, corpus.id, agent=agent if agent != ANY else None, unreviewed=only_unreviewed)
+    if not ids:
+        st.info("No document matches.")
+        return
+    page_size = 50
+    n_pages = (len(ids) + page_size - 1) // page_size
+    page = int(st.number_input(f"Page (of {n_pages})", 1, n_pages, 1, key="bk_page"))
+    rows = aw.bulk_rows(store, ids[(page - 1) * page_size : page * page_size], agent=agent if agent != ANY else None)
+    frame = pd.DataFrame([
+        {"accept": r.score is not None and r.score >= pretick, "id": r.document_id, "title": r.title,
+         "current label": r.label or "", "label from": r.label_source or "", "suggestion": r.suggestion or "",
+         "confidence": r.score}
+        for r in rows
+    ])  # fmt: skip
+    nonce = st.session_state.get("bk_nonce", 0)
+    edited = st.data_editor(
+        frame, key=f"bulk_editor_{page}_{nonce}", hide_index=True, width="stretch",
+        disabled=[c for c in frame.columns if c != "accept"],
+        column_config={"accept": st.column_config.CheckboxColumn("accept", help="Accept this suggestion"),
+                       "confidence": st.column_config.ProgressColumn("confidence", min_value=0.0, max_value=1.0,
+                                                                     format="percent")},
+    )  # fmt: skip
+    chosen = [r for r, tick in zip(rows, edited["accept"].tolist()) if tick and r.suggestion_id is not None]
+    if st.button(f"Accept selected ({len(chosen)})", type="primary", disabled=not chosen, key="bk_accept"):
+        try:
+            result = aw.accept_rows(store, chosen, reviewer)
+        except db.StoreError as exc:
+            st.error(f"Nothing was accepted: {exc}")
+            return
+        msg = f"Accepted {len(result.new_versions)} suggestion{'s' if len(result.new_versions) != 1 else ''}."
+        if result.conflicts:
+            msg += (f" {len(result.conflicts)} document(s) were changed by someone else meanwhile and were left "
+                    "unchanged: " + ", ".join(str(c.document_id) for c in result.conflicts) + ".")
+            flash("warning", msg)
+        else:
+            flash("success", msg)
+        st.session_state["bk_nonce"] = nonce + 1
+        st.rerun()
+
+
+# --------------------------------------------------------------------------- find similar
+def similar_view() -> None:
+    docs = db.list_documents(store, corpus.id, limit=None).items
+    if not docs:
+        st.info("This corpus has no documents.")
+        return
+    ids = [d.id for d in docs]
+    current = st.session_state.get("rv_doc")
+    doc = st.selectbox("Document", docs, index=ids.index(current) if current in ids else 0, key="fs_doc",
+                       format_func=lambda d: f"{d.id} · {d.title[:80]} [{d.label or 'unlabelled'}]")
+    if not st.toggle(f"Embed the corpus with {ZERO_SHOT_MODEL} (cached on disk)", key="fs_on"):
+        st.caption("Turn on to compute the embeddings (a few seconds the first time).")
+        return
+    emb_ids, emb = corpus_embeddings(corpus.id, db.get_corpus(store, corpus.id).version)
+    spaces: list[Any] = ["standard", *range(emb.n_heads)]
+    c1, c2 = st.columns(2)
+    space = c1.selectbox("Space", spaces, key="fs_space",
+                         format_func=lambda s: "standard (sentence embedding)" if s == "standard" else f"head {s}")
+    k = c2.slider("Neighbours", 1, 30, 10, key="fs_k")
+    try:
+        near = aw.nearest_documents(aw.space_vectors(emb.standard, emb.heads, space), emb_ids, doc.id, k)
+    except ValueError as exc:
+        st.error(str(exc))
+        return
+    by_id = {d.id: d for d in docs}
+    st.dataframe(pd.DataFrame([
+        {"rank": n.rank, "id": n.document_id, "title": by_id[n.document_id].title,
+         "label": by_id[n.document_id].label or "", "similarity": round(n.score, 3)}
+        for n in near
+    ]), hide_index=True, width="stretch")  # fmt: skip
+    with st.form("fs_form"):
+        picked = st.multiselect("Documents to label", [doc.id, *[n.document_id for n in near]], default=[doc.id],
+                                format_func=lambda i: f"{i} · {by_id[i].title[:60]}", key="fs_pick")
+        label = st.selectbox("Label", list(cat_by_name), key="fs_label")
+        submitted = st.form_submit_button("Apply label to selected", type="primary")
+    if submitted:
+        if not picked:
+            st.error("Select at least one document.")
+            return
+        result = aw.apply_label(store, picked, cat_by_name[label].id, reviewer,
+                                versions={i: by_id[i].version for i in picked})
+        msg = f"Labelled {len(result.new_versions)} document(s) '{label}'."
+        if result.conflicts:
+            msg += f" {len(result.conflicts)} changed meanwhile and were left unchanged."
+        flash("warning" if result.conflicts else "success", msg)
+        st.rerun()
+
+
+if view == "Pre-annotate":
+    preannotate_view()
+    for err in st.session_state.pop("pa_errors", []):
+        st.caption(f"Failed: {err}")
+elif view == "Review queue":
+    review_view()
+elif view == "Bulk accept":
+    bulk_view()
+else:
+    similar_view()

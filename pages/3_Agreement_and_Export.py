@@ -1,0 +1,85 @@
+"""Corpus Studio 3/3: how often the machine suggestions agree with human decisions (per category and
+as a confusion matrix), and export of the curated corpus (JSONL, CSV, Parquet, MRAG benchmark JSON)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import db
+from mrag_core.export import EXPORT_FORMATS
+from mrag_core.workflows import annotation as aw
+from mrag_core.workflows import corpus as cw
+from ui.corpus_widgets import known_agents
+from ui.state import corpus_picker, ensure_demo, get_store
+
+st.set_page_config(page_title="Agreement & export - MRAG Studio", page_icon="📊", layout="wide")
+st.title("Agreement & export")
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+corpus = corpus_picker()
+if corpus is None:
+    st.stop()
+corpus = db.get_corpus(store, corpus.id)  # the picker may hand back the object of an earlier run (stale counts)
+ANY = "(any)"
+
+# --------------------------------------------------------------------------- agreement
+st.subheader("Suggestion vs human decision")
+agent = st.selectbox("Suggestion agent", [ANY, *known_agents()], key="ag_agent")
+agreement = db.agreement(store, corpus.id, agent=None if agent == ANY else agent)
+if agreement.n == 0:
+    st.info("Nothing to compare yet: agreement needs documents that have both a machine suggestion and a human "
+            "decision (labels that came with the import count as decisions). Run pre-annotation first.")
+else:
+    m1, m2 = st.columns(2)
+    m1.metric("Documents compared", agreement.n)
+    m2.metric("Agreement", f"{agreement.accuracy:.1%}" if agreement.accuracy is not None else "n/a")
+    per_cat = pd.DataFrame(
+        [{"category (decided)": c.category, "documents": c.n, "suggestion agreed": c.n_agree,
+          "accuracy": c.accuracy} for c in agreement.per_category.values()],
+    )  # fmt: skip
+    st.dataframe(per_cat, hide_index=True, width="stretch", column_config={
+        "accuracy": st.column_config.ProgressColumn("accuracy", min_value=0.0, max_value=1.0, format="percent")})
+    names, matrix = aw.confusion_table(agreement)
+    fig = go.Figure(go.Heatmap(z=matrix, x=names, y=names, colorscale="Blues", text=matrix,
+                               texttemplate="%{text}", hovertemplate="suggested %{y}<br>decided %{x}: %{z}<extra></extra>"))
+    fig.update_layout(xaxis_title="human decision", yaxis_title="machine suggestion", height=160 + 28 * len(names),
+                      yaxis_autorange="reversed", margin=dict(l=10, r=10, t=30, b=10))
+    st.plotly_chart(fig, width="stretch")
+    with st.expander("Confusion matrix as a table"):
+        st.dataframe(pd.DataFrame(matrix, index=[f"suggested: {n}" for n in names], columns=names), width="stretch")
+
+# --------------------------------------------------------------------------- export
+st.subheader("Export")
+st.caption("Each document gets its human label (decisions, including labels that came with the import); "
+           "documents nobody has decided on can fall back to their machine suggestion, marked "
+           "label_source = \"suggestion\".")
+c1, c2 = st.columns(2)
+fmt = c1.selectbox("Format", list(EXPORT_FORMATS), format_func=lambda f: EXPORT_FORMATS[f].name, key="ex_fmt")
+include = c2.checkbox("Fall back to machine suggestions for undecided documents", value=True, key="ex_sugg")
+skip_unlabelled = fmt == "benchmark" and c2.checkbox(
+    "Leave unlabelled documents out (the benchmark format needs a label for each)", key="ex_skip")
+export_key = (corpus.id, corpus.version, corpus.labels_version, fmt, include, skip_unlabelled)
+if st.button("Prepare export", key="ex_prepare"):
+    try:
+        data = cw.export_documents(store, corpus.id, fmt, include_suggestions=include,
+                                   unlabeled="skip" if skip_unlabelled else "error")
+    except cw.ExportError as exc:
+        st.session_state.pop("ex_data", None)
+        st.error(f"Cannot export: {exc}.")
+    else:
+        st.session_state["ex_data"] = (export_key, data)
+prepared = st.session_state.get("ex_data")
+if prepared is not None and prepared[0] == export_key:  # stale once the options or the labels change
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", corpus.name).strip("_") or "corpus"
+    spec = EXPORT_FORMATS[fmt]
+    st.download_button(f"Download {spec.name} ({len(prepared[1]):,} bytes)", prepared[1],
+                       file_name=f"{safe}{spec.extension}", mime=spec.mime, key="ex_download")

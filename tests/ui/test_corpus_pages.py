@@ -1,0 +1,337 @@
+"""AppTest runs of the Corpus Studio pages against a fresh store per test."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import db
+
+ROOT = Path(__file__).resolve().parents[2]
+IMPORT_PAGE = str(ROOT / "pages" / "1_Corpus_Import.py")
+REVIEW_PAGE = str(ROOT / "pages" / "2_Annotate_and_Review.py")
+AGREEMENT_PAGE = str(ROOT / "pages" / "3_Agreement_and_Export.py")
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+@pytest.fixture(autouse=True)
+def fresh_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp_path / 't.db'}")
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+    st.cache_resource.clear()
+
+
+def _store(tmp_path: Path) -> db.Store:
+    return db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+
+
+def _no_exceptions(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+# --------------------------------------------------------------------------- import page
+
+CSV = (
+    "title,text,topic\n"
+    "Goal,The striker scored a late goal,sport\n"
+    "Pasta,Boil the pasta and stir the sauce,cooking\n"
+    "Blank,,sport\n"
+    "Dup,The striker scored a late goal,sport\n"
+)
+
+
+def test_import_csv_upload_preview_then_commit(tmp_path: Path) -> None:
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    _no_exceptions(at)
+    at.file_uploader(key="imp_upload_table").set_value(("news.csv", CSV.encode(), "text/csv")).run()
+    _no_exceptions(at)
+    # the mapping was guessed from the column names
+    assert at.selectbox(key="imp_map_text").value == "text"
+    assert at.selectbox(key="imp_map_label").value == "topic"
+    # the preview lists the records and the issues row by row; nothing written yet
+    records, issues = at.dataframe[0].value, at.dataframe[1].value
+    assert list(records["title"]) == ["Goal", "Pasta"]
+    assert ("error", "row 3") in set(zip(issues["severity"], issues["location"]))
+    assert any("same text" in m for m in issues["message"])
+    button = at.button(key="imp_go")
+    assert button.label == "Import 2 documents"
+    store = _store(tmp_path)
+    assert [c.name for c in db.list_corpora(store)] == ["MRAG Studio demo"]
+
+    at.text_input(key="imp_new_name").set_value("News").run()
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert "Imported 2 documents into 'News'" in at.success[0].value
+    corpus = db.get_corpus_by_name(store, "News")
+    assert corpus.n_documents == 2
+    assert {lab.category for lab in db.effective_labels(store, corpus.id).values()} == {"sport", "cooking"}
+    assert at.session_state["corpus_id"] == corpus.id
+
+
+def test_import_pasted_jsonl_into_existing_corpus_with_dedupe(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    target = db.create_corpus(store, "Target")
+    db.add_documents(store, target.id, [{"title": "old", "text": "already here"}])
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.text_area(key="imp_paste").set_value('{"text": "already here"}\n{"text": "brand new", "title": "N"}\nnot json\n')
+    at.selectbox(key="imp_paste_fmt").set_value("jsonl")
+    at.run()
+    _no_exceptions(at)
+    at.radio(key="imp_target").set_value("An existing corpus").run()
+    at.selectbox(key="imp_existing").set_value(next(c for c in db.list_corpora(store) if c.name == "Target")).run()
+    _no_exceptions(at)
+    issues = at.dataframe[1].value
+    assert ("error", "line 3") in set(zip(issues["severity"], issues["location"]))
+    assert any("already in the collection" in m for m in issues["message"])
+    assert at.button(key="imp_go").label == "Import 1 document"
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert [d.title for d in db.list_documents(store, target.id).items] == ["old", "N"]
+
+
+def test_import_zip_with_folder_labels_and_name_clash(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("notes/physics/a.txt", "Atoms are small.")
+        zf.writestr("notes/history/b.md", "# Rome\n\nRome was not built in a day.")
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.radio(key="imp_kind").set_value("zip").run()
+    at.file_uploader(key="imp_upload_zip").set_value(("notes.zip", buf.getvalue(), "application/zip")).run()
+    _no_exceptions(at)
+    records = at.dataframe[0].value
+    assert sorted(zip(records["title"], records["label"])) == [("Rome", "history"), ("a", "physics")]
+    at.text_input(key="imp_new_name").set_value("MRAG Studio demo").run()
+    at.button(key="imp_go").click().run()
+    assert at.error and "Nothing was imported" in at.error[0].value and "already exists" in at.error[0].value
+    store = _store(tmp_path)
+    assert db.get_corpus_by_name(store, "MRAG Studio demo").n_documents == 96
+    at.checkbox(key="imp_folder_label").uncheck()
+    at.text_input(key="imp_new_name").set_value("Notes").run()
+    assert set(at.dataframe[0].value["label"]) == {""}
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert db.get_corpus_by_name(store, "Notes").n_documents == 2
+
+
+def test_import_unreadable_file_shows_error(tmp_path: Path) -> None:
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.file_uploader(key="imp_upload_table").set_value(("bad.json", b"{oops", "application/json")).run()
+    _no_exceptions(at)
+    assert at.error and "cannot be read" in at.error[0].value
+    assert not at.button  # no import button
+
+
+def test_import_bad_chunk_settings_show_error(tmp_path: Path) -> None:
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.file_uploader(key="imp_upload_table").set_value(("news.csv", CSV.encode(), "text/csv")).run()
+    at.radio(key="imp_chunk").set_value("Paragraphs (merged to at least N characters)").run()
+    at.number_input(key="imp_chunk_min").set_value(5000)
+    at.number_input(key="imp_chunk_max").set_value(1000).run()
+    _no_exceptions(at)
+    assert any("minimum chunk size" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------- annotate & review page
+
+
+def _labelled_corpus(store: db.Store) -> tuple[db.CorpusInfo, list[int], dict[str, int]]:
+    """Corpus 'Review me' with 3 categories, 4 unreviewed documents with ok suggestions."""
+    c = db.create_corpus(store, "Review me")
+    db.add_categories(store, c.id, [{"name": "sport", "description": "football match goal"},
+                                    {"name": "cooking", "description": "pasta sauce"}, "science"])
+    ids = db.add_documents(store, c.id, [
+        {"title": "Match report", "text": "The match ended with a late goal.\n\n<b>bold?</b> & more"},
+        {"title": "Recipe", "text": "Cook the pasta."},
+        {"title": "Atoms", "text": "Protons and neutrons."},
+        {"title": "Derby", "text": "A derby match."},
+    ]).document_ids  # fmt: skip
+    db.add_suggestions(store, [
+        {"document_id": ids[0], "agent": "zero-shot:minilm", "category": "sport", "score": 0.91, "reason": "r1"},
+        {"document_id": ids[1], "agent": "zero-shot:minilm", "category": "cooking", "score": 0.4},
+        {"document_id": ids[2], "agent": "zero-shot:minilm", "category": "sport", "score": 0.3},
+        {"document_id": ids[3], "agent": "zero-shot:minilm", "status": "failed", "error": "timeout"},
+    ])  # fmt: skip
+    cats = {x.name: x.id for x in db.list_categories(store, c.id)}
+    return db.get_corpus(store, c.id), ids, cats
+
+
+def _review_app(corpus_id: int, view: str = "Review queue") -> AppTest:
+    at = AppTest.from_file(REVIEW_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus_id
+    at.run()
+    at.radio(key="ar_view").set_value(view).run()
+    _no_exceptions(at)
+    return at
+
+
+def _submit(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click().run()
+    _no_exceptions(at)
+    return at
+
+
+def test_review_queue_accept_save_next_and_skip(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    at = _review_app(corpus.id)
+    assert at.subheader[0].value == "Match report"
+    assert "Document 1 of 4" in at.caption[0].value
+    text_html = next(m.value for m in at.markdown if "<p>" in m.value)
+    assert "&lt;b&gt;bold?&lt;/b&gt; &amp; more" in text_html and "<b>" not in text_html  # escaped
+    assert "<mark>match</mark>" in text_html and "<mark>goal</mark>" in text_html  # keywords highlighted
+    assert any("confidence 91%" in m.value for m in at.markdown)
+
+    _submit(at, "Accept suggestion")
+    assert at.success[0].value.startswith("Saved 'sport'")
+    assert at.subheader[0].value == "Recipe"  # advanced to the next document
+    decision = db.list_decisions(store, ids[0])[-1]
+    assert (decision.category, decision.annotator, decision.suggestion_id is not None) == ("sport", "reviewer", True)
+
+    at.selectbox(key=f"rv_label_{ids[1]}").set_value("science")
+    at.text_input(key=f"rv_note_{ids[1]}").set_value("not food")
+    _submit(at, "Save & Next")
+    decision = db.list_decisions(store, ids[1])[-1]
+    assert (decision.category, decision.note, decision.suggestion_id) == ("science", "not food", None)
+    assert at.subheader[0].value == "Atoms"
+
+    _submit(at, "Skip")
+    assert at.subheader[0].value == "Derby"
+    assert db.list_decisions(store, ids[2]) == []  # skipped: nothing stored
+    assert any("failed" in w.value and "timeout" in w.value for w in at.warning)
+
+
+def test_review_queue_filters(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    db.decide_label(store, ids[2], cats["science"], "alice", 1)
+    at = _review_app(corpus.id)
+    at.checkbox(key="rv_dis").check().run()
+    assert at.subheader[0].value == "Atoms" and "Document 1 of 1" in at.caption[0].value
+    at.checkbox(key="rv_dis").uncheck()
+    at.checkbox(key="rv_low").check().run()
+    at.slider(key="rv_thr").set_value(0.5).run()  # scores 0.4 and 0.3
+    assert "of 2" in at.caption[0].value
+    at.checkbox(key="rv_unrev").check().run()
+    assert at.subheader[0].value == "Recipe" and "Document 1 of 1" in at.caption[0].value
+
+
+def test_review_version_conflict_is_reported_not_overwritten(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    at = _review_app(corpus.id)
+    assert at.subheader[0].value == "Match report"
+    # someone else labels the document while it is open
+    db.decide_label(store, ids[0], cats["science"], "alice", db.get_document(store, ids[0]).version)
+    _submit(at, "Accept suggestion")
+    assert at.error and "changed by 'alice'" in at.error[0].value and "nothing was overwritten" in at.error[0].value
+    assert at.subheader[0].value == "Match report"  # stays on the document
+    assert [d.annotator for d in db.list_decisions(store, ids[0])] == ["alice"]
+    at.button(key="rv_reload").click().run()
+    _submit(at, "Accept suggestion")
+    assert [d.annotator for d in db.list_decisions(store, ids[0])] == ["alice", "reviewer"]
+    assert db.effective_label(store, ids[0]).category == "sport"
+
+
+def test_bulk_accept_selected(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    at = _review_app(corpus.id, "Bulk accept")
+    table = at.data_editor[0].value
+    assert list(table["id"]) == ids and list(table["suggestion"]) == ["sport", "cooking", "sport", ""]
+    assert not table["accept"].any()
+    at.session_state["bulk_editor_1_0"] = {"edited_rows": {0: {"accept": True}, 1: {"accept": True}},
+                                           "added_rows": [], "deleted_rows": []}
+    at.run()
+    button = at.button(key="bk_accept")
+    assert button.label == "Accept selected (2)"
+    button.click().run()
+    _no_exceptions(at)
+    assert at.success and "Accepted 2 suggestions" in at.success[0].value
+    assert db.effective_label(store, ids[0]).source == "decision"
+    assert db.effective_label(store, ids[1]).category == "cooking" and db.effective_label(store, ids[1]).by == "reviewer"
+    assert db.list_decisions(store, ids[2]) == []
+    assert list(at.data_editor[0].value["id"]) == [ids[2], ids[3]]  # accepted rows left the unreviewed list
+
+
+def test_preannotate_offline_with_minilm_then_find_similar(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    c = db.create_corpus(store, "Tiny")
+    db.add_categories(store, c.id, [{"name": "sport", "description": "football, matches, goals, athletes"},
+                                    {"name": "cooking", "description": "recipes, food, kitchen, baking"}])
+    ids = db.add_documents(store, c.id, [
+        {"title": "Final", "text": "The football team won the final with two goals."},
+        {"title": "Bread", "text": "Knead the dough and bake the bread in a hot oven."},
+        {"title": "Cup", "text": "The striker scored in the cup match."},
+    ]).document_ids  # fmt: skip
+    at = _review_app(c.id, "Pre-annotate")
+    assert any("No LLM endpoint configured" in i.value for i in at.info)
+    assert at.button(key="pa_start").label == "Start pre-annotation"
+    at.button(key="pa_start").click().run()
+    _no_exceptions(at)
+    assert at.success and "3 suggestions, 0 failed" in at.success[0].value
+    labels = db.effective_labels(store, c.id)
+    assert [labels[i].category for i in ids] == ["sport", "cooking", "sport"]
+    assert all(lab.source == "suggestion" for lab in labels.values())
+    assert at.button(key="pa_start").disabled  # nothing left to do
+
+    at.radio(key="ar_view").set_value("Find similar").run()
+    at.toggle(key="fs_on").set_value(True).run()
+    _no_exceptions(at)
+    near = at.dataframe[0].value
+    assert list(near["id"])[0] == ids[2]  # the other football text is the nearest to "Final"
+    at.selectbox(key="fs_space").set_value(3).run()
+    assert len(at.dataframe[0].value) == 2
+    at.multiselect(key="fs_pick").set_value([ids[0], ids[2]])
+    at.selectbox(key="fs_label").set_value("sport")
+    _submit(at, "Apply label to selected")
+    assert at.success and "Labelled 2 document(s) 'sport'" in at.success[0].value
+    assert [db.effective_label(store, i).source for i in ids] == ["decision", "suggestion", "decision"]
+
+
+# --------------------------------------------------------------------------- agreement & export page
+
+
+def test_agreement_and_export(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    db.decide_label(store, ids[0], cats["sport"], "alice", 1)  # agrees
+    db.decide_label(store, ids[1], cats["science"], "alice", 1)  # suggestion said cooking
+    at = AppTest.from_file(AGREEMENT_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus.id
+    at.run()
+    _no_exceptions(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"Documents compared": "2", "Agreement": "50.0%"}
+    per_cat = at.dataframe[0].value.set_index("category (decided)")
+    assert per_cat.loc["sport", "accuracy"] == 1.0 and per_cat.loc["science", "accuracy"] == 0.0
+    matrix = at.dataframe[1].value
+    assert matrix.loc["suggested: cooking", "science"] == 1 and matrix.loc["suggested: sport", "sport"] == 1
+
+    at.selectbox(key="ex_fmt").set_value("benchmark").run()
+    at.button(key="ex_prepare").click().run()
+    assert at.error and "no label" in at.error[0].value  # document 4 has only a failed suggestion
+    at.checkbox(key="ex_skip").check().run()
+    at.button(key="ex_prepare").click().run()
+    _no_exceptions(at)
+    assert not at.error
+    assert at.get("download_button")[0].proto.label.startswith("Download MRAG benchmark JSON")
+    exported = json.loads(at.session_state["ex_data"][1])
+    assert [(a["title"], a["label"]) for a in exported] == [("Match report", "sport"), ("Recipe", "science"),
+                                                            ("Atoms", "sport")]
+    # a label change makes the prepared file stale: the download disappears until prepared again
+    db.decide_label(store, ids[2], cats["science"], "alice", db.get_document(store, ids[2]).version)
+    at.run()
+    assert not at.get("download_button")

@@ -1,0 +1,348 @@
+"""Corpus-studio workflows (import, pre-annotation, review helpers, export) against a real store."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import json
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import db
+from mrag_core.ingest import ColumnMapping, sniff_columns, suggest_mapping
+from mrag_core.llm.client import LLMClient
+from mrag_core.workflows import annotation as ann
+from mrag_core.workflows import corpus as cw
+from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    yield s
+    s.close()
+
+
+CSV = (
+    "title,body,topic\n"
+    "Goal,The striker scored a late goal in the football match,sport\n"
+    "Pasta,Boil the pasta and stir the tomato sauce in the kitchen,cooking\n"
+    "Empty,,sport\n"
+    "Again,The striker scored a late goal in the football match,sport\n"
+    ",Whisk eggs and flour for a pancake batter,cooking\n"
+).encode()
+
+
+def _csv_preview() -> cw.ImportPreview:
+    cols = sniff_columns(CSV, "csv", "news.csv")
+    mapping = suggest_mapping(cols) or ColumnMapping(text="body")
+    mapping = ColumnMapping(text="body", title=mapping.title, label="topic")
+    return cw.read_upload("table", [("news.csv", CSV)], mapping=mapping)
+
+
+# --------------------------------------------------------------------------- import
+
+
+def test_csv_preview_reports_rows_and_dedupes(store: db.Store) -> None:
+    read = _csv_preview()
+    assert len(read.records) == 4  # the empty row is an error
+    assert [i.location for i in read.errors] == ["row 3"]
+    prepared = cw.prepare_import(read)
+    assert [r.title for r in prepared.records] == ["Goal", "Pasta", "Whisk eggs and flour for a pancake batter"]
+    dup = [i for i in prepared.warnings if "same text" in i.message]
+    assert len(dup) == 1 and dup[0].location == "news.csv row 4"
+    # nothing written by previewing
+    assert db.list_corpora(store) == []
+
+
+def test_import_records_new_corpus_writes_labels_as_import_decisions(store: db.Store) -> None:
+    prepared = cw.prepare_import(_csv_preview())
+    result = cw.import_records(store, prepared.records, new_name="News")
+    assert result.created_corpus and result.added == 3 and result.n_categories == 2
+    corpus = db.get_corpus_by_name(store, "News")
+    assert corpus.n_documents == 3
+    assert {c.name for c in db.list_categories(store, corpus.id)} == {"sport", "cooking"}
+    labels = db.effective_labels(store, corpus.id)
+    assert sorted(lab.category for lab in labels.values()) == ["cooking", "cooking", "sport"]
+    assert all(lab.source == "decision" and lab.by == db.IMPORT_ANNOTATOR for lab in labels.values())
+
+
+def test_import_into_existing_corpus_skips_texts_already_there(store: db.Store) -> None:
+    first = cw.import_records(store, cw.prepare_import(_csv_preview()).records, new_name="News")
+    again = cw.prepare_import(_csv_preview(), existing_hashes=cw.corpus_text_hashes(store, first.corpus_id))
+    assert again.records == []
+    assert sum("already in the collection" in i.message for i in again.warnings) == 4
+    with pytest.raises(ValueError, match="nothing to import"):
+        cw.import_records(store, again.records, corpus_id=first.corpus_id)
+
+
+def test_import_failure_leaves_nothing_behind(store: db.Store) -> None:
+    records = _csv_preview().records  # contains a duplicate text (not de-duplicated)
+    with pytest.raises(db.DuplicateError):
+        cw.import_records(store, records, new_name="Broken", deduplicate=False)
+    assert db.list_corpora(store) == []  # the corpus created for the import was removed
+
+
+def test_import_needs_exactly_one_target(store: db.Store) -> None:
+    records = cw.prepare_import(_csv_preview()).records
+    with pytest.raises(ValueError, match="either"):
+        cw.import_records(store, records)
+    c = db.create_corpus(store, "X")
+    with pytest.raises(ValueError, match="either"):
+        cw.import_records(store, records, corpus_id=c.id, new_name="Y")
+
+
+def test_name_clash_is_reported_and_nothing_written(store: db.Store) -> None:
+    db.create_corpus(store, "News")
+    with pytest.raises(db.DuplicateError):
+        cw.import_records(store, cw.prepare_import(_csv_preview()).records, new_name="News")
+    assert db.get_corpus_by_name(store, "News").n_documents == 0
+
+
+def test_zip_labels_by_folder_and_chunking(store: db.Store) -> None:
+    buf = io.BytesIO()
+    long_text = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(6))
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("physics/atoms.txt", "Atoms are made of protons, neutrons and electrons.")
+        zf.writestr("history/rome.md", "# Rome\n\n" + long_text)
+        zf.writestr("history/bad.bin", b"\x00\x01")
+    preview = cw.read_upload("zip", [("notes.zip", buf.getvalue())])
+    prepared = cw.prepare_import(preview, chunking=cw.ChunkOptions(method="paragraphs", min_chars=800, max_chars=1500))
+    labels = {r.label for r in prepared.records}
+    assert labels == {"physics", "history"}
+    parts = [r for r in prepared.records if r.parent_title == "Rome"]
+    assert len(parts) >= 2 and all(len(r.text) <= 1500 for r in parts)
+    assert parts[0].title.startswith("Rome (part 1/")
+    res = cw.import_records(store, prepared.records, new_name="Notes")
+    docs = db.list_documents(store, res.corpus_id, limit=None).items
+    assert [d.chunk_index for d in docs if d.title.startswith("Rome")] == list(range(len(parts)))
+
+
+def test_chars_chunking_validation() -> None:
+    with pytest.raises(ValueError, match="overlap"):
+        cw.prepare_import(_csv_preview(), chunking=cw.ChunkOptions(method="chars", size=100, overlap=100))
+
+
+def test_wikipedia_bz2(store: db.Store) -> None:
+    articles = [{"title": f"A{i}", "text": f"Article {i} text about topic {i}.", "label": f"L{i % 2}"} for i in range(4)]
+    articles.append({"title": "bad", "text": 5.5, "label": "L0"})
+    data = bz2.compress(json.dumps(articles).encode())
+    preview = cw.prepare_import(cw.read_upload("wikipedia", [("wikipedia_articles_v1.json.bz2", data)]))
+    assert len(preview.records) == 5  # a number is converted to text with a warning
+    assert any(i.location == "row 5" for i in preview.warnings)
+    res = cw.import_records(store, preview.records, new_name="Wiki")
+    assert res.added == 5
+
+
+def test_bad_upload_is_one_error_not_an_exception() -> None:
+    preview = cw.read_upload("table", [("x.json", b"{not json")], mapping=ColumnMapping(text="text"))
+    assert preview.records == [] and preview.has_errors
+    assert "invalid JSON" in preview.errors[0].message
+
+
+# --------------------------------------------------------------------------- export
+
+
+def test_export_prefers_human_labels_and_marks_suggestions(store: db.Store) -> None:
+    c = db.create_corpus(store, "E")
+    db.add_categories(store, c.id, ["a", "b"])
+    res = db.add_documents(store, c.id, [
+        {"title": "human", "text": "one", "label": "a"},
+        {"title": "machine", "text": "two"},
+        {"title": "none", "text": "three"},
+    ])  # fmt: skip
+    h, m, _ = res.document_ids
+    db.add_suggestions(store, [
+        {"document_id": h, "agent": "zs", "category": "b"},
+        {"document_id": m, "agent": "zs", "category": "b", "score": 0.9},
+    ])  # fmt: skip
+    rows = cw.export_rows(store, c.id)
+    assert [(r["title"], r["label"], r["label_source"]) for r in rows] == [
+        ("human", "a", "human"), ("machine", "b", "suggestion"), ("none", None, None)]
+    strict = cw.export_rows(store, c.id, include_suggestions=False)
+    assert strict[1]["label"] is None
+    lines = [json.loads(x) for x in cw.export_documents(store, c.id, "jsonl").decode().splitlines()]
+    assert lines[1] == {"title": "machine", "text": "two", "label": "b", "label_source": "suggestion"}
+    with pytest.raises(cw.ExportError, match="no label"):
+        cw.export_documents(store, c.id, "benchmark")
+    bench = json.loads(cw.export_documents(store, c.id, "benchmark", unlabeled="skip"))
+    assert [a["title"] for a in bench] == ["human", "machine"]
+    assert cw.export_documents(store, c.id, "parquet")[:4] == b"PAR1"
+    assert cw.export_documents(store, c.id, "csv").decode().startswith("title,text,label,label_source")
+
+
+# --------------------------------------------------------------------------- pre-annotation
+
+
+def _keyword_embed(calls: list[int] | None = None):
+    """Tiny deterministic embedding: [sport-ness, cooking-ness, bias]; 'ZERO' texts give 0s."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if calls is not None:
+            calls.append(len(texts))
+        rows = []
+        for t in texts:
+            low = t.lower()
+            if "zero" in low:
+                rows.append([0.0, 0.0, 0.0])
+                continue
+            rows.append([
+                sum(low.count(w) for w in ("sport", "goal", "match", "team")),
+                sum(low.count(w) for w in ("cooking", "pasta", "sauce", "oven")),
+                0.1,
+            ])
+        return np.asarray(rows, dtype=float)
+
+    return embed
+
+
+@pytest.fixture
+def small_corpus(store: db.Store) -> db.CorpusInfo:
+    c = db.create_corpus(store, "Small")
+    db.add_categories(store, c.id, [{"name": "sport", "description": "team match goal"},
+                                    {"name": "cooking", "description": "pasta sauce oven"}])
+    texts = ["goal in the match", "pasta with sauce", "the team won the match", "bake in the oven",
+             "ZERO signal here", "another goal for the team", "cooking pasta"]
+    db.add_documents(store, c.id, [{"title": f"d{i}", "text": t} for i, t in enumerate(texts)])
+    return c
+
+
+def test_preannotate_zero_shot_stores_ok_and_failed(store: db.Store, small_corpus: db.CorpusInfo) -> None:
+    annotator = ann.ZeroShotAnnotator(_keyword_embed(), "kw")
+    seen: list[tuple[int, int]] = []
+    summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=3, progress=lambda d, t: seen.append((d, t)))
+    assert (summary.todo, summary.ok, summary.failed, summary.cancelled) == (7, 6, 1, False)
+    assert seen == [(0, 7), (3, 7), (6, 7), (7, 7)]
+    ids = db.document_ids(store, small_corpus.id)
+    labels = db.effective_labels(store, small_corpus.id)
+    assert labels[ids[0]].category == "sport" and labels[ids[1]].category == "cooking"
+    assert labels[ids[0]].source == "suggestion"
+    assert ids[4] not in labels  # the failed one never becomes a label
+    failed = db.list_suggestions(store, ids[4])
+    assert [(s.status, s.category) for s in failed] == [("failed", None)] and "zeros" in failed[0].error
+    # resume: only the failed document is retried
+    again = ann.preannotate(store, small_corpus.id, annotator, batch_size=3)
+    assert (again.todo, again.already_done, again.failed) == (1, 6, 1)
+
+
+def test_preannotate_cancel_keeps_finished_batches_and_resumes(store: db.Store, small_corpus: db.CorpusInfo) -> None:
+    cancel = threading.Event()
+    calls: list[int] = []
+    annotator = ann.ZeroShotAnnotator(_keyword_embed(calls), "kw")
+
+    def progress(done: int, total: int) -> None:
+        if done >= 2:
+            cancel.set()
+
+    first = ann.preannotate(store, small_corpus.id, annotator, batch_size=2, progress=progress, cancel=cancel)
+    assert first.cancelled and first.stored == 2 and first.remaining == 5
+    ids = db.document_ids(store, small_corpus.id)
+    assert db.documents_without_suggestion(store, small_corpus.id, annotator.agent, annotator.model_version) == ids[2:]
+    calls.clear()
+    second = ann.preannotate(store, small_corpus.id, annotator, batch_size=2)
+    assert second.todo == 5 and not second.cancelled and second.already_done == 2
+    # documents of the first run were not embedded again (only categories + the 5 remaining)
+    assert sum(calls) - 2 * 3 == 5
+
+
+def test_preannotate_without_categories_is_a_clear_error(store: db.Store) -> None:
+    c = db.create_corpus(store, "NoCats")
+    db.add_documents(store, c.id, [{"text": "x"}])
+    with pytest.raises(ValueError, match="no categories"):
+        ann.preannotate(store, c.id, ann.ZeroShotAnnotator(_keyword_embed(), "kw"))
+
+
+def test_preannotate_llm_path_with_fake_server(store: db.Store, small_corpus: db.CorpusInfo) -> None:
+    def answer(user: str) -> Reply | str:
+        doc = user.split("Document title:")[1].split("Reply with JSON")[0]
+        if "ZERO" in doc:
+            return "I am not sure."  # unparseable -> failed suggestion
+        label = "cooking" if any(w in doc for w in ("pasta", "oven")) else "sport"
+        return json.dumps({"label": label, "confidence": 0.8, "reason": "keywords"})
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        client = LLMClient(server.llm_config(), sleep=lambda s: None)
+        annotator = ann.LLMAnnotator(client, cache=ann.StoreLLMCache(store))
+        summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=4)
+        assert (summary.ok, summary.failed) == (6, 1)
+        n_requests = len(server.requests)
+        again = ann.preannotate(store, small_corpus.id, annotator, batch_size=4)
+        assert again.todo == 1 and len(server.requests) == n_requests + 1  # only the failed doc is retried
+    ids = db.document_ids(store, small_corpus.id)
+    assert db.list_suggestions(store, ids[1])[-1].category == "cooking"
+    assert db.list_suggestions(store, ids[1])[-1].score == pytest.approx(0.8)
+    assert db.llm_cache_stats(store).n_entries >= 6
+
+
+def test_preannotate_real_minilm_on_demo_subset(store: db.Store) -> None:
+    from mrag_core.demo import load_demo
+    from mrag_core.extraction import embed_texts
+    from mrag_core.models.loader import load_model
+
+    demo = load_demo()
+    c = db.create_corpus(store, "Demo subset")
+    db.add_categories(store, c.id, demo.categories)
+    subset, seen = [], set()
+    for d in demo.documents:  # two documents per category
+        if sum(x["label"] == d["label"] for x in subset) < 2:
+            subset.append(d)
+        seen.add(d["label"])
+    db.add_documents(store, c.id, [{"title": d["title"], "text": d["text"], "label": d["label"]} for d in subset])
+    lm = load_model("minilm")
+    annotator = ann.ZeroShotAnnotator(lambda texts: embed_texts(lm, texts).standard, "minilm")
+    summary = ann.preannotate(store, c.id, annotator, batch_size=8)
+    assert summary.ok == len(subset) == 2 * len(seen) and summary.failed == 0
+    agreement = db.agreement(store, c.id, agent=annotator.agent)
+    assert agreement.n == len(subset)
+    assert agreement.accuracy is not None and agreement.accuracy >= 0.5  # far above chance (1/12)
+    names, matrix = ann.confusion_table(agreement)
+    assert sum(map(sum, matrix)) == len(subset)
+    assert sum(matrix[i][i] for i in range(len(names))) == agreement.n_agree
+
+
+# --------------------------------------------------------------------------- review / bulk / similar
+
+
+def test_review_helpers_and_conflicts(store: db.Store, small_corpus: db.CorpusInfo) -> None:
+    ann.preannotate(store, small_corpus.id, ann.ZeroShotAnnotator(_keyword_embed(), "kw"))
+    ids = db.document_ids(store, small_corpus.id)
+    item = ann.review_item(store, ids[0])
+    assert item.suggestion is not None and item.suggestion.category == "sport"
+    assert {"sport", "team", "match", "goal"} <= {k.lower() for k in item.keywords}
+    assert ann.next_in_queue(ids, ids[0]) == ids[1]
+    assert ann.next_in_queue(ids, ids[-1]) == ids[0]
+    assert ann.next_in_queue([ids[0]], ids[0]) is None
+    assert ann.next_in_queue([], None) is None
+
+    rows = ann.bulk_rows(store, ids[:3])
+    assert [r.suggestion for r in rows] == ["sport", "cooking", "sport"]
+    # someone decides document 2 meanwhile: its acceptance is refused, the others stored
+    sport = next(c.id for c in db.list_categories(store, small_corpus.id) if c.name == "sport")
+    db.decide_label(store, ids[1], sport, "alice", rows[1].version)
+    result = ann.accept_rows(store, rows, "bob")
+    assert set(result.new_versions) == {ids[0], ids[2]}
+    assert [c.document_id for c in result.conflicts] == [ids[1]]
+    assert db.effective_label(store, ids[0]).by == "bob"
+
+    cooking = next(c.id for c in db.list_categories(store, small_corpus.id) if c.name == "cooking")
+    res = ann.apply_label(store, [ids[3], ids[6]], cooking, "carol", versions={ids[3]: 99})
+    assert list(res.new_versions) == [ids[6]] and res.conflicts[0].document_id == ids[3]
+
+
+def test_nearest_documents_per_space() -> None:
+    standard = np.array([[1, 0], [0.9, 0.1], [0, 1], [-1, 0]], dtype=np.float32)
+    heads = np.stack([standard, standard[:, ::-1]], axis=1)  # head 1 swaps the axes
+    ids = [10, 11, 12, 13]
+    near = ann.nearest_documents(ann.space_vectors(standard, heads, "standard"), ids, 10, k=2)
+    assert [n.document_id for n in near] == [11, 12]
+    assert near[0].score == pytest.approx(0.9 / np.hypot(0.9, 0.1), rel=1e-5)
+    head1 = ann.nearest_documents(ann.space_vectors(standard, heads, 1), ids, 12, k=1)
+    assert [n.document_id for n in head1] == [11]  # head 1: doc 12 = [1, 0], doc 11 = [0.1, 0.9]
+    with pytest.raises(ValueError, match="head 5"):
+        ann.space_vectors(standard, heads, 5)
+    with pytest.raises(ValueError, match="not in the embedded corpus"):
+        ann.nearest_documents(standard, ids, 99)
