@@ -1,0 +1,127 @@
+"""``python -m mrag_core eval``: evaluate a stored query set on a stored corpus, headless.
+
+The run is written to the same store the app uses (``--database`` or ``$MRAG_DATABASE_URL``,
+else the default SQLite file), so it shows up on the Evaluation Runs page. Prints the run id
+and a summary table (mean RSR / CSR / weighted at k = n and k = 2n per aspect count).
+``--resume ID`` continues a cancelled or interrupted run. Bad input ends with one line
+``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from mrag_core.evaluation import NAMED_STRATEGIES, summarize
+
+DEFAULT_EVAL_STRATEGIES = "standard,mrag"
+
+
+def _strategies(value: str) -> list[str]:
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    bad = [s for s in names if s not in NAMED_STRATEGIES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown strategies {bad}; choose from {', '.join(NAMED_STRATEGIES)}")
+    return names
+
+
+def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``eval`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
+    e = subparsers.add_parser("eval", help="evaluate a stored query set of a stored corpus; the run is saved")
+    e.add_argument("--corpus", help="corpus name (as on the Corpus Studio page)")
+    e.add_argument("--query-set", help="query set name of that corpus")
+    e.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
+    e.add_argument("--strategies", type=_strategies, default=_strategies(DEFAULT_EVAL_STRATEGIES),
+                   help=f"comma list (default {DEFAULT_EVAL_STRATEGIES}); any of {', '.join(NAMED_STRATEGIES)}")
+    e.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
+    e.add_argument("--variant", choices=("importance", "decay", "distance"), default="importance",
+                   help="MRAG voting variant applied to 'mrag' (default importance)")
+    e.add_argument("--c", type=int, default=32, help="per-space search depth (default 32)")
+    e.add_argument("--k-max", type=int, default=32, help="score k = 1..K (default 32)")
+    e.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
+    e.add_argument("--seed", type=int, default=0, help="seed (head importance sampling)")
+    e.add_argument("--name", default="", help="a name for the run")
+    e.add_argument("--resume", type=int, default=None, metavar="RUN_ID", help="continue an unfinished run")
+    e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    e.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    return e
+
+
+def format_summary(rows: list) -> str:
+    lines = [f"{'strategy':<15}{'aspects':>8}{'k':>5}{'RSR':>8}{'CSR':>8}{'weighted':>10}{'queries':>9}"]
+    for r in rows:
+        lines.append(f"{r.strategy:<15}{r.n_aspects:>8}{r.k:>5}{r.rsr:>8.3f}{r.csr:>8.3f}{r.weighted:>10.3f}{r.n_queries:>9}")
+    return "\n".join(lines)
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Run (or resume) an evaluation; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
+    import db
+    from mrag_core.workflows import evaluation_runs as er
+
+    try:
+        store = db.open_store(args.database)
+    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
+        return _fail(f"cannot open the database: {exc}")
+    try:
+        resume = getattr(args, "resume", None)
+        if resume is None:
+            if not args.corpus or not args.query_set:
+                return _fail("give --corpus NAME and --query-set NAME (or --resume RUN_ID)")
+            try:
+                corpus = db.get_corpus_by_name(store, args.corpus)
+            except db.NotFoundError:
+                names = ", ".join(repr(c.name) for c in db.list_corpora(store)) or "none"
+                return _fail(f"unknown corpus {args.corpus!r} (corpora: {names})")
+            sets = [q for q in db.list_query_sets(store, corpus.id) if q.name == args.query_set]
+            if not sets:
+                names = ", ".join(repr(q.name) for q in db.list_query_sets(store, corpus.id)) or "none"
+                return _fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
+            try:
+                er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
+                                    c=args.c, k_max=args.k_max, variant=args.variant, w=args.w)
+            except er.EvaluationInputError as exc:
+                return _fail(str(exc))
+        from mrag_core.device import configure_threads
+        from mrag_core.models.loader import ModelLoadError, load_model
+
+        configure_threads(getattr(args, "threads", None))
+        model_name = args.model
+        if resume is not None:
+            try:
+                model_name = db.get_eval_run(store, resume).config.get("model", model_name)
+            except db.NotFoundError:
+                return _fail(f"evaluation run {resume} does not exist")
+        try:
+            lm = load_model(model_name)
+        except (ModelLoadError, RuntimeError) as exc:
+            return _fail(str(exc))
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if done == total:
+                print(f"{stage}: {done}/{total}", file=sys.stderr)
+
+        try:
+            if resume is not None:
+                run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress)
+            else:
+                run_id = er.run_evaluation(
+                    store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
+                    strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
+                    seed=args.seed, lm=lm, name=args.name, progress=progress)
+        except er.EvaluationInputError as exc:
+            return _fail(str(exc))
+        info = db.get_eval_run(store, run_id)
+        print(f"run {run_id}: {info.status}, {info.n_results} results")
+        metrics = er.load_run_metrics(store, run_id)
+        if len(metrics.per_query):
+            print(format_summary(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
+        return 0 if info.status == "done" else 1
+    finally:
+        store.close()

@@ -1,0 +1,105 @@
+"""Paired significance tests between two evaluation runs (or strategies) over the same queries.
+
+For per-query values ``a[i]`` and ``b[i]`` (e.g. the weighted success ratio of query ``i`` at one
+k under two runs), with differences ``d[i] = a[i] - b[i]``:
+
+* **paired t-test** (``scipy.stats.ttest_rel``): ``t = mean(d) / (sd(d) / sqrt(n))`` with the
+  sample standard deviation (``ddof=1``), two-sided p-value with ``n - 1`` degrees of freedom;
+* **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``, zero differences dropped - ``"wilcox"``
+  method - two-sided);
+* **win / tie / loss**: queries where ``a`` is better, equal (within ``tol``), worse.
+
+Degenerate inputs never raise: when every difference is zero both tests report ``statistic=0``
+and ``p=1.0`` (no evidence of a difference); when the differences are all equal and non-zero
+(zero variance) the t statistic is ``±inf`` and ``p=0.0``; with fewer than 2 queries the
+p-values are ``nan`` and ``note`` says why.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["PairedTest", "paired_test", "win_tie_loss"]
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Result of :func:`paired_test` (``a`` vs ``b``; positive ``mean_diff`` = ``a`` better)."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    mean_diff: float
+    t_statistic: float
+    t_pvalue: float
+    wilcoxon_statistic: float
+    wilcoxon_pvalue: float
+    wins: int
+    ties: int
+    losses: int
+    note: str = ""
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return {
+            "n": self.n, "mean_a": self.mean_a, "mean_b": self.mean_b, "mean_diff": self.mean_diff,
+            "t": self.t_statistic, "t_p": self.t_pvalue, "wilcoxon": self.wilcoxon_statistic,
+            "wilcoxon_p": self.wilcoxon_pvalue, "wins": self.wins, "ties": self.ties, "losses": self.losses,
+            "note": self.note,
+        }
+
+
+def _arrays(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(a, dtype=float).ravel()
+    y = np.asarray(b, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"paired values need the same number of queries, got {x.size} and {y.size}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("paired values must be finite numbers")
+    return x, y
+
+
+def win_tie_loss(a: Sequence[float], b: Sequence[float], tol: float = 1e-9) -> tuple[int, int, int]:
+    """``(wins, ties, losses)`` of ``a`` against ``b``: ``a > b + tol``, ``|a - b| <= tol``, ``a < b - tol``."""
+    x, y = _arrays(a, b)
+    d = x - y
+    wins = int((d > tol).sum())
+    losses = int((d < -tol).sum())
+    return wins, int(d.size - wins - losses), losses
+
+
+def paired_test(a: Sequence[float], b: Sequence[float], tol: float = 1e-9) -> PairedTest:
+    """Paired t-test, Wilcoxon signed-rank test and win/tie/loss of ``a`` vs ``b`` (see module doc)."""
+    from scipy import stats
+
+    x, y = _arrays(a, b)
+    n = int(x.size)
+    wins, ties, losses = win_tie_loss(x, y, tol)
+    d = x - y
+    d[np.abs(d) <= tol] = 0.0
+    mean_a = float(x.mean()) if n else math.nan
+    mean_b = float(y.mean()) if n else math.nan
+    mean_diff = float(d.mean()) if n else math.nan
+    if n < 2:
+        return PairedTest(n, mean_a, mean_b, mean_diff, math.nan, math.nan, math.nan, math.nan,
+                          wins, ties, losses, note="fewer than 2 paired queries: no test")
+    if not d.any():
+        return PairedTest(n, mean_a, mean_b, 0.0, 0.0, 1.0, 0.0, 1.0, wins, ties, losses,
+                          note="all differences are zero")
+    note = ""
+    if float(d.std(ddof=1)) == 0.0:
+        t_stat = math.copysign(math.inf, mean_diff)
+        t_p = 0.0
+        note = "all differences are equal: zero variance"
+    else:
+        res = stats.ttest_rel(x, y)
+        t_stat, t_p = float(res.statistic), float(res.pvalue)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small-sample / ties warnings: the p-value is still reported
+        w = stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+    return PairedTest(n, mean_a, mean_b, mean_diff, t_stat, t_p, float(w.statistic), float(w.pvalue),
+                      wins, ties, losses, note)

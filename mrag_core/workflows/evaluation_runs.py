@@ -1,0 +1,652 @@
+"""Evaluation runs joined with the store: run (resumable, cancellable), load, summarise, compare.
+
+:func:`run_evaluation` scores retrieval strategies on a stored query set of a stored corpus and
+writes every (strategy, query) result - the retrieved document ids (database ids, length
+``k_max``) and the RSR / CSR for every k = 1..k_max - into ``db`` in batches, each batch in its
+own transaction. A run records its full configuration, seed and timings. Resuming (same call
+with ``run_id``) skips the queries ``db.completed_queries`` already lists per strategy, so a
+cancel or a crash loses at most one batch.
+
+Vectors: a finished, up-to-date embedding run of (corpus, model, layer, pooling) is used when
+there is one (:func:`mrag_core.workflows.indexing.load_corpus_index`, its stored head importance
+reused); otherwise the documents (ordered by database id) are embedded through the on-disk cache
+(:func:`mrag_core.embedding_cache.cached_embed`) and indexed here.
+
+Which queries are scored: status ``ok`` or ``flagged``, with text and at least one ground-truth
+document. Fusion strategies use each query's stored sub-queries; a query without any is searched
+with its own text as the only sub-query (``details.fusion_fallback`` marks it).
+
+Labels: a document's effective label, ``(unlabeled)`` when it has none (as the index loader does).
+No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+import db
+from mrag_core.corpus_index import CorpusIndex
+from mrag_core.embedding_cache import cached_embed
+from mrag_core.evaluation import (
+    NAMED_STRATEGIES,
+    EvaluationCancelled,
+    EvaluationResult,
+    QueryCase,
+    StrategyResult,
+    authors_layout,
+    evaluate,
+)
+from mrag_core.extraction import ExtractionCancelled
+from mrag_core.metrics.weighted import weighted_success_ratio
+from mrag_core.significance import paired_test
+
+ProgressFn = Callable[[str, int, int], None]
+UNLABELED = "(unlabeled)"
+VARIANTS = ("importance", "decay", "distance")
+DEFAULT_BATCH = 64
+
+__all__ = [
+    "EvaluationInputError",
+    "RunMetrics",
+    "authors_json",
+    "compare_runs",
+    "evaluable_queries",
+    "layer_sweep",
+    "layer_sweep_frame",
+    "load_run_metrics",
+    "relative_improvement",
+    "resume_evaluation",
+    "run_csv",
+    "run_evaluation",
+    "single_aspect_table",
+    "to_evaluation_result",
+    "validate_request",
+]
+
+
+class EvaluationInputError(ValueError):
+    """The evaluation request cannot run (unknown corpus/query set/strategy, bad numbers, no queries)."""
+
+
+# --------------------------------------------------------------------------- running
+
+
+def apply_variant(strategies: Sequence[str], variant: str) -> list[str]:
+    """The MRAG voting ``variant`` applied to plain ``mrag``: ``decay`` -> ``mrag-decay``,
+    ``distance`` -> ``mrag-distance`` (``importance`` keeps ``mrag``). Order kept, duplicates dropped."""
+    if variant not in VARIANTS:
+        raise EvaluationInputError(f"unknown voting variant {variant!r}: use one of {', '.join(VARIANTS)}")
+    out: list[str] = []
+    for s in strategies:
+        name = f"mrag-{variant}" if s == "mrag" and variant != "importance" else s
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def evaluable_queries(store: db.Store, query_set_id: int) -> list[db.QueryRow]:
+    """Queries that can be scored: status ok/flagged, non-empty text and ground truth."""
+    return [q for q in db.list_queries(store, query_set_id)
+            if q.status in ("ok", "flagged") and q.text.strip() and q.ground_truth]
+
+
+def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategies: Sequence[str],
+                   c: int, k_max: int, w: float) -> tuple[db.CorpusInfo, db.QuerySetInfo]:
+    try:
+        corpus = db.get_corpus(store, corpus_id)
+    except db.NotFoundError as exc:
+        raise EvaluationInputError(f"corpus {corpus_id} does not exist") from exc
+    try:
+        qs = db.get_query_set(store, query_set_id)
+    except db.NotFoundError as exc:
+        raise EvaluationInputError(f"query set {query_set_id} does not exist") from exc
+    if qs.corpus_id != corpus_id:
+        raise EvaluationInputError(f"query set {qs.name!r} belongs to another corpus")
+    if not strategies:
+        raise EvaluationInputError("choose at least one strategy")
+    unknown = [s for s in strategies if s not in NAMED_STRATEGIES]
+    if unknown:
+        raise EvaluationInputError(f"unknown strategies {unknown}: use {', '.join(NAMED_STRATEGIES)}")
+    if c < 1 or k_max < 1:
+        raise EvaluationInputError(f"c and k_max must be at least 1 (got c={c}, k_max={k_max})")
+    if w < 0:
+        raise EvaluationInputError(f"the weight w must be non-negative (got {w})")
+    if corpus.n_documents < 2:
+        raise EvaluationInputError(f"corpus {corpus.name!r} has {corpus.n_documents} document(s); at least 2 are needed")
+    if k_max > corpus.n_documents:
+        raise EvaluationInputError(
+            f"k_max ({k_max}) exceeds the number of documents in {corpus.name!r} ({corpus.n_documents})")
+    return corpus, qs
+
+
+def validate_request(store: db.Store, *, corpus_id: int, query_set_id: int, strategies: Sequence[str],
+                     c: int = 32, k_max: int = 32, variant: str = "importance", w: float = 2.0) -> list[str]:
+    """Check a request without running it (before loading a model); returns the strategies with the
+    variant applied. Raises :class:`EvaluationInputError` with a one-line reason."""
+    final = apply_variant(list(strategies), variant)
+    _check_request(store, corpus_id, query_set_id, final, c, k_max, w)
+    if not evaluable_queries(store, query_set_id):
+        raise EvaluationInputError("the query set has no query with text and ground truth to evaluate")
+    return final
+
+
+@dataclass
+class _Prepared:
+    index: CorpusIndex
+    doc_ids: list[int]
+    labels: list[str]
+    embedding_run_id: int | None
+    timing: dict[str, float]
+
+
+def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: int,
+                   embedding_run_id: int | None, stage: Callable[[str], Any],
+                   cancel: threading.Event | None, batch_size: int) -> tuple[_Prepared, Any]:
+    """The corpus index (from a finished embedding run when possible) and the model to embed queries with."""
+    timing: dict[str, float] = {}
+    t0 = time.perf_counter()
+    try:
+        from mrag_core.workflows import indexing
+    except ImportError:  # pragma: no cover - the indexing workflow ships with the app
+        indexing = None  # type: ignore[assignment]
+    run = None
+    if indexing is not None:
+        if embedding_run_id is not None:
+            run = db.get_embedding_run(store, embedding_run_id)
+        else:
+            cand = indexing.find_run(store, corpus_id, lm.spec.name, lm.layer_index(layer), lm.head_pooling)
+            if cand is not None and indexing.run_state(store, cand) == "done" and not db.missing_documents(store, cand.id):
+                run = cand
+    if run is not None and indexing is not None:
+        bundle = indexing.load_corpus_index(store, run.id)
+        qlm = indexing.model_for_run(lm, run)
+        timing["load_index"] = time.perf_counter() - t0
+        return _Prepared(bundle.index, list(bundle.doc_ids), list(bundle.labels), run.id, timing), qlm
+    page = db.list_documents(store, corpus_id, limit=None)
+    docs = page.items  # ordered by id
+    texts = [d.text for d in docs]
+    emb, _ = cached_embed(lm, texts, kind="doc", layer=layer, batch_size=batch_size,
+                          progress=stage("documents"), cancel=cancel)
+    timing["embed_documents"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    index = CorpusIndex.build(emb, seed=seed)
+    timing["index"] = time.perf_counter() - t0
+    return _Prepared(index, [d.id for d in docs], [d.label or UNLABELED for d in docs], None, timing), lm
+
+
+def _load_model(model_name: str, lm: Any | None) -> Any:
+    if lm is not None:
+        return lm
+    from mrag_core.models.loader import ModelLoadError, load_model
+
+    try:
+        return load_model(model_name)
+    except ModelLoadError as exc:
+        raise EvaluationInputError(str(exc)) from exc
+
+
+def run_evaluation(
+    store: db.Store,
+    *,
+    corpus_id: int,
+    query_set_id: int,
+    model_name: str = "minilm",
+    layer: int = -1,
+    strategies: Sequence[str] = ("standard", "mrag"),
+    c: int = 32,
+    k_max: int = 32,
+    variant: str = "importance",
+    w: float = 2.0,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    run_id: int | None = None,
+    lm: Any | None = None,
+    name: str = "",
+    embedding_run_id: int | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    extra_config: dict[str, Any] | None = None,
+) -> int:
+    """Create (or, with ``run_id``, resume) an evaluation run and score it; returns the run id.
+
+    With ``run_id`` the stored configuration is used and the other settings are ignored.
+    ``progress(stage, done, total)`` with stage ``documents`` / ``queries`` / ``sub-queries`` /
+    ``evaluation``; ``cancel`` (checked between batches) leaves the run ``cancelled`` and
+    resumable. ``lm`` is an already loaded model (else ``model_name`` is loaded). Bad input
+    raises :class:`EvaluationInputError` before anything is written.
+    """
+    if run_id is not None:
+        try:
+            info = db.get_eval_run(store, run_id)
+        except db.NotFoundError as exc:
+            raise EvaluationInputError(f"evaluation run {run_id} does not exist") from exc
+        cfg = info.config
+        corpus_id, query_set_id = info.corpus_id, info.query_set_id
+        model_name, layer = cfg["model"], int(cfg["layer"])
+        strategies, c, k_max = list(cfg["strategies"]), int(cfg["c"]), int(cfg["k_max"])
+        w, seed = float(cfg.get("w", 2.0)), int(info.seed or 0)
+        embedding_run_id = cfg.get("embedding_run_id") or embedding_run_id
+        _check_request(store, corpus_id, query_set_id, strategies, c, k_max, w)
+    else:
+        strategies = apply_variant(list(strategies), variant)
+        corpus, _ = _check_request(store, corpus_id, query_set_id, strategies, c, k_max, w)
+    queries = evaluable_queries(store, query_set_id)
+    if not queries:
+        raise EvaluationInputError("the query set has no query with text and ground truth to evaluate")
+    lm = _load_model(model_name, lm)
+    try:
+        layer_idx = lm.layer_index(layer)
+    except ValueError as exc:
+        raise EvaluationInputError(str(exc)) from exc
+
+    if run_id is None:
+        n_docs = db.get_corpus(store, corpus_id).n_documents
+        config = {
+            "model": model_name, "layer": layer_idx, "layer_requested": layer, "pooling": lm.head_pooling,
+            "strategies": list(strategies), "variant": variant, "c": min(c, n_docs), "c_requested": c,
+            "k_max": k_max, "w": w, "n_queries": len(queries), "corpus_version": corpus.version,
+            **(extra_config or {}),
+        }
+        info = db.create_eval_run(store, corpus_id=corpus_id, query_set_id=query_set_id,
+                                  embedding_run_id=embedding_run_id, config=config, seed=seed,
+                                  name=name or f"{model_name} L{layer_idx}: {', '.join(strategies)}")
+        run_id = info.id
+        c = config["c"]
+    else:
+        db.finish_eval_run(store, run_id, status="running")
+    prior = db.get_eval_run(store, run_id).timing
+    t_start = time.perf_counter()
+    timing: dict[str, Any] = {}
+
+    def stage(label: str) -> Callable[[int, int], None] | None:
+        return (lambda done, total: progress(label, done, total)) if progress else None
+
+    try:
+        prepared, qlm = _prepare_index(store, corpus_id, lm, layer_idx, seed, embedding_run_id, stage, cancel,
+                                       batch_size=16)
+        timing.update(prepared.timing)
+        row_of = {d: i for i, d in enumerate(prepared.doc_ids)}
+        todo = {s: db.completed_queries(store, run_id, s) for s in strategies}
+        pending_q = [q for q in queries if any(q.id not in done for done in todo.values())]
+        total = sum(1 for s in strategies for q in queries if q.id not in todo[s])
+        done_count = 0
+        if pending_q:
+            t0 = time.perf_counter()
+            qemb, _ = cached_embed(qlm, [q.text for q in pending_q], kind="query", layer=layer_idx,
+                                   batch_size=16, progress=stage("queries"), cancel=cancel)
+            need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") for s in strategies)
+            sub_texts: list[str] = []
+            sub_rows: dict[int, tuple[int, ...]] = {}
+            fallback: set[int] = set()
+            if need_fusion:
+                for q in pending_q:
+                    subs = [f for f in q.fusion if f.strip()]
+                    if not subs:
+                        subs = [q.text]
+                        fallback.add(q.id)
+                    sub_rows[q.id] = tuple(range(len(sub_texts), len(sub_texts) + len(subs)))
+                    sub_texts.extend(subs)
+                subemb, _ = cached_embed(qlm, sub_texts, kind="query", layer=layer_idx, batch_size=16,
+                                         progress=stage("sub-queries"), cancel=cancel)
+            timing["embed_queries"] = time.perf_counter() - t0
+            qrow = {q.id: i for i, q in enumerate(pending_q)}
+            eval_s: dict[str, float] = {}
+            skipped_gt = 0
+            for s in strategies:
+                rest = [q for q in pending_q if q.id not in todo[s]]
+                for start in range(0, len(rest), batch_size):
+                    if cancel is not None and cancel.is_set():
+                        raise EvaluationCancelled("cancelled")
+                    batch = rest[start:start + batch_size]
+                    cases: list[QueryCase] = []
+                    rows: list[int] = []
+                    sub_take: list[int] = []
+                    for q in batch:
+                        relevant = tuple(row_of[d] for d in q.ground_truth if d in row_of)
+                        if len(relevant) < len(q.ground_truth):
+                            skipped_gt += 1
+                        srows: tuple[int, ...] = ()
+                        if need_fusion:
+                            srows = tuple(range(len(sub_take), len(sub_take) + len(sub_rows[q.id])))
+                            sub_take.extend(sub_rows[q.id])
+                        cases.append(QueryCase(relevant, q.n_aspects, srows))
+                        rows.append(qrow[q.id])
+                    t0 = time.perf_counter()
+                    res = evaluate(prepared.index, qemb.take(rows), cases, prepared.labels, [s], k_max=k_max, c=c,
+                                   subqueries=subemb.take(sub_take) if need_fusion else None, cancel=cancel)
+                    eval_s[s] = eval_s.get(s, 0.0) + time.perf_counter() - t0
+                    sr = res.strategies[s]
+                    db.save_eval_results(store, run_id, [
+                        {"strategy": s, "query_id": q.id,
+                         "retrieved": [prepared.doc_ids[r] for r in sr.retrieved[i][:k_max]],
+                         "rsr": sr.rsr[i].tolist(), "csr": sr.csr[i].tolist(),
+                         "details": {"fusion_fallback": True} if q.id in fallback and
+                         NAMED_STRATEGIES[s].kind.startswith("fusion") else None}
+                        for i, q in enumerate(batch)
+                    ])
+                    done_count += len(batch)
+                    if progress is not None:
+                        progress("evaluation", done_count, total)
+            timing["evaluate"] = {k: float(prior.get("evaluate", {}).get(k, 0.0)) + v for k, v in eval_s.items()} \
+                if isinstance(prior.get("evaluate"), dict) else eval_s
+            if skipped_gt:
+                timing["warning"] = f"{skipped_gt} query result(s) had ground-truth documents missing from the index"
+        timing["total_s"] = float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start
+        db.finish_eval_run(store, run_id, status="done", timing=timing)
+        return run_id
+    except (EvaluationCancelled, ExtractionCancelled):
+        db.finish_eval_run(store, run_id, status="cancelled", timing=timing)
+        return run_id
+    except Exception as exc:
+        db.finish_eval_run(store, run_id, status="failed", timing=timing, error=f"{type(exc).__name__}: {exc}")
+        raise
+    except BaseException:  # interrupted (Streamlit rerun / stop, Ctrl-C): resumable, not failed
+        try:
+            db.finish_eval_run(store, run_id, status="cancelled", timing=timing)
+        finally:
+            raise
+
+
+def resume_evaluation(store: db.Store, run_id: int, *, lm: Any | None = None,
+                      progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> int:
+    """Continue a cancelled / failed / interrupted run from where its saved results stop."""
+    info = db.get_eval_run(store, run_id)
+    return run_evaluation(store, corpus_id=info.corpus_id, query_set_id=info.query_set_id,
+                          model_name=info.config.get("model", "minilm"), run_id=run_id, lm=lm,
+                          progress=progress, cancel=cancel)
+
+
+def layer_sweep(
+    store: db.Store,
+    *,
+    corpus_id: int,
+    query_set_id: int,
+    model_name: str = "minilm",
+    layers: Sequence[int],
+    strategies: Sequence[str] = ("standard", "mrag"),
+    c: int = 32,
+    k_max: int = 32,
+    variant: str = "importance",
+    w: float = 2.0,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    lm: Any | None = None,
+) -> list[int]:
+    """One run per layer of one model (same strategies and settings); the runs share a
+    ``config.sweep`` id. Stops after the run during which ``cancel`` was set."""
+    if not layers:
+        raise EvaluationInputError("choose at least one layer")
+    lm = _load_model(model_name, lm)
+    sweep = uuid.uuid4().hex[:12]
+    ids: list[int] = []
+    for i, layer in enumerate(layers):
+        def prog(stage: str, done: int, total: int, _i: int = i, _layer: int = layer) -> None:
+            if progress is not None:
+                progress(f"layer {_layer} ({_i + 1}/{len(layers)}): {stage}", done, total)
+
+        ids.append(run_evaluation(store, corpus_id=corpus_id, query_set_id=query_set_id, model_name=model_name,
+                                  layer=layer, strategies=strategies, c=c, k_max=k_max, variant=variant, w=w,
+                                  seed=seed, progress=prog, cancel=cancel, lm=lm,
+                                  extra_config={"sweep": sweep}))
+        if cancel is not None and cancel.is_set():
+            break
+    return ids
+
+
+# --------------------------------------------------------------------------- loading and views
+
+
+@dataclass
+class RunMetrics:
+    """A stored run as frames.
+
+    * ``per_query``: one row per (strategy, query, k): ``strategy, query_id, n_aspects, k, rsr, csr, weighted``;
+    * ``summary``: means over queries per (strategy, n_aspects, k) with ``n_queries``;
+    * ``queries``: ``query_id, text, n_aspects, ground_truth`` of the scored queries;
+    * ``retrieved``: ``{(strategy, query_id): [doc ids]}``.
+    """
+
+    run: db.EvalRunInfo
+    per_query: pd.DataFrame
+    summary: pd.DataFrame
+    queries: pd.DataFrame
+    retrieved: dict[tuple[str, int], list[int]]
+
+    @property
+    def strategies(self) -> list[str]:
+        order = list(self.run.config.get("strategies", []))
+        found = list(dict.fromkeys(self.per_query["strategy"])) if len(self.per_query) else []
+        return [s for s in order if s in found] + [s for s in found if s not in order]
+
+    @property
+    def k_max(self) -> int:
+        return int(self.run.config.get("k_max", 0)) or (int(self.per_query["k"].max()) if len(self.per_query) else 0)
+
+    @property
+    def w(self) -> float:
+        return float(self.run.config.get("w", 2.0))
+
+
+def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
+    """Frames of a stored run (see :class:`RunMetrics`). Raises NotFoundError."""
+    run = db.get_eval_run(store, run_id)
+    w = float(run.config.get("w", 2.0))
+    results = db.load_eval_results(store, run_id)
+    qrows = {q.id: q for q in db.list_queries(store, run.query_set_id)}
+    recs: dict[str, list[Any]] = {k: [] for k in ("strategy", "query_id", "n_aspects", "k", "rsr", "csr")}
+    retrieved: dict[tuple[str, int], list[int]] = {}
+    for r in results:
+        n = qrows[r.query_id].n_aspects if r.query_id in qrows else 0
+        kk = len(r.rsr)
+        recs["strategy"].extend([r.strategy] * kk)
+        recs["query_id"].extend([r.query_id] * kk)
+        recs["n_aspects"].extend([n] * kk)
+        recs["k"].extend(range(1, kk + 1))
+        recs["rsr"].extend(r.rsr)
+        recs["csr"].extend(r.csr)
+        retrieved[(r.strategy, r.query_id)] = r.retrieved
+    per_query = pd.DataFrame(recs)
+    per_query["weighted"] = (w * per_query["rsr"] + per_query["csr"]) / (w + 1.0)
+    if len(per_query):
+        summary = (per_query.groupby(["strategy", "n_aspects", "k"], sort=True)
+                   .agg(rsr=("rsr", "mean"), csr=("csr", "mean"), weighted=("weighted", "mean"),
+                        n_queries=("query_id", "nunique")).reset_index())
+    else:
+        summary = pd.DataFrame(columns=["strategy", "n_aspects", "k", "rsr", "csr", "weighted", "n_queries"])
+    scored = sorted({r.query_id for r in results})
+    queries = pd.DataFrame([{"query_id": q, "text": qrows[q].text if q in qrows else "",
+                             "n_aspects": qrows[q].n_aspects if q in qrows else 0,
+                             "ground_truth": qrows[q].ground_truth if q in qrows else []} for q in scored],
+                           columns=["query_id", "text", "n_aspects", "ground_truth"])
+    return RunMetrics(run, per_query, summary, queries, retrieved)
+
+
+def to_evaluation_result(metrics: RunMetrics) -> EvaluationResult:
+    """The stored run as an :class:`EvaluationResult` (queries by id; only queries every strategy has)."""
+    pq = metrics.per_query
+    strategies = metrics.strategies
+    k_max = metrics.k_max
+    common: set[int] | None = None
+    for s in strategies:
+        ids = set(pq.loc[pq["strategy"] == s, "query_id"])
+        common = ids if common is None else common & ids
+    qids = sorted(common or set())
+    n_of = dict(zip(metrics.queries["query_id"], metrics.queries["n_aspects"]))
+    result = EvaluationResult(k_max=k_max, cases=[QueryCase((), int(n_of.get(q, 0))) for q in qids])
+    for s in strategies:
+        sub = pq[pq["strategy"] == s]
+        rsr = sub.pivot(index="query_id", columns="k", values="rsr").reindex(qids).to_numpy()
+        csr = sub.pivot(index="query_id", columns="k", values="csr").reindex(qids).to_numpy()
+        result.strategies[s] = StrategyResult(s, rsr, csr, [metrics.retrieved[(s, q)] for q in qids])
+    return result
+
+
+def authors_json(metrics: RunMetrics) -> str:
+    """The run in the authors' layout: ``{strategy: {n_aspects: {success_ratio: [k][query], ...}}}``."""
+    return json.dumps(authors_layout(to_evaluation_result(metrics)))
+
+
+def run_csv(metrics: RunMetrics) -> str:
+    """Per-query, per-k rows as CSV: strategy, query_id, n_aspects, k, rsr, csr, weighted."""
+    buf = io.StringIO()
+    metrics.per_query.to_csv(buf, index=False)
+    return buf.getvalue()
+
+
+def _k_for(n: int, k: int | None, k_max: int) -> int:
+    return min(k if k is not None else n, k_max)
+
+
+def relative_improvement(metrics: RunMetrics, *, baseline: str = "standard", k: int | None = None) -> pd.DataFrame:
+    """Per (strategy, n_aspects): mean weighted ratio at ``k`` (default k = n_aspects) and its relative
+    improvement over ``baseline``: ``weighted / weighted_baseline - 1`` (NaN when the baseline is 0)."""
+    s = metrics.summary
+    rows = []
+    if baseline not in set(s["strategy"]):
+        return pd.DataFrame(columns=["strategy", "n_aspects", "k", "weighted", "baseline", "improvement"])
+    for n in sorted(set(s["n_aspects"])):
+        kk = _k_for(int(n), k, metrics.k_max)
+        at = s[(s["n_aspects"] == n) & (s["k"] == kk)].set_index("strategy")
+        base = float(at.loc[baseline, "weighted"])
+        for strat in metrics.strategies:
+            if strat == baseline or strat not in at.index:
+                continue
+            val = float(at.loc[strat, "weighted"])
+            rows.append({"strategy": strat, "n_aspects": int(n), "k": kk, "weighted": val, "baseline": base,
+                         "improvement": (val / base - 1.0) if base > 0 else float("nan")})
+    return pd.DataFrame(rows, columns=["strategy", "n_aspects", "k", "weighted", "baseline", "improvement"])
+
+
+def single_aspect_table(metrics: RunMetrics, ks: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:
+    """Single-aspect queries: per strategy, how many found their document within the top k (k in ``ks``)."""
+    pq = metrics.per_query[metrics.per_query["n_aspects"] == 1]
+    rows = []
+    for strat in metrics.strategies:
+        sub = pq[pq["strategy"] == strat]
+        row: dict[str, Any] = {"strategy": strat, "queries": int(sub["query_id"].nunique())}
+        for k in ks:
+            row[f"hits@{k}"] = int((sub.loc[sub["k"] == k, "rsr"] >= 1.0 - 1e-9).sum())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["strategy", "queries", *[f"hits@{k}" for k in ks]])
+
+
+def compare_runs(
+    store: db.Store,
+    items: Sequence[tuple[int, str]],
+    *,
+    metric: str = "weighted",
+    k: int | None = None,
+    metrics: dict[int, RunMetrics] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Compare (run, strategy) items on the same queries; the first item is the reference.
+
+    Returns ``(means, tests)``: ``means`` has one row per (item, n_aspects) with the mean ``metric``
+    at k (default k = n_aspects) and the number of paired queries; ``tests`` one row per
+    (item other than the reference, n_aspects, plus ``"all"``) with the paired t-test and Wilcoxon
+    p-values and win/tie/loss of the item against the reference, over queries both have.
+    """
+    if len(items) < 2:
+        raise EvaluationInputError("choose at least two runs (or strategies) to compare")
+    if metric not in ("rsr", "csr", "weighted"):
+        raise EvaluationInputError(f"unknown metric {metric!r}")
+    cache = dict(metrics or {})
+    series: list[tuple[str, pd.Series]] = []
+    for run_id, strat in items:
+        if run_id not in cache:
+            cache[run_id] = load_run_metrics(store, run_id)
+        m = cache[run_id]
+        pq = m.per_query[m.per_query["strategy"] == strat]
+        if pq.empty:
+            raise EvaluationInputError(f"run {run_id} has no results for strategy {strat!r}")
+        kmax = m.k_max
+        want = pq["n_aspects"].map(lambda n: _k_for(int(n), k, kmax))
+        at = pq[pq["k"] == want].set_index("query_id")
+        series.append((f"#{run_id} {strat}", at[metric]))
+    n_of: dict[int, int] = {}
+    for m in cache.values():
+        n_of.update(dict(zip(m.queries["query_id"], m.queries["n_aspects"])))
+    common = set(series[0][1].index)
+    for _, s in series[1:]:
+        common &= set(s.index)
+    qids = sorted(common)
+    groups: dict[Any, list[int]] = {}
+    for q in qids:
+        groups.setdefault(int(n_of.get(q, 0)), []).append(q)
+    means_rows = []
+    test_rows = []
+    ref_label, ref = series[0]
+    for n_key, ids in [*sorted(groups.items()), ("all", qids)]:
+        n = str(n_key)  # aspect count as text, "all" for every query (one column type)
+        for label, s in series:
+            means_rows.append({"item": label, "n_aspects": n, metric: float(s.loc[ids].mean()) if ids else float("nan"),
+                               "queries": len(ids)})
+        for label, s in series[1:]:
+            t = paired_test(s.loc[ids].to_numpy(), ref.loc[ids].to_numpy())
+            test_rows.append({"item": label, "reference": ref_label, "n_aspects": n, "queries": t.n,
+                              "mean_diff": t.mean_diff, "t_p": t.t_pvalue, "wilcoxon_p": t.wilcoxon_pvalue,
+                              "wins": t.wins, "ties": t.ties, "losses": t.losses, "note": t.note})
+    return pd.DataFrame(means_rows), pd.DataFrame(test_rows)
+
+
+def per_query_comparison(store: db.Store, items: Sequence[tuple[int, str]], *, k: int | None = None,
+                         metrics: dict[int, RunMetrics] | None = None) -> pd.DataFrame:
+    """Weighted ratio per query (rows) and item (columns) at k (default n_aspects), with query text."""
+    cache = dict(metrics or {})
+    frames = []
+    texts: dict[int, str] = {}
+    n_of: dict[int, int] = {}
+    for run_id, strat in items:
+        if run_id not in cache:
+            cache[run_id] = load_run_metrics(store, run_id)
+        m = cache[run_id]
+        texts.update(dict(zip(m.queries["query_id"], m.queries["text"])))
+        n_of.update(dict(zip(m.queries["query_id"], m.queries["n_aspects"])))
+        pq = m.per_query[m.per_query["strategy"] == strat]
+        want = pq["n_aspects"].map(lambda n, _km=m.k_max: _k_for(int(n), k, _km))
+        frames.append(pq[pq["k"] == want].set_index("query_id")["weighted"].rename(f"#{run_id} {strat}"))
+    out = pd.concat(frames, axis=1, join="inner").reset_index()
+    out.insert(1, "n_aspects", out["query_id"].map(n_of))
+    out.insert(2, "text", out["query_id"].map(texts))
+    return out
+
+
+def layer_sweep_frame(store: db.Store, run_ids: Sequence[int], *, k: int | None = None) -> pd.DataFrame:
+    """Per (layer, strategy): mean weighted ratio at k (default k = n_aspects) over all scored queries."""
+    rows = []
+    for rid in run_ids:
+        m = load_run_metrics(store, rid)
+        pq = m.per_query
+        if pq.empty:
+            continue
+        want = pq["n_aspects"].map(lambda n, _km=m.k_max: _k_for(int(n), k, _km))
+        at = pq[pq["k"] == want]
+        for strat, grp in at.groupby("strategy"):
+            rows.append({"run_id": rid, "layer": int(m.run.config.get("layer", -1)), "strategy": strat,
+                         "weighted": float(grp["weighted"].mean()), "rsr": float(grp["rsr"].mean()),
+                         "csr": float(grp["csr"].mean()), "queries": int(grp["query_id"].nunique())})
+    return pd.DataFrame(rows, columns=["run_id", "layer", "strategy", "weighted", "rsr", "csr", "queries"]) \
+        .sort_values(["strategy", "layer"]).reset_index(drop=True)
+
+
+def sweeps(store: db.Store, corpus_id: int | None = None) -> dict[str, list[db.EvalRunInfo]]:
+    """Stored layer sweeps: sweep id -> its runs (ascending layer)."""
+    out: dict[str, list[db.EvalRunInfo]] = {}
+    for r in db.list_eval_runs(store, corpus_id=corpus_id):
+        sid = r.config.get("sweep")
+        if sid:
+            out.setdefault(str(sid), []).append(r)
+    return {k: sorted(v, key=lambda r: int(r.config.get("layer", 0))) for k, v in out.items()}
+
+
+def weighted(rsr: float, csr: float, w: float = 2.0) -> float:
+    """Re-export of the weighted success ratio for views."""
+    return weighted_success_ratio(rsr, csr, w)

@@ -1,0 +1,346 @@
+"""Query sets joined with the store: generate (LLM or offline, resumable), write by hand, import,
+review, regenerate/edit, export. No Streamlit here.
+
+Generation follows the MRAG benchmark construction: :func:`mrag_core.querygen.plan_queries`
+picks, per aspect count, documents of distinct categories (labelled documents only, effective
+labels); each plan becomes one story (the multi-aspect query) via
+:func:`mrag_core.querygen.generate_queries` - an LLM when a client is given, else the
+deterministic offline composer (the set's ``source`` says which). Every outcome is stored in
+the order generated: ``ok`` and ``flagged`` (a story missing a title) as queries with text,
+``failed`` with no text and the error - never as a usable query. Ground truth = the plan's
+documents (kept on failed rows too, so they can be regenerated).
+
+Resume: plans are a pure function of (documents, counts, per-count, seed), saved in the set's
+``params``; a plan is done when a stored query has exactly its documents (no document is used
+twice in a set, so this identifies the plan). Each batch is saved in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+import db
+from mrag_core.benchmark import (
+    Article,
+    BenchmarkFormatError,
+    decode_benchmark_bytes,
+    load_queries,
+    parse_queries,
+    resolve_ground_truth,
+)
+from mrag_core.querygen import (
+    OFFLINE_GENERATOR,
+    DocRef,
+    GeneratedQuery,
+    QueryPlan,
+    SamplingError,
+    generate_queries,
+    missing_titles,
+    plan_queries,
+    regenerate_one,
+)
+
+ProgressFn = Callable[[int, int], None]
+DEFAULT_BATCH = 8
+
+__all__ = [
+    "GenerationReport",
+    "ImportReport",
+    "QuerySetError",
+    "add_manual_query",
+    "edit_query",
+    "export_benchmark_json",
+    "generate_query_set",
+    "import_benchmark_queries",
+    "max_aspects",
+    "regenerate_query",
+    "review_frame",
+]
+
+
+class QuerySetError(ValueError):
+    """A query-set request cannot be done (message is shown as is)."""
+
+
+@dataclass(frozen=True)
+class GenerationReport:
+    """Outcome of one :func:`generate_query_set` call (counts are for this call only)."""
+
+    query_set_id: int
+    planned: int
+    done_before: int
+    ok: int
+    flagged: int
+    failed: int
+    cancelled: bool
+    offline: bool
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> int:
+        return self.planned - self.done_before - self.ok - self.flagged - self.failed
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """Outcome of :func:`import_benchmark_queries`: ``unresolved`` = (1-based query number, topic)."""
+
+    query_set_id: int
+    n_queries: int
+    n_flagged: int
+    unresolved: list[tuple[int, str]]
+
+
+def _labelled_docs(store: db.Store, corpus_id: int) -> list[db.DocumentRow]:
+    return [d for d in db.list_documents(store, corpus_id, limit=None).items if d.label]
+
+
+def max_aspects(store: db.Store, corpus_id: int) -> int:
+    """The largest possible aspect count: the number of distinct labels among labelled documents."""
+    return len({d.label for d in _labelled_docs(store, corpus_id)})
+
+
+def _plans(docs: Sequence[db.DocumentRow], counts: Sequence[int], per_count: int, seed: int) -> list[QueryPlan]:
+    try:
+        return plan_queries([DocRef(str(d.id), d.title, str(d.label)) for d in docs], list(counts), per_count, seed)
+    except SamplingError as exc:
+        raise QuerySetError(str(exc)) from exc
+
+
+def _row(g: GeneratedQuery) -> dict[str, Any]:
+    error = g.error or ""
+    if g.missing_titles:
+        error = (error + "; " if error else "") + "missing titles: " + ", ".join(g.missing_titles)
+    return {
+        "text": g.text or "", "ground_truth": [int(d) for d in g.plan.doc_ids], "n_aspects": g.plan.n_aspects,
+        "status": g.status, "fusion": list(g.fusion), "generator": g.generator, "error": error,
+    }
+
+
+def generate_query_set(
+    store: db.Store,
+    *,
+    corpus_id: int,
+    name: str = "",
+    aspect_counts: Sequence[int] = (1, 2, 3),
+    per_count: int = 5,
+    seed: int = 0,
+    client: Any | None = None,
+    want_fusion: bool = True,
+    n_fusion: int = 3,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    query_set_id: int | None = None,
+    batch_size: int = DEFAULT_BATCH,
+) -> GenerationReport:
+    """Create a generated query set (or, with ``query_set_id``, resume one with its stored settings).
+
+    ``client`` is an :class:`~mrag_core.llm.client.LLMClient` or None for the offline composer.
+    ``progress(done, total)`` counts plans over the whole set. Raises :class:`QuerySetError` for
+    an impossible request (nothing is created then).
+    """
+    if query_set_id is not None:
+        qs = db.get_query_set(store, query_set_id)
+        p = qs.params
+        corpus_id = qs.corpus_id
+        aspect_counts, per_count, seed = list(p["aspect_counts"]), int(p["per_count"]), int(p["seed"])
+        want_fusion, n_fusion = bool(p.get("want_fusion", False)), int(p.get("n_fusion", 3))
+    docs = _labelled_docs(store, corpus_id)
+    if not docs:
+        raise QuerySetError("The corpus has no labelled document: label documents first (every aspect needs a category).")
+    plans = _plans(docs, aspect_counts, per_count, seed)
+    warnings = list(getattr(plans, "warnings", []))
+    if not plans:
+        raise QuerySetError("No query can be planned: " + (" ".join(warnings) or "check the aspect counts."))
+    offline = client is None
+    if query_set_id is None:
+        cleaned = (name or "").strip()
+        if not cleaned:
+            raise QuerySetError("Give the query set a name.")
+        generator = OFFLINE_GENERATOR if offline else f"llm:{client.config.model}"
+        try:
+            qs = db.create_query_set(
+                store, corpus_id, cleaned, source="generated-offline" if offline else "generated-llm",
+                description=("Offline composer (no LLM): extracts of the documents' salient sentences."
+                             if offline else f"Stories written by {generator}."),
+                params={"aspect_counts": list(aspect_counts), "per_count": per_count, "seed": seed,
+                        "want_fusion": want_fusion, "n_fusion": n_fusion, "generator": generator,
+                        "planned": len(plans),
+                        "corpus_version": db.get_corpus(store, corpus_id).version},
+            )
+        except (db.DuplicateError, db.InvalidInputError) as exc:
+            raise QuerySetError(str(exc)) from exc
+        query_set_id = qs.id
+    done_keys = {tuple(q.ground_truth) for q in db.list_queries(store, query_set_id)}
+    done = {i for i, plan in enumerate(plans) if tuple(int(d) for d in plan.doc_ids) in done_keys}
+    if len(done) < len(done_keys):
+        warnings.append("Some stored queries match no plan (the corpus changed since generation started).")
+    docs_by_id = {str(d.id): d for d in docs}
+    todo = [i for i in range(len(plans)) if i not in done]
+    counts = {"ok": 0, "flagged": 0, "failed": 0}
+    cancelled = False
+    total = len(plans)
+    finished = len(done)
+    if progress is not None:
+        progress(finished, total)
+    for start in range(0, len(todo), batch_size):
+        if cancel is not None and cancel.is_set():
+            cancelled = True
+            break
+        batch = set(todo[start:start + batch_size])
+        skip = [i for i in range(len(plans)) if i not in batch]
+        base = finished
+
+        def batch_progress(d: int, _t: int, _base: int = base) -> None:
+            if progress is not None:
+                progress(_base + d, total)
+
+        results = generate_queries(plans, docs_by_id, client=client, want_fusion=want_fusion, n_fusion=n_fusion,
+                                   skip=skip, cancel=cancel, progress=batch_progress)
+        if results:
+            db.add_queries(store, query_set_id, [_row(g) for g in sorted(results, key=lambda g: g.index)])
+        for g in results:
+            counts[g.status] += 1
+        finished += len(results)
+        if len(results) < len(batch):
+            cancelled = True
+            break
+    return GenerationReport(query_set_id, len(plans), len(done), counts["ok"], counts["flagged"], counts["failed"],
+                            cancelled, offline, warnings)
+
+
+def _docs(store: db.Store, ids: Sequence[int]) -> list[db.DocumentRow]:
+    return db.get_documents(store, ids)
+
+
+def regenerate_query(store: db.Store, query_id: int, *, client: Any | None = None, want_fusion: bool = True,
+                     n_fusion: int = 3) -> db.QueryRow:
+    """Write the story of a (flagged / failed) query again from its ground-truth documents.
+
+    A successful answer replaces text, fusion, status and error; a failed one keeps the old
+    text (a failed row stays failed) and records the error."""
+    q = db.get_query(store, query_id)
+    if not q.ground_truth:
+        raise QuerySetError("This query has no ground-truth documents to write a story about.")
+    docs = _docs(store, q.ground_truth)
+    plan = QueryPlan(len(docs), tuple(str(d.id) for d in docs))
+    g = regenerate_one(plan, {str(d.id): d for d in docs}, client=client, want_fusion=want_fusion, n_fusion=n_fusion)
+    row = _row(g)
+    if g.status == "failed":
+        return db.update_query(store, query_id, error=row["error"])
+    return db.update_query(store, query_id, text=row["text"], status=row["status"], fusion=row["fusion"],
+                           error=row["error"])
+
+
+def _status_for(text: str, docs: Sequence[db.DocumentRow]) -> tuple[str, str]:
+    missing = missing_titles(text, [d.title for d in docs])
+    return ("flagged", "missing titles: " + ", ".join(missing)) if missing else ("ok", "")
+
+
+def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Sequence[int],
+               fusion: Sequence[str] | None = None) -> db.QueryRow:
+    """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned,
+    else ``flagged`` with the missing titles."""
+    if not text.strip():
+        raise QuerySetError("The query text must not be empty.")
+    if not ground_truth:
+        raise QuerySetError("Pick at least one ground-truth document.")
+    status, error = _status_for(text, _docs(store, ground_truth))
+    try:
+        return db.update_query(store, query_id, text=text.strip(), ground_truth=list(ground_truth),
+                               n_aspects=len(ground_truth), status=status, error=error,
+                               fusion=list(fusion) if fusion is not None else None)
+    except db.InvalidInputError as exc:
+        raise QuerySetError(str(exc)) from exc
+
+
+def add_manual_query(store: db.Store, query_set_id: int, *, text: str, ground_truth: Sequence[int],
+                     fusion: Sequence[str] = ()) -> db.QueryRow:
+    """A hand-written query with ground truth picked from the corpus (status as in :func:`edit_query`)."""
+    if not text.strip():
+        raise QuerySetError("The query text must not be empty.")
+    if not ground_truth:
+        raise QuerySetError("Pick at least one ground-truth document.")
+    status, error = _status_for(text, _docs(store, ground_truth))
+    try:
+        (qid,) = db.add_queries(store, query_set_id, [{
+            "text": text.strip(), "ground_truth": list(ground_truth), "n_aspects": len(ground_truth),
+            "status": status, "error": error, "fusion": [f.strip() for f in fusion if f.strip()],
+            "generator": "hand-written"}])
+    except db.InvalidInputError as exc:
+        raise QuerySetError(str(exc)) from exc
+    return db.get_query(store, qid)
+
+
+def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path | bytes, *, name: str,
+                             file_name: str = "queries.json") -> ImportReport:
+    """Import an MRAG benchmark query file (``[{topics, text, fusion}]``, JSON/JSONL, optionally bz2)
+    into a new set of ``corpus_id``; topics resolve to documents by title (as the benchmark does).
+
+    Queries with an unresolved topic are imported ``flagged`` with the topic named in ``error``;
+    the report lists every unresolved (query number, topic). Raises :class:`QuerySetError` for an
+    unreadable file or a taken name; nothing is written then."""
+    try:
+        if isinstance(source, (bytes, bytearray)):
+            queries = parse_queries(decode_benchmark_bytes(bytes(source), file_name), file_name)
+        else:
+            queries = load_queries(source)
+    except BenchmarkFormatError as exc:
+        raise QuerySetError(str(exc)) from exc
+    docs = db.list_documents(store, corpus_id, limit=None).items
+    res = resolve_ground_truth(queries, [Article(d.title, d.text, d.label or "") for d in docs])
+    by_query: dict[int, list[str]] = {}
+    for qi, topic in res.unresolved:
+        by_query.setdefault(qi, []).append(topic)
+    rows = []
+    for qi, (q, idx) in enumerate(zip(queries, res.doc_indices)):
+        gt = list(dict.fromkeys(docs[i].id for i in idx))
+        missing = by_query.get(qi, [])
+        rows.append({"text": q.text, "ground_truth": gt, "n_aspects": q.n_aspects, "fusion": list(q.fusion),
+                     "status": "flagged" if missing or not gt else "ok", "generator": "imported",
+                     "error": ("unresolved topics: " + ", ".join(missing)) if missing else ""})
+    try:
+        qs = db.create_query_set(store, corpus_id, name, source="imported",
+                                 description=f"Imported from {Path(str(file_name)).name if isinstance(source, bytes) else Path(source).name}",
+                                 params={"file": file_name if isinstance(source, bytes) else str(source)})
+    except (db.DuplicateError, db.InvalidInputError) as exc:
+        raise QuerySetError(str(exc)) from exc
+    try:
+        db.add_queries(store, qs.id, rows)
+    except Exception:
+        db.delete_query_set(store, qs.id)
+        raise
+    return ImportReport(qs.id, len(rows), sum(r["status"] == "flagged" for r in rows),
+                        [(qi + 1, t) for qi, t in res.unresolved])
+
+
+def review_frame(store: db.Store, query_set_id: int) -> pd.DataFrame:
+    """One row per query: id, status, aspects, text, ground-truth titles and categories, generator, error."""
+    queries = db.list_queries(store, query_set_id)
+    ids = sorted({d for q in queries for d in q.ground_truth})
+    docs = {d.id: d for d in db.get_documents(store, ids)}
+    rows = []
+    for q in queries:
+        gt = [docs[d] for d in q.ground_truth if d in docs]
+        rows.append({"id": q.id, "status": q.status, "aspects": q.n_aspects, "text": q.text,
+                     "ground truth": " | ".join(d.title for d in gt),
+                     "categories": " | ".join(d.label or "(unlabeled)" for d in gt),
+                     "fusion": len(q.fusion), "generator": q.generator, "error": q.error})
+    return pd.DataFrame(rows, columns=["id", "status", "aspects", "text", "ground truth", "categories", "fusion",
+                                       "generator", "error"])
+
+
+def export_benchmark_json(store: db.Store, query_set_id: int) -> str:
+    """The set as an MRAG benchmark query file: ``[{"topics": [titles], "text", "fusion"}]``
+    (queries with text only; failed rows are left out)."""
+    queries = [q for q in db.list_queries(store, query_set_id) if q.status != "failed" and q.text.strip()]
+    ids = sorted({d for q in queries for d in q.ground_truth})
+    titles = {d.id: d.title for d in db.get_documents(store, ids)}
+    return json.dumps([{"topics": [titles[d] for d in q.ground_truth if d in titles], "text": q.text,
+                        "fusion": list(q.fusion)} for q in queries], ensure_ascii=False, indent=1)

@@ -1,0 +1,235 @@
+"""Query Builder: generate, write, import, review and export multi-aspect query sets.
+
+Thin page: the work is in :mod:`mrag_core.workflows.querysets`; query sets live in the database.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import db
+from mrag_core.workflows import querysets as qw
+from ui.render import escape
+from ui.state import corpus_picker, ensure_demo, get_store, llm_config
+
+st.set_page_config(page_title="Query Builder - MRAG Studio", page_icon="🧩", layout="wide")
+st.title("Query Builder")
+st.caption("A multi-aspect query asks about several documents of different categories at once; its ground truth "
+           "is those documents. Build sets here, then score them on the Evaluation Runs page.")
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+corpus = corpus_picker()
+if corpus is None:
+    st.stop()
+
+
+def _text_block(text: str) -> None:
+    st.markdown(f"<div style='white-space: pre-wrap'>{escape(text)}</div>", unsafe_allow_html=True)
+
+
+def _client():
+    cfg = llm_config()
+    if cfg is None:
+        return None
+    from mrag_core.llm.client import LLMClient
+
+    return LLMClient(cfg)
+
+
+def _progress():
+    bar = st.progress(0.0, text="Starting...")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(min(1.0, done / total) if total else 1.0, text=f"{done}/{total} queries")
+
+    return bar, progress
+
+
+def _report(rep: qw.GenerationReport) -> None:
+    for w in rep.warnings:
+        st.warning(w)
+    msg = f"{rep.ok} ok, {rep.flagged} flagged, {rep.failed} failed"
+    if rep.cancelled:
+        st.warning(f"Stopped: {msg}; {rep.remaining} still to generate - resume below.")
+    else:
+        st.success(f"Query set ready: {msg}.")
+
+
+query_sets = db.list_query_sets(store, corpus.id)
+tab_gen, tab_hand, tab_import, tab_review = st.tabs(["Generate", "Write by hand", "Import", "Review & export"])
+
+# --------------------------------------------------------------------------- generate
+with tab_gen:
+    max_n = qw.max_aspects(store, corpus.id)
+    cfg = llm_config()
+    if cfg is None:
+        st.info("No LLM endpoint configured: queries are written by the **offline composer** (deterministic "
+                "extracts of each document's most distinctive sentences, not LLM stories). The set is marked "
+                "'generated-offline'.")
+    else:
+        st.success(f"Stories are written by the LLM: {cfg.describe()}")
+    if max_n == 0:
+        st.info("No labelled document in this corpus: every aspect needs a category.")
+    else:
+        name = st.text_input("Name of the new query set", key="qb_gen_name")
+        counts = st.multiselect(f"Aspect counts (at most {max_n}: one category per aspect)",
+                                list(range(1, max_n + 1)), default=[n for n in (1, 2, 3) if n <= max_n],
+                                key="qb_gen_counts")
+        c1, c2, c3, c4 = st.columns(4)
+        per_count = c1.number_input("Queries per aspect count", min_value=1, value=5, step=1, key="qb_gen_per")
+        seed = c2.number_input("Seed", min_value=0, value=0, step=1, key="qb_gen_seed")
+        want_fusion = c3.checkbox("Fusion sub-queries", value=True, key="qb_gen_fusion")
+        n_fusion = c4.number_input("Sub-queries per query", min_value=1, value=3, step=1, key="qb_gen_nf")
+        if st.button("Generate", type="primary", key="qb_gen_start"):
+            st.button("Stop", key="qb_gen_stop", help="stops after the current batch; resume later")
+            bar, progress = _progress()
+            try:
+                rep = qw.generate_query_set(store, corpus_id=corpus.id, name=name, aspect_counts=counts,
+                                            per_count=int(per_count), seed=int(seed), client=_client(),
+                                            want_fusion=want_fusion, n_fusion=int(n_fusion), progress=progress)
+            except qw.QuerySetError as exc:
+                bar.empty()
+                st.error(str(exc))
+            else:
+                _report(rep)
+                st.session_state["qb_rev_set"] = rep.query_set_id
+    unfinished = [q for q in query_sets if q.source.startswith("generated")
+                  and q.n_queries < int(q.params.get("planned", 0))]
+    for q in unfinished:
+        cols = st.columns([4, 1])
+        cols[0].write(f"'{q.name}': {q.n_queries} of {q.params['planned']} generated")
+        if cols[1].button("Resume", key=f"qb_resume_{q.id}"):
+            bar, progress = _progress()
+            try:
+                _report(qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=_client(),
+                                              progress=progress))
+            except qw.QuerySetError as exc:
+                st.error(str(exc))
+
+# --------------------------------------------------------------------------- by hand
+with tab_hand:
+    picks: dict[int, str] = st.session_state.setdefault("qb_hand_picks", {})
+    target_opts = ["(new set)"] + [q.name for q in query_sets]
+    target = st.selectbox("Add to query set", target_opts, key="qb_hand_set")
+    new_name = st.text_input("New set name", key="qb_hand_new") if target == "(new set)" else ""
+    text = st.text_area("Query text", key="qb_hand_text", height=120)
+    search = st.text_input("Search the corpus for ground-truth documents", key="qb_hand_search")
+    if search.strip():
+        page = db.list_documents(store, corpus.id, search=search.strip(), limit=20)
+        st.caption(f"{page.total} match(es); showing {len(page.items)}")
+        for d in page.items:
+            cols = st.columns([5, 1])
+            cols[0].markdown(f"**{escape(d.title)}** · {escape(d.label or '(unlabeled)')}")
+            if cols[1].button("Add", key=f"qb_pick_{d.id}", disabled=d.id in picks):
+                picks[d.id] = d.title
+                st.rerun()
+    if picks:
+        st.markdown("Ground truth: " + ", ".join(escape(t) for t in picks.values()))
+        if st.button("Clear ground truth", key="qb_hand_clear"):
+            picks.clear()
+            st.rerun()
+    if st.button("Add query", type="primary", key="qb_hand_add"):
+        try:
+            if target == "(new set)":
+                qs_id = db.create_query_set(store, corpus.id, new_name, source="manual").id
+            else:
+                qs_id = next(q.id for q in query_sets if q.name == target)
+            row = qw.add_manual_query(store, qs_id, text=text, ground_truth=list(picks))
+        except (qw.QuerySetError, db.DuplicateError, db.InvalidInputError) as exc:
+            st.error(str(exc))
+        else:
+            picks.clear()
+            st.success(f"Query #{row.id} added ({row.status}{': ' + row.error if row.error else ''}).")
+
+# --------------------------------------------------------------------------- import
+with tab_import:
+    st.caption("MRAG benchmark query files: a JSON / JSONL (optionally .bz2) list of "
+               "{\"topics\": [document titles], \"text\", \"fusion\"}. Topics are matched to this corpus' titles.")
+    upload = st.file_uploader("Query file", type=["json", "jsonl", "bz2"], key="qb_imp_file")
+    imp_name = st.text_input("Name of the new query set", key="qb_imp_name")
+    if st.button("Import", key="qb_imp_go", disabled=upload is None):
+        try:
+            rep = qw.import_benchmark_queries(store, corpus.id, upload.getvalue(), name=imp_name,
+                                              file_name=upload.name)
+        except qw.QuerySetError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"Imported {rep.n_queries} queries ({rep.n_flagged} flagged).")
+            if rep.unresolved:
+                st.warning(f"{len(rep.unresolved)} topic(s) match no document of this corpus:")
+                st.dataframe([{"query": q, "topic": t} for q, t in rep.unresolved], hide_index=True)
+            st.session_state["qb_rev_set"] = rep.query_set_id
+
+# --------------------------------------------------------------------------- review
+with tab_review:
+    query_sets = db.list_query_sets(store, corpus.id)
+    if not query_sets:
+        st.info("No query set in this corpus yet.")
+    else:
+        by_id = {q.id: q for q in query_sets}
+        if st.session_state.get("qb_rev_set") not in by_id:
+            st.session_state.pop("qb_rev_set", None)
+        qs = by_id[st.selectbox("Query set", list(by_id), key="qb_rev_set",
+                                format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_queries} queries, "
+                                                      f"{by_id[i].source})")]
+        if qs.source == "generated-offline":
+            st.caption("Written by the offline composer (no LLM).")
+        frame = qw.review_frame(store, qs.id)
+        counts = frame["status"].value_counts().to_dict() if len(frame) else {}
+        st.write(f"{counts.get('ok', 0)} ok · {counts.get('flagged', 0)} flagged · {counts.get('failed', 0)} failed")
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.download_button("Export as MRAG benchmark JSON", data=lambda: qw.export_benchmark_json(store, qs.id),
+                           file_name=f"{qs.name}.json", mime="application/json", key="qb_export")
+
+        problems = [q for q in db.list_queries(store, qs.id) if q.status != "ok"]
+        if problems:
+            st.subheader("Flagged and failed queries")
+            for q in problems[:25]:
+                with st.expander(f"#{q.id} · {q.status} · {q.error[:80]}"):
+                    _text_block(q.text or "(no text)")
+                    if st.button("Regenerate", key=f"qb_regen_{q.id}"):
+                        try:
+                            new = qw.regenerate_query(store, q.id, client=_client(), want_fusion=bool(q.fusion))
+                        except qw.QuerySetError as exc:
+                            st.error(str(exc))
+                        else:
+                            st.info(f"Now {new.status}{': ' + new.error if new.error else ''}.")
+
+        st.subheader("Edit a query")
+        rows = db.list_queries(store, qs.id)
+        if rows:
+            q = st.selectbox("Query", rows, key="qb_edit_q",
+                             format_func=lambda r: f"#{r.id} [{r.status}] {r.text[:80] or '(no text)'}")
+            docs = db.get_documents(store, q.ground_truth)
+            new_text = st.text_area("Text", value=q.text, key=f"qb_edit_text_{q.id}")
+            keep = st.multiselect("Ground truth", [d.id for d in docs], default=[d.id for d in docs],
+                                  format_func=lambda i: next(d.title for d in docs if d.id == i),
+                                  key=f"qb_edit_gt_{q.id}")
+            extra = st.text_input("Add a document (search)", key=f"qb_edit_search_{q.id}")
+            add_ids: list[int] = []
+            if extra.strip():
+                found = db.list_documents(store, corpus.id, search=extra.strip(), limit=20).items
+                add_ids = st.multiselect("Documents to add", [d.id for d in found], key=f"qb_edit_add_{q.id}",
+                                         format_func=lambda i: next(f"{d.title} · {d.label or '(unlabeled)'}"
+                                                                    for d in found if d.id == i))
+            c1, c2 = st.columns(2)
+            if c1.button("Save", key=f"qb_edit_save_{q.id}"):
+                try:
+                    saved = qw.edit_query(store, q.id, text=new_text, ground_truth=list(dict.fromkeys(keep + add_ids)))
+                except qw.QuerySetError as exc:
+                    st.error(str(exc))
+                else:
+                    st.success(f"Saved: {saved.status}{' - ' + saved.error if saved.error else ''}.")
+            if c2.button("Delete query", key=f"qb_edit_del_{q.id}"):
+                db.delete_query(store, q.id)
+                st.rerun()
+        with st.expander("Delete this query set"):
+            if st.button(f"Delete '{qs.name}' and its evaluation runs", key="qb_del_set"):
+                db.delete_query_set(store, qs.id)
+                st.session_state.pop("qb_rev_set", None)
+                st.rerun()

@@ -1,0 +1,280 @@
+"""Evaluation Runs: score strategies on a query set, keep every run, view, compare and export them.
+
+Thin page: the work is in :mod:`mrag_core.workflows.evaluation_runs`; runs live in the database.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+import db
+from mrag_core.evaluation import NAMED_STRATEGIES
+from mrag_core.workflows import evaluation_runs as er
+from ui.render import escape
+from ui.state import corpus_picker, ensure_demo, get_model, get_store
+
+st.set_page_config(page_title="Evaluation Runs - MRAG Studio", page_icon="📊", layout="wide")
+st.title("Evaluation Runs")
+st.caption("Score Standard / MRAG / Split / Fusion retrieval on a query set for k = 1..k_max. Every run is stored "
+           "with its configuration, seed and timings; RSR = exact documents found, CSR = categories found, "
+           "weighted = (w·RSR + CSR) / (w + 1).")
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+corpus = corpus_picker()
+if corpus is None:
+    st.stop()
+query_sets = db.list_query_sets(store, corpus.id)
+qs_names = {q.id: q.name for q in query_sets}
+
+
+def _html_download(fig, name: str, key: str) -> None:
+    st.download_button("Download chart (HTML)", data=lambda: fig.to_html(include_plotlyjs=True),
+                       file_name=f"{name}.html", mime="text/html", key=key)
+
+
+def _progress_runner():
+    bar = st.progress(0.0, text="Starting...")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar.progress(min(1.0, done / total) if total else 1.0, text=f"{stage}: {done}/{total}")
+
+    return bar, progress
+
+
+def _run_label(r: db.EvalRunInfo) -> str:
+    cfg = r.config
+    return (f"#{r.id} {r.name or ''} · {qs_names.get(r.query_set_id, r.query_set_id)} · "
+            f"{cfg.get('model', '?')} L{cfg.get('layer', '?')} · {r.status}")
+
+
+tab_run, tab_view, tab_compare, tab_sweep = st.tabs(["New run", "Runs", "Compare runs", "Layer sweep"])
+
+# --------------------------------------------------------------------------- new run
+with tab_run:
+    if not query_sets:
+        st.info("This corpus has no query set yet: build one on the Query Builder page.")
+    else:
+        c1, c2 = st.columns(2)
+        qs = c1.selectbox("Query set", query_sets, format_func=lambda q: f"{q.name} ({q.n_queries} queries)",
+                          key="ev_qs")
+        model_name = c2.text_input("Model", value="minilm", key="ev_model",
+                                   help="registry name (minilm, smollm2) or a local Hugging Face folder")
+        strategies = st.multiselect("Strategies", list(NAMED_STRATEGIES), default=["standard", "mrag"], key="ev_strats",
+                                    help="mrag-decay / mrag-distance / split-weighted are voting variants")
+        c3, c4, c5, c6, c7, c8 = st.columns(6)
+        layers_text = c3.text_input("Layer(s)", value="-1", key="ev_layers",
+                                    help="one layer, or several separated by commas for a layer sweep (-1 = last)")
+        variant = c4.selectbox("MRAG variant", er.VARIANTS, key="ev_variant",
+                               help="applied to plain 'mrag' (importance = s_i · 2^-rank)")
+        c_depth = c5.number_input("c (per-space depth)", min_value=1, value=32, step=1, key="ev_c")
+        k_max = c6.number_input("k_max", min_value=1, max_value=max(1, corpus.n_documents), step=1,
+                                value=min(32, max(1, corpus.n_documents)), key="ev_kmax")
+        w = c7.number_input("w (exact-hit weight)", min_value=0.0, value=2.0, step=0.5, key="ev_w")
+        seed = c8.number_input("Seed", min_value=0, value=0, step=1, key="ev_seed")
+        if st.button("Run evaluation", type="primary", key="ev_start"):
+            try:
+                layers = [int(x) for x in layers_text.replace(" ", "").split(",") if x]
+            except ValueError:
+                layers = []
+            if not layers:
+                st.error("Layer(s) must be whole numbers separated by commas, e.g. -1 or 2,4,5.")
+            else:
+                try:
+                    er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=strategies,
+                                        c=int(c_depth), k_max=int(k_max), variant=variant, w=float(w))
+                    lm = get_model(model_name.strip() or "minilm")
+                    for layer in layers:
+                        lm.layer_index(layer)
+                except er.EvaluationInputError as exc:
+                    st.error(str(exc))
+                except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
+                    st.error(f"Cannot start: {exc}")
+                else:
+                    st.button("Stop", key="ev_stop",
+                              help="stops after the current batch; saved results are kept and the run can be resumed")
+                    bar, progress = _progress_runner()
+                    kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
+                                  strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
+                                  w=float(w), seed=int(seed), progress=progress, lm=lm)
+                    try:
+                        if len(layers) > 1:
+                            ids = er.layer_sweep(store, layers=layers, **kwargs)
+                        else:
+                            ids = [er.run_evaluation(store, layer=layers[0], **kwargs)]
+                    except er.EvaluationInputError as exc:
+                        st.error(str(exc))
+                    else:
+                        bar.empty()
+                        for rid in ids:
+                            info = db.get_eval_run(store, rid)
+                            st.success(f"Run #{rid} {info.status}: {info.n_results} results stored.")
+                        st.session_state["ev_view_run"] = ids[-1]
+
+    unfinished = [r for r in db.list_eval_runs(store, corpus_id=corpus.id) if r.status != "done"]
+    if unfinished:
+        st.subheader("Unfinished runs")
+        for r in unfinished:
+            cols = st.columns([5, 1])
+            cols[0].write(f"{_run_label(r)} - {r.n_results} results saved")
+            if cols[1].button("Resume", key=f"ev_resume_{r.id}"):
+                bar, progress = _progress_runner()
+                try:
+                    er.resume_evaluation(store, r.id, lm=get_model(r.config.get("model", "minilm")),
+                                         progress=progress)
+                except er.EvaluationInputError as exc:
+                    st.error(str(exc))
+                else:
+                    st.rerun()
+
+# --------------------------------------------------------------------------- runs and views
+runs = db.list_eval_runs(store, corpus_id=corpus.id)
+with tab_view:
+    if not runs:
+        st.info("No evaluation run for this corpus yet.")
+    else:
+        table = pd.DataFrame([{
+            "id": r.id, "name": r.name, "query set": qs_names.get(r.query_set_id, r.query_set_id),
+            "model": r.config.get("model"), "layer": r.config.get("layer"),
+            "strategies": ", ".join(r.config.get("strategies", [])), "c": r.config.get("c"),
+            "k_max": r.config.get("k_max"), "w": r.config.get("w"), "seed": r.seed, "status": r.status,
+            "results": r.n_results, "seconds": round(float(r.timing.get("total_s", 0.0)), 1),
+            "created": r.created_at,
+        } for r in runs])
+        st.dataframe(table, hide_index=True, width="stretch")
+        run_by_id = {r.id: r for r in runs}
+        if st.session_state.get("ev_view_run") not in run_by_id:
+            st.session_state.pop("ev_view_run", None)
+        chosen = run_by_id[st.selectbox("Run", list(run_by_id), format_func=lambda i: _run_label(run_by_id[i]),
+                                        key="ev_view_run")]
+        m = er.load_run_metrics(store, chosen.id)
+        if m.per_query.empty:
+            st.info("This run has no stored results yet.")
+        else:
+            aspects = sorted(int(n) for n in m.summary["n_aspects"].unique())
+            st.subheader("Success ratio vs k")
+            n_sel = st.selectbox("Aspect count", aspects, key="ev_view_n")
+            curve = m.summary[m.summary["n_aspects"] == n_sel]
+            long = curve.melt(id_vars=["strategy", "k"], value_vars=["rsr", "csr"], var_name="metric",
+                              value_name="ratio")
+            long["metric"] = long["metric"].map({"rsr": "exact (RSR)", "csr": "category (CSR)"})
+            fig = px.line(long, x="k", y="ratio", color="strategy", facet_col="metric", markers=True,
+                          range_y=[0, 1.05], title=f"{n_sel}-aspect queries (n = {int(curve['n_queries'].max())})")
+            st.plotly_chart(fig, key="ev_curve")
+            _html_download(fig, f"run{chosen.id}_success_n{n_sel}", "ev_curve_dl")
+
+            st.subheader("Per-query distribution")
+            k_hist = st.slider("k", 1, m.k_max, min(n_sel, m.k_max), key="ev_hist_k")
+            at = m.per_query[(m.per_query["k"] == k_hist) & (m.per_query["n_aspects"] == n_sel)]
+            hist = px.histogram(at, x="weighted", color="strategy", barmode="group", nbins=12,
+                                title=f"Weighted success ratio per query at k = {k_hist} ({n_sel} aspects)")
+            st.plotly_chart(hist, key="ev_hist")
+            _html_download(hist, f"run{chosen.id}_hist_k{k_hist}", "ev_hist_dl")
+
+            st.subheader("Relative improvement over Standard RAG")
+            imp = er.relative_improvement(m)
+            if imp.empty:
+                st.caption("Needs the 'standard' strategy and at least one other in the run.")
+            else:
+                imp_fig = px.bar(imp.assign(improvement_pct=imp["improvement"] * 100), x="n_aspects",
+                                 y="improvement_pct", color="strategy", barmode="group",
+                                 labels={"improvement_pct": "weighted ratio vs standard (%)", "n_aspects": "aspects"},
+                                 title="Relative improvement of the weighted ratio at k = aspects")
+                st.plotly_chart(imp_fig, key="ev_imp")
+                _html_download(imp_fig, f"run{chosen.id}_improvement", "ev_imp_dl")
+                st.dataframe(imp, hide_index=True)
+
+            if 1 in aspects:
+                st.subheader("Single-aspect queries")
+                st.caption("Queries whose one document is found within the top k, out of all single-aspect queries.")
+                st.dataframe(er.single_aspect_table(m), hide_index=True)
+
+            st.subheader("Export")
+            e1, e2 = st.columns(2)
+            e1.download_button("Run as JSON (authors' layout)", data=lambda: er.authors_json(m),
+                               file_name=f"eval_run_{chosen.id}.json", mime="application/json", key="ev_json")
+            e2.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
+                               file_name=f"eval_run_{chosen.id}.csv", mime="text/csv", key="ev_csv")
+        with st.expander("Delete this run"):
+            if st.button(f"Delete run #{chosen.id}", key="ev_delete"):
+                db.delete_eval_run(store, chosen.id)
+                st.session_state.pop("ev_view_run", None)
+                st.rerun()
+
+# --------------------------------------------------------------------------- compare
+with tab_compare:
+    items = [(r.id, s) for r in runs if r.n_results for s in r.config.get("strategies", [])]
+    if len(items) < 2:
+        st.info("Compare needs at least two (run, strategy) results in this corpus.")
+    else:
+        by_id = {r.id: r for r in runs}
+        picked = st.multiselect(
+            "Runs and strategies to compare (the first is the reference)", items,
+            default=items[:2], key="ev_cmp_items",
+            format_func=lambda it: f"#{it[0]} {it[1]} · {qs_names.get(by_id[it[0]].query_set_id, '')} · "
+                                   f"{by_id[it[0]].config.get('model')} L{by_id[it[0]].config.get('layer')}")
+        c1, c2 = st.columns(2)
+        metric = c1.selectbox("Metric", ["weighted", "rsr", "csr"], key="ev_cmp_metric")
+        k_mode = c2.number_input("k (0 = number of aspects)", min_value=0, value=0, step=1, key="ev_cmp_k")
+        if len(picked) >= 2:
+            try:
+                means, tests = er.compare_runs(store, picked, metric=metric, k=int(k_mode) or None)
+            except er.EvaluationInputError as exc:
+                st.error(str(exc))
+            else:
+                if tests.empty or int(tests["queries"].max()) == 0:
+                    st.warning("The selected runs share no scored query (different query sets?).")
+                pivot = means.pivot(index="n_aspects", columns="item", values=metric)
+                st.markdown(f"**Mean {metric} per aspect count**")
+                st.dataframe(pivot)
+                cmp_fig = px.bar(means[means["n_aspects"] != "all"], x="n_aspects",
+                                 y=metric, color="item", barmode="group", title=f"{metric} per aspect count")
+                st.plotly_chart(cmp_fig, key="ev_cmp_fig")
+                _html_download(cmp_fig, "comparison", "ev_cmp_dl")
+                st.markdown("**Paired significance against the reference** (t-test and Wilcoxon p-values, "
+                            "win / tie / loss per query)")
+                st.dataframe(tests.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}", "mean_diff": "{:+.3f}"}),
+                             hide_index=True)
+                st.markdown("**Per-query drill-down**")
+                pq = er.per_query_comparison(store, picked, k=int(k_mode) or None)
+                st.dataframe(pq, hide_index=True)
+                if not pq.empty:
+                    qid = st.selectbox("Query", pq["query_id"].tolist(), key="ev_cmp_query",
+                                       format_func=lambda q: f"#{q}: {pq.set_index('query_id').loc[q, 'text'][:90]}")
+                    st.markdown(f"<div>{escape(pq.set_index('query_id').loc[qid, 'text'])}</div>",
+                                unsafe_allow_html=True)
+                    if st.button("Open this query in Compare", key="ev_cmp_open"):
+                        st.session_state["compare_query_id"] = int(qid)
+                        target = Path(__file__).resolve().parent / "5_Compare.py"
+                        if target.is_file():
+                            st.switch_page("pages/5_Compare.py")
+                        else:
+                            st.warning("The Compare page is not available in this installation.")
+
+# --------------------------------------------------------------------------- layer sweep
+with tab_sweep:
+    sweeps = er.sweeps(store, corpus.id)
+    if not sweeps:
+        st.info("No layer sweep yet: start a run with several layers (e.g. 0,2,4,-1) on the New run tab.")
+    else:
+        sid = st.selectbox("Sweep", list(sweeps), key="ev_sweep",
+                           format_func=lambda s: f"{sweeps[s][0].config.get('model')} · layers "
+                                                 f"{', '.join(str(r.config.get('layer')) for r in sweeps[s])} · "
+                                                 f"{qs_names.get(sweeps[s][0].query_set_id, '')}")
+        frame = er.layer_sweep_frame(store, [r.id for r in sweeps[sid]])
+        if frame.empty:
+            st.info("The sweep has no stored results yet.")
+        else:
+            sfig = px.line(frame, x="layer", y="weighted", color="strategy", markers=True,
+                           title="Weighted success ratio at k = aspects, by layer")
+            st.plotly_chart(sfig, key="ev_sweep_fig")
+            _html_download(sfig, "layer_sweep", "ev_sweep_dl")
+            st.dataframe(frame, hide_index=True)

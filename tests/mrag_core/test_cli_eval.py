@@ -1,0 +1,86 @@
+"""`python -m mrag_core eval`: through a parser built with add_eval_parser, against a real store."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import db  # noqa: E402
+from mrag_core.cli_eval import add_eval_parser, cmd_eval  # noqa: E402
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mrag")
+    add_eval_parser(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    u = f"sqlite:///{tmp_path / 't.db'}"
+    store = db.open_store(u)
+    corpus = db.create_corpus(store, "Mini")
+    ids = db.add_documents(store, corpus.id, [
+        {"title": "Moon", "text": "The moon orbits the earth every month.", "label": "space"},
+        {"title": "Mars", "text": "Mars is a red planet with dusty storms.", "label": "space"},
+        {"title": "Bread", "text": "Bread dough rises with yeast in a warm kitchen.", "label": "food"},
+        {"title": "Soup", "text": "A hot tomato soup with basil and garlic.", "label": "food"},
+    ]).document_ids
+    qs = db.create_query_set(store, corpus.id, "Set A")
+    db.add_queries(store, qs.id, [
+        {"text": "red planet storms", "ground_truth": [ids[1]]},
+        {"text": "moon orbit and yeast bread", "ground_truth": [ids[0], ids[2]]},
+    ])
+    store.close()
+    return u
+
+
+def test_cli_writes_a_listed_run(url: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv(db.ENV_DATABASE_URL, url)  # the same store the UI would open
+    args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                 "standard,mrag", "--c", "4", "--k-max", "3", "--seed", "3"])
+    assert cmd_eval(args) == 0
+    out = capsys.readouterr().out
+    store = db.open_store()
+    runs = db.list_eval_runs(store)
+    assert len(runs) == 1
+    run = runs[0]
+    assert out.splitlines()[0] == f"run {run.id}: done, 4 results"
+    assert run.status == "done" and run.seed == 3
+    assert run.config["strategies"] == ["standard", "mrag"] and run.config["k_max"] == 3
+    # Summary table: header, then standard/mrag rows at k = n and 2n (capped at 3) for n = 1, 2.
+    lines = out.splitlines()[1:]
+    assert lines[0].split() == ["strategy", "aspects", "k", "RSR", "CSR", "weighted", "queries"]
+    keys = [tuple(line.split()[:3]) for line in lines[1:]]
+    assert keys == [("standard", "1", "1"), ("standard", "1", "2"), ("standard", "2", "2"), ("standard", "2", "3"),
+                    ("mrag", "1", "1"), ("mrag", "1", "2"), ("mrag", "2", "2"), ("mrag", "2", "3")]
+    # The numbers printed are the stored ones: weighted = (2 RSR + CSR) / 3 of the stored results.
+    res = {r.strategy: r for r in db.load_eval_results(store, run.id) if r.query_id == min(
+        x.query_id for x in db.load_eval_results(store, run.id))}
+    rsr, csr = res["standard"].rsr[0], res["standard"].csr[0]
+    first = lines[1].split()
+    assert float(first[3]) == pytest.approx(rsr, abs=1e-3) and float(first[5]) == pytest.approx((2 * rsr + csr) / 3, abs=1e-3)
+    store.close()
+
+
+def test_cli_database_option_and_errors(url: str, capsys) -> None:
+    parser = _parser()
+    assert cmd_eval(parser.parse_args(["eval", "--corpus", "Nope", "--query-set", "Set A", "--database", url])) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: unknown corpus 'Nope' (corpora: 'Mini')"]
+    assert cmd_eval(parser.parse_args(["eval", "--corpus", "Mini", "--query-set", "B", "--database", url])) == 2
+    assert capsys.readouterr().err.strip() == "error: unknown query set 'B' in corpus 'Mini' (query sets: 'Set A')"
+    assert cmd_eval(parser.parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--k-max", "9",
+                                       "--database", url])) == 2
+    assert capsys.readouterr().err.strip() == "error: k_max (9) exceeds the number of documents in 'Mini' (4)"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["eval", "--strategies", "bogus"])
+    store = db.open_store(url)
+    assert db.list_eval_runs(store) == []
+    store.close()

@@ -1,0 +1,204 @@
+"""Evaluation runs against a real store and the real MiniLM model."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import db  # noqa: E402
+from mrag_core.metrics import category_success_ratio, retrieval_success_ratio  # noqa: E402
+from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+
+TOPICS = {
+    "astronomy": ["The telescope observed a distant galaxy and its spiral arms.",
+                  "A comet passed near the sun, its icy tail glowing.",
+                  "Astronomers measured the orbit of a new exoplanet.",
+                  "The lunar eclipse darkened the full moon for an hour."],
+    "cooking": ["Knead the bread dough and let it rise for two hours.",
+                "The chef seared the steak in a hot cast iron pan.",
+                "Simmer tomatoes with garlic and basil for a pasta sauce.",
+                "Whisk eggs and sugar to bake a fluffy sponge cake."],
+    "football": ["The striker scored a late goal to win the cup final.",
+                 "The goalkeeper saved a penalty in the shootout.",
+                 "The coach changed tactics at half time and the team pressed high.",
+                 "Fans filled the stadium for the derby match."],
+}
+
+
+@pytest.fixture(scope="module")
+def lm():
+    import torch
+
+    from mrag_core.models.loader import load_model
+
+    torch.set_num_threads(1)
+    return load_model("minilm")
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def setup(store):
+    corpus = db.create_corpus(store, "Topics")
+    docs = [{"title": f"{cat} {i}", "text": text, "label": cat}
+            for cat, texts in TOPICS.items() for i, text in enumerate(texts)]
+    ids = db.add_documents(store, corpus.id, docs).document_ids
+    by_title = dict(zip([d["title"] for d in docs], ids))
+    qs = db.create_query_set(store, corpus.id, "Q")
+    db.add_queries(store, qs.id, [
+        {"text": "a comet with a glowing tail", "ground_truth": [by_title["astronomy 1"]]},
+        {"text": "bread dough rising", "ground_truth": [by_title["cooking 0"]]},
+        {"text": "penalty saved by the goalkeeper", "ground_truth": [by_title["football 1"]]},
+        {"text": "A galaxy seen through a telescope while a striker scores a goal",
+         "ground_truth": [by_title["astronomy 0"], by_title["football 0"]],
+         "fusion": ["galaxy telescope", "striker goal"]},
+        {"text": "Eclipse of the moon during a pasta dinner with tomato sauce",
+         "ground_truth": [by_title["astronomy 3"], by_title["cooking 2"]],
+         "fusion": ["lunar eclipse", "tomato pasta sauce"]},
+        {"text": "Fans at the derby eating cake", "ground_truth": [by_title["football 3"], by_title["cooking 3"]]},
+        {"text": "", "status": "failed", "error": "LLM failed"},
+    ])
+    labels = {d: cat for d, cat in zip(ids, [d["label"] for d in docs])}
+    return corpus, qs, labels
+
+
+def _recompute(results, queries, labels, k_max, prefix=True):
+    """RSR / CSR with mrag_core.metrics on the stored retrieved ids."""
+    gt = {q.id: q.ground_truth for q in queries}
+    for r in results:
+        g = gt[r.query_id]
+        assert len(r.retrieved) == k_max and len(r.rsr) == len(r.csr) == k_max
+        ks = range(1, k_max + 1) if prefix else [k_max]
+        for k in ks:
+            top = r.retrieved[:k]
+            assert r.rsr[k - 1] == pytest.approx(retrieval_success_ratio(top, g))
+            assert r.csr[k - 1] == pytest.approx(
+                category_success_ratio([labels[d] for d in top], [labels[d] for d in g]))
+
+
+def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
+    corpus, qs, labels = setup
+    stages: list[str] = []
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, model_name="minilm", layer=-1,
+                               strategies=["standard", "mrag", "fusion"], c=8, k_max=6, variant="importance",
+                               w=2.0, seed=7, lm=lm, progress=lambda s, d, t: stages.append(s))
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "done" and info.seed == 7
+    assert info.config["strategies"] == ["standard", "mrag", "fusion"]
+    assert (info.config["c"], info.config["k_max"], info.config["layer"], info.config["w"]) == (8, 6, 5, 2.0)
+    assert info.config["n_queries"] == 6  # the failed query is not scored
+    assert {"embed_documents", "embed_queries", "evaluate", "total_s"} <= set(info.timing)
+    assert {"documents", "queries", "sub-queries", "evaluation"} <= set(stages)
+    assert info.n_results == 18
+    queries = er.evaluable_queries(store, qs.id)
+    for strat in ("standard", "mrag"):
+        _recompute(db.load_eval_results(store, run_id, strat), queries, labels, 6)
+    _recompute(db.load_eval_results(store, run_id, "fusion"), queries, labels, 6, prefix=False)
+    # Standard retrieval's first hit is the cosine nearest document of the query (independent check).
+    from mrag_core.embedding_cache import cached_embed
+
+    doc_ids = db.document_ids(store, corpus.id)
+    docs = db.get_documents(store, doc_ids)
+    d_emb, _ = cached_embed(lm, [d.text for d in docs], kind="doc")
+    q_emb, _ = cached_embed(lm, [q.text for q in queries], kind="query")
+    dn = d_emb.standard / np.linalg.norm(d_emb.standard, axis=1, keepdims=True)
+    qn = q_emb.standard / np.linalg.norm(q_emb.standard, axis=1, keepdims=True)
+    best = [doc_ids[i] for i in (qn @ dn.T).argmax(axis=1)]
+    std = {r.query_id: r.retrieved[0] for r in db.load_eval_results(store, run_id, "standard")}
+    assert [std[q.id] for q in queries] == best
+    # Single-aspect queries of this easy corpus are found at k=1 by standard RAG.
+    assert [std[q.id] for q in queries[:3]] == [q.ground_truth[0] for q in queries[:3]]
+
+    m = er.load_run_metrics(store, run_id)
+    assert len(m.per_query) == 18 * 6
+    row = m.per_query[(m.per_query["strategy"] == "standard") & (m.per_query["k"] == 2)]
+    assert np.allclose(row["weighted"], (2 * row["rsr"] + row["csr"]) / 3)
+    single = er.single_aspect_table(m)
+    assert single.set_index("strategy").loc["standard", "hits@1"] == 3
+    layout = json.loads(er.authors_json(m))
+    assert set(layout) == {"standard", "mrag", "fusion"}
+    assert len(layout["mrag"]["2"]["success_ratio"]) == 6 and len(layout["mrag"]["2"]["success_ratio"][0]) == 3
+    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted"
+    imp = er.relative_improvement(m, k=2)
+    s = m.summary.set_index(["strategy", "n_aspects", "k"])
+    r = imp.set_index(["strategy", "n_aspects"]).loc[("mrag", 2)]
+    assert r["improvement"] == pytest.approx(s.loc[("mrag", 2, 2), "weighted"] / s.loc[("standard", 2, 2), "weighted"] - 1)
+
+
+def test_cancel_then_resume(store, setup, lm) -> None:
+    corpus, qs, labels = setup
+    cancel = threading.Event()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "evaluation" and done >= 2:
+            cancel.set()
+
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"],
+                               c=8, k_max=5, seed=1, lm=lm, progress=progress, cancel=cancel, batch_size=2)
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "cancelled"
+    assert info.n_results == 2  # exactly one saved batch
+    assert len(db.completed_queries(store, run_id, "standard")) == 2
+    assert db.completed_queries(store, run_id, "mrag") == set()
+
+    seen: list[int] = []
+    er.resume_evaluation(store, run_id, lm=lm, progress=lambda s, d, t: seen.append(t) if s == "evaluation" else None)
+    assert seen and seen[-1] == 10  # only the 4 + 6 missing results were computed
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "done" and info.n_results == 12
+    fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"],
+                              c=8, k_max=5, seed=1, lm=lm)
+    a = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, run_id)}
+    b = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, fresh)}
+    assert a == b
+
+
+def test_bad_input_writes_nothing(store, setup, lm) -> None:
+    corpus, qs, _ = setup
+    with pytest.raises(er.EvaluationInputError, match="k_max"):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, k_max=50, lm=lm)
+    with pytest.raises(er.EvaluationInputError, match="unknown strategies"):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["nope"], lm=lm)
+    with pytest.raises(er.EvaluationInputError, match="does not exist"):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=999, lm=lm)
+    empty = db.create_query_set(store, corpus.id, "empty")
+    with pytest.raises(er.EvaluationInputError, match="no query"):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=empty.id, k_max=5, lm=lm)
+    assert db.list_eval_runs(store) == []
+
+
+def test_compare_and_layer_sweep(store, setup, lm) -> None:
+    corpus, qs, _ = setup
+    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[0, -1],
+                         strategies=["standard", "mrag"], c=8, k_max=4, lm=lm)
+    assert len(ids) == 2
+    runs = [db.get_eval_run(store, i) for i in ids]
+    assert [r.config["layer"] for r in runs] == [0, 5]
+    assert runs[0].config["sweep"] == runs[1].config["sweep"]
+    frame = er.layer_sweep_frame(store, ids)
+    assert sorted(frame["layer"].unique()) == [0, 5]
+    # The standard embedding does not depend on the layer: same weighted ratio at both layers.
+    std = frame[frame["strategy"] == "standard"]["weighted"].tolist()
+    assert std[0] == pytest.approx(std[1])
+
+    means, tests = er.compare_runs(store, [(ids[1], "standard"), (ids[1], "mrag"), (ids[0], "mrag")])
+    assert set(tests["item"]) == {f"#{ids[1]} mrag", f"#{ids[0]} mrag"}
+    allrow = tests[(tests["n_aspects"] == "all") & (tests["item"] == f"#{ids[1]} mrag")].iloc[0]
+    assert allrow["wins"] + allrow["ties"] + allrow["losses"] == 6
+    # Standard vs itself in another run of the sweep: every query ties, p = 1.
+    _, same = er.compare_runs(store, [(ids[0], "standard"), (ids[1], "standard")])
+    tot = same[same["n_aspects"] == "all"].iloc[0]
+    assert (tot["ties"], tot["t_p"]) == (6, 1.0)

@@ -1,0 +1,166 @@
+"""Query-set workflows: LLM generation (real HTTP fake server), offline determinism, resume, import, export."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+import db
+from mrag_core.llm.client import LLMClient
+from mrag_core.workflows import querysets as qw
+from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+DOCS = [
+    ("Mercury", "space", "Mercury is the smallest planet. Its orbit around the Sun takes only 88 days."),
+    ("Venus", "space", "Venus is the hottest planet. Its thick atmosphere of carbon dioxide traps heat."),
+    ("Jazz", "music", "Jazz began in New Orleans. Louis Armstrong made the trumpet famous worldwide."),
+    ("Opera", "music", "Opera joins singing and theatre. Verdi wrote many famous Italian operas."),
+    ("Bread", "food", "Bread is made of flour, water and yeast. The dough rises before baking."),
+    ("Cheese", "food", "Cheese is made from milk. Aged cheese develops a strong flavour over months."),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def corpus(store) -> db.CorpusInfo:
+    c = db.create_corpus(store, "Six")
+    db.add_documents(store, c.id, [{"title": t, "label": lab, "text": x} for t, lab, x in DOCS])
+    db.add_documents(store, c.id, [{"title": "Loose", "text": "An unlabelled note about nothing in particular."}])
+    return db.get_corpus(store, c.id)
+
+
+def _titles(prompt: str) -> list[str]:
+    return re.findall(r"^Article \d+: (.+)$", prompt, flags=re.MULTILINE)
+
+
+def _story(prompt: str) -> Reply | str:
+    """Stories mention every title, except: 2-article stories leave out the 2nd title (-> flagged);
+    a story about Cheese fails with HTTP 500 (-> failed). Fusion prompts get two lines."""
+    titles = _titles(prompt)
+    if not titles:  # the fusion sub-query prompt
+        return "first sub-query about the story\nsecond sub-query about the story"
+    if "Cheese" in titles:
+        return Reply.error(500, "model overloaded")
+    named = titles[:1] if len(titles) == 2 else titles
+    return ("Once upon a time " + " and ".join(named) + " met in a long story with many words, "
+            "where every detail of the articles mattered a great deal to everyone involved.")
+
+
+def test_llm_generation_statuses_failed_rows_and_resume(store, corpus) -> None:
+    assert qw.max_aspects(store, corpus.id) == 3
+    with FakeOpenAIServer(by_content(_story)) as server:
+        client = LLMClient(server.llm_config(max_retries=0), sleep=lambda s: None)
+        cancel = threading.Event()
+        seen: list[tuple[int, int]] = []
+
+        def progress(done: int, total: int) -> None:
+            seen.append((done, total))
+            if done >= 2:
+                cancel.set()
+
+        rep = qw.generate_query_set(store, corpus_id=corpus.id, name="LLM set", aspect_counts=[1, 2, 4],
+                                    per_count=2, seed=3, client=client, want_fusion=True, n_fusion=2,
+                                    progress=progress, cancel=cancel, batch_size=2)
+        assert rep.planned == 4 and rep.cancelled and not rep.offline
+        assert any("Aspect count 4 was dropped" in w for w in rep.warnings)
+        first = db.list_queries(store, rep.query_set_id)
+        assert len(first) == 2  # exactly one batch saved
+        n_requests = len(server.requests)
+
+        rep2 = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=rep.query_set_id, client=client)
+        assert (rep2.done_before, rep2.remaining, rep2.cancelled) == (2, 0, False)
+        queries = db.list_queries(store, rep.query_set_id)
+        assert len(queries) == 4
+        # The resumed call did not send the first batch again: one story (+ fusion when it worked) per plan.
+        story_requests = [b for b in server.requests if _titles(b["messages"][-1]["content"])]
+        assert len(story_requests) == 4
+        assert len(server.requests) > n_requests
+
+    titles = {d.id: d.title for d in db.list_documents(store, corpus.id, limit=None).items}
+    used = [titles[d] for q in queries for d in q.ground_truth]
+    assert len(used) == len(set(used)) == 6 and "Loose" not in used  # each labelled doc once
+    assert sorted(q.n_aspects for q in queries) == [1, 1, 2, 2]
+    for q in queries:
+        gt = [titles[d] for d in q.ground_truth]
+        if "Cheese" in gt:
+            assert q.status == "failed" and q.text == "" and "model overloaded" in q.error
+        elif len(gt) == 2:
+            assert q.status == "flagged" and q.error == f"missing titles: {gt[1]}"
+            assert q.fusion == ["first sub-query about the story", "second sub-query about the story"]
+        else:
+            assert q.status == "ok" and gt[0] in q.text
+    assert db.get_query_set(store, rep.query_set_id).source == "generated-llm"
+    # Failed rows are never exported as queries.
+    exported = json.loads(qw.export_benchmark_json(store, rep.query_set_id))
+    assert len(exported) == 3 and all("Cheese" not in e["topics"] for e in exported)
+
+    # Regenerating the flagged query offline gives a story that names every title -> ok.
+    flagged = next(q for q in queries if q.status == "flagged")
+    fixed = qw.regenerate_query(store, flagged.id, client=None)
+    assert fixed.status == "ok" and fixed.error == ""
+    assert all(titles[d] in fixed.text for d in flagged.ground_truth)
+
+
+def test_offline_generation_is_deterministic(store, corpus) -> None:
+    a = qw.generate_query_set(store, corpus_id=corpus.id, name="A", aspect_counts=[1, 3], per_count=1, seed=11)
+    b = qw.generate_query_set(store, corpus_id=corpus.id, name="B", aspect_counts=[1, 3], per_count=1, seed=11)
+    qa = [(q.text, q.ground_truth, q.status, q.generator) for q in db.list_queries(store, a.query_set_id)]
+    qb = [(q.text, q.ground_truth, q.status, q.generator) for q in db.list_queries(store, b.query_set_id)]
+    assert qa == qb and len(qa) == 2 and a.offline
+    assert all(s == "ok" and g == "offline-composer" for _, _, s, g in qa)
+    assert db.get_query_set(store, a.query_set_id).source == "generated-offline"
+    cats = {d.id: d.label for d in db.list_documents(store, corpus.id, limit=None).items}
+    three = next(q for q in db.list_queries(store, a.query_set_id) if q.n_aspects == 3)
+    assert sorted(cats[d] for d in three.ground_truth) == ["food", "music", "space"]
+    with pytest.raises(qw.QuerySetError, match="already has a query set"):
+        qw.generate_query_set(store, corpus_id=corpus.id, name="A", aspect_counts=[1], per_count=1, seed=1)
+    with pytest.raises(qw.QuerySetError, match="No query can be planned"):
+        qw.generate_query_set(store, corpus_id=corpus.id, name="C", aspect_counts=[5], per_count=1, seed=1)
+    assert [s.name for s in db.list_query_sets(store, corpus.id)] == ["B", "A"]
+
+
+def test_import_reports_unresolved_topics_and_round_trips(store, corpus, tmp_path: Path) -> None:
+    path = tmp_path / "queries.json"
+    path.write_text(json.dumps([
+        {"topics": ["Mercury", "Jazz"], "text": "Mercury and Jazz", "fusion": ["Mercury", "Jazz"]},
+        {"topics": ["bread"], "text": "How is bread made?", "fusion": []},
+        {"topics": ["Opera", "Atlantis"], "text": "Opera in Atlantis", "fusion": []},
+    ]))
+    rep = qw.import_benchmark_queries(store, corpus.id, path, name="Imported")
+    assert (rep.n_queries, rep.n_flagged, rep.unresolved) == (3, 1, [(3, "Atlantis")])
+    ids = {d.title: d.id for d in db.list_documents(store, corpus.id, limit=None).items}
+    qs = db.list_queries(store, rep.query_set_id)
+    assert [q.ground_truth for q in qs] == [[ids["Mercury"], ids["Jazz"]], [ids["Bread"]], [ids["Opera"]]]
+    assert qs[2].status == "flagged" and qs[2].error == "unresolved topics: Atlantis" and qs[2].n_aspects == 2
+    frame = qw.review_frame(store, rep.query_set_id)
+    assert frame.loc[0, "ground truth"] == "Mercury | Jazz" and frame.loc[0, "categories"] == "space | music"
+    exported = json.loads(qw.export_benchmark_json(store, rep.query_set_id))
+    assert exported[0] == {"topics": ["Mercury", "Jazz"], "text": "Mercury and Jazz", "fusion": ["Mercury", "Jazz"]}
+    assert exported[1]["topics"] == ["Bread"]
+
+    with pytest.raises(qw.QuerySetError, match="no 'topics'"):
+        qw.import_benchmark_queries(store, corpus.id, b'[{"text": "x"}]', name="Bad", file_name="bad.json")
+    assert [s.name for s in db.list_query_sets(store, corpus.id)] == ["Imported"]
+
+
+def test_manual_query_and_edit(store, corpus) -> None:
+    qs = db.create_query_set(store, corpus.id, "Hand")
+    found = db.list_documents(store, corpus.id, search="trumpet").items
+    assert [d.title for d in found] == ["Jazz"]
+    venus = db.list_documents(store, corpus.id, search="venus").items[0]
+    q = qw.add_manual_query(store, qs.id, text="Jazz on Venus", ground_truth=[found[0].id, venus.id])
+    assert (q.status, q.n_aspects) == ("ok", 2)
+    q2 = qw.edit_query(store, q.id, text="Jazz in space", ground_truth=[found[0].id, venus.id])
+    assert q2.status == "flagged" and q2.error == "missing titles: Venus"
+    with pytest.raises(qw.QuerySetError, match="at least one"):
+        qw.add_manual_query(store, qs.id, text="x", ground_truth=[])
