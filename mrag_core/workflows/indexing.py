@@ -1,0 +1,272 @@
+"""Embedding runs joined with the store: build (resumable, cancellable), load as a search index.
+
+A run is identified by (corpus, model, layer, pooling) at the corpus' current version.
+:func:`build_embedding_run` creates such a run or resumes the newest unfinished one: it embeds
+only the documents that have no vectors yet (``db.missing_documents``), saves every batch in
+its own transaction (``db.save_vectors``), so a cancel or a crash loses at most one batch, and
+on completion computes the head importance over all stored head vectors and records timings.
+
+:func:`load_corpus_index` turns a finished run back into a :class:`CorpusIndex` (the importance
+stored with the run is reused, never recomputed), with document ids, labels and titles aligned
+to the index rows. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import db
+from mrag_core.corpus_index import CorpusIndex
+from mrag_core.extraction import POOLINGS, Embeddings, embed_texts
+from mrag_core.importance import HeadImportance, head_importance
+from mrag_core.models.loader import LoadedModel
+
+ProgressFn = Callable[[int, int, float | None], None]
+UNLABELED = "(unlabeled)"
+DOC_FETCH_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What :func:`build_embedding_run` did.
+
+    ``status``: ``done`` or ``cancelled``; ``embedded_now``: documents embedded in this call;
+    ``resumed``: an unfinished run was continued; ``reused``: a finished run was already there
+    (nothing embedded).
+    """
+
+    run: db.EmbeddingRunInfo
+    status: str
+    embedded_now: int
+    resumed: bool
+    reused: bool
+    seconds: float
+
+
+class IndexBundle(NamedTuple):
+    """A run's search index with per-row document facts (row ``i`` of the index is ``doc_ids[i]``)."""
+
+    index: CorpusIndex
+    doc_ids: list[int]
+    labels: list[str]
+    titles: list[str]
+
+
+def model_for_pooling(lm: LoadedModel, pooling: str | None) -> LoadedModel:
+    """``lm`` with another head pooling (same weights; a shallow copy), or ``lm`` itself."""
+    if pooling is None or pooling == lm.head_pooling:
+        return lm
+    if pooling not in POOLINGS:
+        raise ValueError(f"unknown pooling '{pooling}': use one of {', '.join(POOLINGS)}")
+    return dataclasses.replace(lm, head_pooling=pooling)
+
+
+def model_for_run(lm: LoadedModel, run: db.EmbeddingRunInfo) -> LoadedModel:
+    """The model as the run used it (pooling), to embed queries into the run's spaces.
+    Raises ValueError when ``lm`` is not the run's model."""
+    if lm.spec.name != run.model_name:
+        raise ValueError(f"embedding run {run.id} was made with '{run.model_name}', not '{lm.spec.name}'")
+    if lm.n_heads != run.n_heads or lm.head_dim != run.head_dim:
+        raise ValueError(f"model '{lm.spec.name}' does not match the shapes of embedding run {run.id}")
+    return model_for_pooling(lm, run.pooling)
+
+
+def find_run(store: db.Store, corpus_id: int, model_name: str, layer: int, pooling: str) -> db.EmbeddingRunInfo | None:
+    """The newest run for these settings (any status), or None."""
+    return db.latest_embedding_run(store, corpus_id, model_name, layer, pooling)
+
+
+def run_state(store: db.Store, run: db.EmbeddingRunInfo | None) -> str:
+    """``missing`` (no run), ``stale`` (corpus changed since), ``done`` or ``partial`` (resumable)."""
+    if run is None:
+        return "missing"
+    if db.is_stale(store, run):
+        return "stale"
+    if run.status == "done":
+        return "done"
+    return "partial"
+
+
+def _doc_texts(store: db.Store, ids: list[int]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), DOC_FETCH_CHUNK):
+        for row in db.get_documents(store, ids[start:start + DOC_FETCH_CHUNK]):
+            out[row.id] = row.text
+    return out
+
+
+def build_embedding_run(
+    store: db.Store,
+    corpus_id: int,
+    lm: LoadedModel,
+    *,
+    layer: int = -1,
+    pooling: str | None = None,
+    batch_size: int = 16,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    rebuild: bool = False,
+    importance_pairs_per_doc: int = 16,
+) -> BuildResult:
+    """Create or resume the run of (corpus, model, layer, pooling) and embed what is missing.
+
+    * A finished, non-stale run is returned as is (``reused``) unless ``rebuild``.
+    * An unfinished (running/cancelled/failed) non-stale run is resumed: only
+      ``db.missing_documents`` are embedded.
+    * Otherwise (none, stale, or ``rebuild``) a new run is created at the corpus' current version.
+
+    ``progress(done, total, eta_s)`` is called after each saved batch (``eta_s`` None until a batch
+    has been timed). Setting ``cancel`` stops between batches: the run is marked ``cancelled``
+    and keeps its saved vectors. Any other error marks it ``failed`` and is re-raised.
+    """
+    t_start = time.perf_counter()
+    layer_idx = lm.layer_index(layer)
+    lm = model_for_pooling(lm, pooling)
+    pooling = lm.head_pooling
+    name = lm.spec.name
+    existing = None if rebuild else find_run(store, corpus_id, name, layer_idx, pooling)
+    state = run_state(store, existing)
+    if existing is not None and state == "done" and not db.missing_documents(store, existing.id):
+        return BuildResult(existing, "done", 0, resumed=False, reused=True, seconds=0.0)
+    resumed = existing is not None and state in ("partial", "done")
+    if resumed:
+        assert existing is not None
+        run = existing
+        db.set_embedding_run_status(store, run.id, "running")
+    else:
+        run = db.create_embedding_run(
+            store, corpus_id, model_name=name, model_path=str(lm.path), layer=layer_idx, pooling=pooling,
+            n_heads=lm.n_heads, head_dim=lm.head_dim, dim=lm.hidden_size,
+        )
+    prior_embed_s = float(run.timings.get("embed_s", 0.0)) if resumed else 0.0
+    missing = db.missing_documents(store, run.id)
+    total = run.n_saved + len(missing) if resumed else len(missing)
+    done = total - len(missing)
+    embedded = 0
+    embed_s = 0.0
+    try:
+        texts = _doc_texts(store, missing)
+        # Longest first: batches of similar length waste less padding.
+        order = sorted(missing, key=lambda d: -len(texts.get(d, "")))
+        if progress is not None:
+            progress(done, total, None)
+        for start in range(0, len(order), batch_size):
+            if cancel is not None and cancel.is_set():
+                info = db.finish_embedding_run(
+                    store, run.id, status="cancelled",
+                    timings={"embed_s": prior_embed_s + embed_s, "batch_size": batch_size},
+                )
+                return BuildResult(info, "cancelled", embedded, resumed, False, time.perf_counter() - t_start)
+            ids = order[start:start + batch_size]
+            t0 = time.perf_counter()
+            emb = embed_texts(lm, [texts[d] for d in ids], kind="doc", layer=layer_idx, batch_size=len(ids))
+            db.save_vectors(store, run.id, ids, emb.standard, emb.heads)
+            embed_s += time.perf_counter() - t0
+            embedded += len(ids)
+            done += len(ids)
+            if progress is not None:
+                rate = embedded / embed_s if embed_s > 0 else None
+                progress(done, total, (total - done) / rate if rate else None)
+        t0 = time.perf_counter()
+        _, _, heads = db.load_vectors(store, run.id)
+        imp = head_importance(heads, pairs_per_doc=importance_pairs_per_doc) if len(heads) >= 2 else None
+        importance_s = time.perf_counter() - t0
+        all_embed_s = prior_embed_s + embed_s
+        info = db.finish_embedding_run(
+            store, run.id, status="done",
+            importance=imp.to_dict() if imp is not None else None,
+            timings={
+                "embed_s": all_embed_s, "importance_s": importance_s, "batch_size": batch_size,
+                "docs_per_s": (len(heads) / all_embed_s) if all_embed_s > 0 else None,
+                "device": str(lm.device),
+            },
+        )
+        return BuildResult(info, "done", embedded, resumed, False, time.perf_counter() - t_start)
+    except BaseException as exc:
+        try:
+            db.finish_embedding_run(store, run.id, status="failed", error=f"{type(exc).__name__}: {exc}",
+                                    timings={"embed_s": prior_embed_s + embed_s})
+        except Exception:  # noqa: BLE001 - keep the original error
+            pass
+        raise
+
+
+def run_importance(run: db.EmbeddingRunInfo) -> HeadImportance | None:
+    """The head importance stored with a run (None while unfinished)."""
+    return HeadImportance.from_dict(run.importance) if run.importance else None
+
+
+def load_run_embeddings(store: db.Store, run_id: int) -> tuple[list[int], Embeddings]:
+    """All stored vectors of a run: (doc ids ascending, embeddings in that order)."""
+    ids, std, heads = db.load_vectors(store, run_id)
+    return [int(i) for i in ids], Embeddings(std, heads)
+
+
+def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch") -> IndexBundle:
+    """A :class:`CorpusIndex` over a run's vectors, the run's stored importance reused.
+
+    Rows follow ascending document id; ``labels`` are effective labels (``(unlabeled)`` when
+    none). Raises ValueError if the run is not finished or has fewer than two documents.
+    """
+    run = db.get_embedding_run(store, run_id)
+    if run.status != "done":
+        raise ValueError(f"embedding run {run_id} is not finished (status: {run.status}); build it first")
+    ids, emb = load_run_embeddings(store, run_id)
+    if len(ids) < 2:
+        raise ValueError(f"embedding run {run_id} holds {len(ids)} document(s); at least two are needed")
+    rows = {r.id: r for start in range(0, len(ids), DOC_FETCH_CHUNK)
+            for r in db.get_documents(store, ids[start:start + DOC_FETCH_CHUNK])}
+    labels = [rows[i].label or UNLABELED if i in rows else UNLABELED for i in ids]
+    titles = [rows[i].title if i in rows else f"#{i}" for i in ids]
+    index = CorpusIndex.build(emb, backend=backend, head_importance_override=run_importance(run))
+    return IndexBundle(index, ids, labels, titles)
+
+
+
+class BuildJob:
+    """:func:`build_embedding_run` on a background thread, observable and cancellable.
+
+    The UI starts one, then polls :attr:`done`, :attr:`total`, :attr:`eta_s`, :attr:`finished`;
+    :meth:`cancel` stops it between batches. ``result`` or ``error`` is set when it ends.
+    """
+
+    def __init__(self, store: db.Store, corpus_id: int, lm: LoadedModel, **kwargs: object) -> None:
+        self.cancel_event = threading.Event()
+        self.done = 0
+        self.total = 0
+        self.eta_s: float | None = None
+        self.result: BuildResult | None = None
+        self.error: BaseException | None = None
+        self.started = time.time()
+        self._args = (store, corpus_id, lm)
+        self._kwargs = kwargs
+        self._thread = threading.Thread(target=self._work, name="mrag-embedding-build", daemon=True)
+
+    def start(self) -> "BuildJob":
+        self._thread.start()
+        return self
+
+    def _progress(self, done: int, total: int, eta_s: float | None) -> None:
+        self.done, self.total, self.eta_s = done, total, eta_s
+
+    def _work(self) -> None:
+        try:
+            self.result = build_embedding_run(*self._args, progress=self._progress, cancel=self.cancel_event,
+                                              **self._kwargs)  # type: ignore[arg-type]
+        except BaseException as exc:  # noqa: BLE001 - reported to the UI
+            self.error = exc
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    @property
+    def finished(self) -> bool:
+        return not self._thread.is_alive() and (self.result is not None or self.error is not None)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return self.finished

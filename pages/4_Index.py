@@ -1,0 +1,189 @@
+"""Index: embed a corpus (standard + per-head vectors of one layer) into a persisted run.
+
+Thin page: the work is ``mrag_core.workflows.indexing`` (a background BuildJob; vectors saved per
+batch, so a cancelled or interrupted build resumes where it stopped). Head importance chart.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+import db
+from mrag_core.backends import BACKENDS
+from mrag_core.extraction import POOLINGS
+from mrag_core.models.loader import ModelLoadError
+from mrag_core.models.registry import MODEL_REGISTRY
+from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state
+from ui.state import corpus_picker, ensure_demo, get_model, get_store
+
+st.set_page_config(page_title="Index · MRAG Studio", page_icon="🧭", layout="wide")
+st.title("Index")
+st.caption("Embed every document once: the standard vector and, from the same forward pass, each attention "
+           "head's output of one layer (h embedding spaces). Runs are stored and reused.")
+
+LOCAL = "Local folder…"
+
+
+@st.cache_resource
+def _jobs() -> dict[tuple, BuildJob]:
+    """Build jobs of this server process, keyed by (corpus, model, layer, pooling)."""
+    return {}
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "estimating…"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def importance_figure(run: db.EmbeddingRunInfo) -> go.Figure | None:
+    imp = run_importance(run)
+    if imp is None:
+        return None
+    heads = [f"h{i}" for i in range(len(imp.score))]
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=("mean norm a_i (how loud)", "mean cosine distance b_i (how spread)",
+                                        "importance s_i = a_i · b_i"))
+    fig.add_trace(go.Bar(x=heads, y=imp.norm, name="norm", marker_color="#5b8def"), row=1, col=1)
+    fig.add_trace(go.Bar(x=heads, y=imp.spread, name="spread", marker_color="#f2a541"), row=2, col=1)
+    fig.add_trace(go.Bar(x=heads, y=imp.score, name="importance", marker_color="#3aa675"), row=3, col=1)
+    fig.update_layout(height=560, showlegend=False, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+corpus = corpus_picker()
+if corpus is None:
+    st.stop()
+
+names = list(MODEL_REGISTRY)
+left, right = st.columns(2)
+with left:
+    choice = st.selectbox("Model", [*names, LOCAL], key="index_model_choice",
+                          format_func=lambda n: n if n == LOCAL else f"{n} — {MODEL_REGISTRY[n].description}")
+    model_name = choice
+    if choice == LOCAL:
+        path = st.text_input("Folder of a Hugging Face model (config.json + weights)", key="index_model_path").strip()
+        if not path:
+            st.info("Type the path of a local model folder.")
+            st.stop()
+        if not Path(path).expanduser().is_dir():
+            st.error(f"The folder '{path}' does not exist. Give the path of a local Hugging Face model folder.")
+            st.stop()
+        model_name = path
+    try:
+        lm = get_model(model_name)
+    except ModelLoadError as exc:
+        st.error(f"The model could not be loaded: {exc}")
+        st.stop()
+    st.caption(f"{lm.family}: {lm.n_layers} layers, {lm.n_heads} heads × {lm.head_dim} (hidden {lm.hidden_size}), "
+               f"device {lm.device}")
+with right:
+    layer = st.selectbox("Layer", list(range(lm.n_layers)), index=lm.n_layers - 1, key="index_layer",
+                         help="The paper uses the last layer.")
+    pooling = st.selectbox("Head pooling", POOLINGS, index=POOLINGS.index(lm.head_pooling), key="index_pooling",
+                           help="How token positions are pooled into one vector per head (last token for decoders).")
+    backend = st.selectbox("Search backend", BACKENDS, key="index_backend",
+                           help="torch: exact matmul; faiss-flat: exact; faiss-hnsw: approximate.")
+    batch_size = st.select_slider("Batch size", [4, 8, 16, 32, 64], value=16, key="index_batch")
+
+key = (corpus.id, lm.spec.name, int(layer), pooling)
+jobs = _jobs()
+job = jobs.get(key)
+
+
+@st.fragment(run_every=1.0)
+def job_panel() -> None:
+    job = _jobs().get(key)
+    if job is not None and not job.finished:
+        frac = job.done / job.total if job.total else 0.0
+        st.progress(frac, text=f"Embedding {job.done} / {job.total or '?'} documents · ETA {_fmt_eta(job.eta_s)}")
+        if st.button("Cancel", key="index_cancel"):
+            job.cancel()
+            st.toast("Cancelling after the current batch…")
+        return
+    st.rerun(scope="app")
+
+
+def consume(job: BuildJob) -> None:
+    """Turn a finished job into a message shown once."""
+    _jobs().pop(key, None)
+    if job.error is not None:
+        st.session_state["index_message"] = ("error", f"The build failed: {job.error}")
+    elif job.result is not None and job.result.status == "cancelled":
+        st.session_state["index_message"] = (
+            "warning", f"Cancelled with {job.result.run.n_saved} of {job.result.run.n_docs} documents embedded; "
+            "Resume continues from there.")
+    elif job.result is not None:
+        st.session_state["index_message"] = (
+            "success", f"Embedded {job.result.embedded_now} documents in {job.result.seconds:.1f} s.")
+
+
+if job is not None and not job.finished:
+    job_panel()
+    st.stop()
+if job is not None:
+    consume(job)
+
+message = st.session_state.pop("index_message", None)
+if message:
+    getattr(st, message[0])(message[1])
+
+run = find_run(store, corpus.id, lm.spec.name, int(layer), pooling)
+state = run_state(store, run)
+
+
+def start(rebuild: bool = False) -> None:
+    jobs[key] = BuildJob(store, corpus.id, lm, layer=int(layer), pooling=pooling, batch_size=int(batch_size),
+                         rebuild=rebuild).start()
+    time.sleep(0.05)
+
+
+if state == "missing":
+    st.info("No index for these settings yet.")
+    if st.button("Build index", type="primary", key="index_build"):
+        start()
+        st.rerun()
+elif state == "partial":
+    st.warning(f"An unfinished build ({run.status}): {run.n_saved} of {run.n_docs} documents embedded.")
+    if st.button("Resume build", type="primary", key="index_resume"):
+        start()
+        st.rerun()
+elif state == "stale":
+    st.warning(f"Index #{run.id} is stale: the corpus changed since it was built (documents added, edited or "
+               "deleted). Retrieval would use outdated vectors.")
+    if st.button("Rebuild index", type="primary", key="index_rebuild"):
+        start(rebuild=True)
+        st.rerun()
+
+if run is not None and state in ("done", "stale"):
+    st.session_state["run_id"] = run.id
+    st.session_state["run_backend"] = backend
+    if state == "done":
+        st.success(f"Index #{run.id} is ready: {run.n_saved} documents, layer {run.layer}, pooling {run.pooling}. "
+                   "Open **Compare** to query it.")
+    t = run.timings
+    cols = st.columns(4)
+    cols[0].metric("Documents", run.n_saved)
+    cols[1].metric("Embedding time", f"{t.get('embed_s', 0):.1f} s")
+    cols[2].metric("Docs / s", f"{t['docs_per_s']:.1f}" if t.get("docs_per_s") else "—")
+    cols[3].metric("Spaces", f"1 + {run.n_heads} heads")
+    if st.button("Rebuild from scratch", key="index_force"):
+        start(rebuild=True)
+        st.rerun()
+    fig = importance_figure(run)
+    if fig is not None:
+        st.subheader("Head importance")
+        st.caption("s_i weights head i's votes in MRAG: heads whose vectors are large (a_i) and spread out (b_i) "
+                   "count more.")
+        st.plotly_chart(fig, key="importance_chart")

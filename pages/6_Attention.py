@@ -1,0 +1,103 @@
+"""Attention: which tokens each head of a layer looks at, for a chosen text.
+
+Thin page: ``mrag_core.attention`` runs the forward pass (model loaded with eager attention).
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+import db
+from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
+from mrag_core.models.loader import ModelLoadError
+from mrag_core.models.registry import MODEL_REGISTRY
+from ui.state import corpus_picker, ensure_demo, get_model, get_store
+
+st.set_page_config(page_title="Attention · MRAG Studio", page_icon="🧭", layout="wide")
+st.title("Attention")
+st.caption("MRAG's head vectors are what each head reads from the text. These heatmaps show where each head of "
+           "one layer puts its attention.")
+
+
+def axis_labels(tokens: list[str]) -> list[str]:
+    """Unique tick labels: position + token (tokens repeat)."""
+    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+
+c1, c2, c3 = st.columns(3)
+model_name = c1.selectbox("Model", list(MODEL_REGISTRY), key="attn_model")
+try:
+    lm = get_model(model_name, "eager")
+except ModelLoadError as exc:
+    st.error(f"The model could not be loaded: {exc}")
+    st.stop()
+layer = c2.selectbox("Layer", list(range(lm.n_layers)), index=lm.n_layers - 1, key="attn_layer")
+max_tokens = c3.number_input("Max tokens", 8, 512, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens",
+                             help="Longer texts are cut; big maps get slow to draw.")
+
+source = st.radio("Text", ["A corpus document", "A query", "Type a text"], horizontal=True, key="attn_source")
+kind = "doc"
+text = ""
+if source == "A corpus document":
+    corpus = corpus_picker()
+    if corpus is None:
+        st.stop()
+    docs = db.list_documents(store, corpus.id, limit=None).items
+    if not docs:
+        st.info("This corpus has no documents.")
+        st.stop()
+    doc = st.selectbox("Document", docs, format_func=lambda d: f"{d.title} ({d.label or 'unlabeled'})", key="attn_doc")
+    text = doc.text
+elif source == "A query":
+    corpus = corpus_picker()
+    if corpus is None:
+        st.stop()
+    sets = db.list_query_sets(store, corpus.id)
+    queries = [q for s in sets for q in db.list_queries(store, s.id) if q.text.strip()]
+    if not queries:
+        st.info("No queries in this corpus yet.")
+        st.stop()
+    q = st.selectbox("Query", queries, format_func=lambda q: q.text[:120], key="attn_query")
+    text, kind = q.text, "query"
+else:
+    text = st.text_area("Text", "Lighthouses guide ships past the rocks, and tempeh is made by fermenting soybeans.",
+                        key="attn_text")
+if not text.strip():
+    st.info("Enter a text.")
+    st.stop()
+
+maps = attention_maps(lm, text, layer, max_tokens=int(max_tokens), kind=kind)
+if maps.truncated:
+    st.warning(f"The text has {maps.n_tokens_total} tokens; only the first {len(maps.tokens)} are shown "
+               "(raise *Max tokens* to see more).")
+labels = axis_labels(maps.tokens)
+
+head = st.slider("Head", 0, maps.n_heads - 1, 0, key="attn_head")
+left, right = st.columns(2)
+with left:
+    st.markdown(f"**Head {head}: token × token** (row attends to column)")
+    fig = go.Figure(go.Heatmap(z=maps.head(head), x=labels, y=labels, colorscale="Viridis", zmin=0,
+                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(height=620, margin=dict(l=10, r=10, t=10, b=10))
+    st.plotly_chart(fig, key="attn_head_map")
+with right:
+    who = "the last token ([SEP])" if lm.is_encoder else "the last token"
+    st.markdown(f"**All heads: attention of {who} over the input**")
+    pooled = "the last token's head output is what MRAG embeds" if lm.head_pooling == "last" else (
+        f"MRAG pools the head outputs of all tokens ({lm.head_pooling})")
+    st.caption(pooled)
+    fig2 = go.Figure(go.Heatmap(z=maps.from_token(-1), x=labels, y=[f"h{h}" for h in range(maps.n_heads)],
+                                colorscale="Viridis", zmin=0, hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+    fig2.update_yaxes(autorange="reversed")
+    fig2.update_layout(height=max(300, 28 * maps.n_heads + 120), margin=dict(l=10, r=10, t=10, b=10))
+    st.plotly_chart(fig2, key="attn_last_map")
+st.caption(f"Layer {maps.layer} of {lm.n_layers} · {maps.n_heads} heads · {len(maps.tokens)} tokens")

@@ -1,0 +1,208 @@
+"""Maps: the documents in the standard space and in every head space (small multiples), coloured by
+category, with a query placed by the fitted transform and its retrieved / missed documents marked.
+
+Thin page: ``mrag_core.projection`` fits (PCA or UMAP) once per run and space and stores the maps.
+Select points (box or lasso) to filter the document table.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+import db
+from mrag_core.models.loader import ModelLoadError
+from mrag_core.projection import METHODS, SpaceMap, ensure_maps, place_query, space_names
+from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
+from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from ui.state import corpus_picker, ensure_demo, get_model, get_store
+
+st.set_page_config(page_title="Maps · MRAG Studio", page_icon="🧭", layout="wide")
+st.title("Maps")
+st.caption("Each head is its own embedding space. The same documents arrange differently in each: a head that "
+           "separates the categories of a query's aspects helps MRAG find them.")
+
+NCOLS = 4
+MAP_STRATEGIES = ("standard", "mrag", "split")
+
+
+@st.cache_resource(show_spinner="Loading the index…", max_entries=4)
+def get_bundle(run_id: int) -> IndexBundle:
+    return load_corpus_index(get_store(), run_id, "torch")
+
+
+def doc_id_of(point: dict) -> int | None:
+    cd = point.get("customdata")
+    if isinstance(cd, (list, tuple)):
+        cd = cd[0] if cd else None
+    try:
+        return int(cd) if cd is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, query_xy: dict, retrieved: set[int],
+                gt: set[int]) -> go.Figure:
+    row_of = {d: i for i, d in enumerate(bundle.doc_ids)}
+    cats = sorted(set(bundle.labels))
+    palette = qualitative.Dark24 + qualitative.Light24
+    color = {c: palette[i % len(palette)] for i, c in enumerate(cats)}
+    spaces = list(maps)
+    nrows = math.ceil(len(spaces) / NCOLS)
+    titles = [s if s == "standard" else f"{s.replace('head:', 'head ')} · s={importance[int(s.split(':')[1])]:.2f}"
+              for s in spaces]
+    fig = make_subplots(rows=nrows, cols=NCOLS, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.06)
+    for i, space in enumerate(spaces):
+        m = maps[space]
+        r, c = i // NCOLS + 1, i % NCOLS + 1
+        df = pd.DataFrame({"doc": m.doc_ids, "x": m.coords[:, 0], "y": m.coords[:, 1]})
+        df["row"] = df["doc"].map(row_of)
+        df = df.dropna(subset=["row"])
+        df["title"] = [bundle.titles[int(x)] for x in df["row"]]
+        df["cat"] = [bundle.labels[int(x)] for x in df["row"]]
+        for cat in cats:
+            part = df[df["cat"] == cat]
+            if part.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                x=part["x"], y=part["y"], mode="markers", name=cat, legendgroup=cat, showlegend=i == 0,
+                marker=dict(color=color[cat], size=6, opacity=0.75), customdata=part["doc"],
+                text=part["title"] + " · " + part["cat"], hovertemplate="%{text}<extra></extra>"), row=r, col=c)
+        for label, ids, marker in (
+            ("retrieved", retrieved, dict(size=12, color="rgba(0,0,0,0)", line=dict(color="black", width=2))),
+            ("missed ground truth", gt - retrieved, dict(size=13, symbol="x-open", color="crimson", line=dict(width=2))),
+        ):
+            part = df[df["doc"].isin(ids)]
+            if not part.empty:
+                fig.add_trace(go.Scatter(
+                    x=part["x"], y=part["y"], mode="markers", name=label, legendgroup=label,
+                    showlegend=i == 0, marker=marker, customdata=part["doc"], text=part["title"] + " · " + part["cat"],
+                    hovertemplate=f"{label}: %{{text}}<extra></extra>"), row=r, col=c)
+        if space in query_xy:
+            qx, qy = query_xy[space]
+            fig.add_trace(go.Scatter(x=[qx], y=[qy], mode="markers", name="query", legendgroup="query",
+                                     showlegend=i == 0, marker=dict(symbol="star", size=16, color="gold",
+                                                                    line=dict(color="black", width=1)),
+                                     hovertemplate="the query<extra></extra>"), row=r, col=c)
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_layout(height=260 * nrows + 80, margin=dict(l=10, r=10, t=40, b=10), dragmode="lasso",
+                      legend=dict(orientation="h", y=-0.02, yanchor="top"))
+    return fig
+
+
+try:
+    ensure_demo()
+except db.StoreError as exc:
+    st.error(f"The database could not be prepared: {exc}")
+    st.stop()
+store = get_store()
+corpus = corpus_picker()
+if corpus is None:
+    st.stop()
+runs = [r for r in db.list_embedding_runs(store, corpus.id) if r.status == "done"]
+if not runs:
+    st.info("This corpus has no finished index yet: build one on the **Index** page first.")
+    st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")
+    st.stop()
+run_ids = [r.id for r in runs]
+wanted = st.session_state.get("run_id")
+c1, c2, c3 = st.columns([3, 1, 1])
+run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
+                   key="maps_run", format_func=lambda r: f"#{r.id} · {r.model_name.split('/')[-1]} · layer {r.layer} · "
+                                                        f"{r.pooling} · {r.n_saved} docs")
+method = c2.selectbox("Method", METHODS, key="maps_method", format_func={"pca": "PCA (fast)",
+                                                                         "umap": "UMAP (slow first time)"}.get)
+seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed"))
+if db.is_stale(store, run):
+    st.warning(f"Index #{run.id} is stale: the corpus changed since it was built.")
+
+names = space_names(run.n_heads)
+stored = {p.space for p in db.list_projections(store, run.id) if p.method == method and p.seed == seed}
+todo = [s for s in names if s not in stored]
+if todo and method == "umap" and not st.session_state.get(f"maps_go_{run.id}_{seed}"):
+    st.info(f"{len(todo)} of {len(names)} UMAP maps are not computed yet for this index. They are computed once and "
+            "stored; the first UMAP run in a process spends ~30 s compiling.")
+    if st.button("Compute UMAP maps", type="primary", key="maps_compute"):
+        st.session_state[f"maps_go_{run.id}_{seed}"] = True
+        st.rerun()
+    st.stop()
+if todo:
+    bar = st.progress(0.0, text=f"Computing {len(todo)} {method.upper()} maps (stored per space)…")
+    maps = ensure_maps(store, run.id, method, seed=seed,
+                       progress=lambda d, t: bar.progress(d / t, text=f"Map {d} / {t}"))
+    bar.empty()
+else:
+    maps = ensure_maps(store, run.id, method, seed=seed)
+
+bundle = get_bundle(run.id)
+
+# --- optional query ------------------------------------------------------------------------------
+query_text = ""
+ground_truth: list[int] = []
+with st.expander("Place a query on the maps", expanded=True):
+    src = st.radio("Query", ["None", "From a query set", "Type a query"], horizontal=True, key="maps_qsrc")
+    if src == "From a query set":
+        sets = db.list_query_sets(store, corpus.id)
+        queries = [q for s in sets for q in db.list_queries(store, s.id) if q.text.strip()]
+        if queries:
+            q = st.selectbox("Query", queries, key="maps_query",
+                             format_func=lambda q: f"[{q.n_aspects} aspects] {q.text[:110]}")
+            query_text, ground_truth = q.text, list(q.ground_truth)
+        else:
+            st.info("No queries in this corpus.")
+    elif src == "Type a query":
+        query_text = st.text_input("Query text", key="maps_typed").strip()
+    qkey = (query_text, tuple(ground_truth))
+    if st.session_state.get("_maps_last_query") != qkey or "maps_k" not in st.session_state:
+        st.session_state["_maps_last_query"] = qkey
+        st.session_state["maps_k"] = max(1, min(len(ground_truth) or 5, 50))  # k follows the aspects
+    s1, s2 = st.columns(2)
+    strategy = s1.selectbox("Highlight the documents retrieved by", MAP_STRATEGIES, format_func=STRATEGY_LABELS.get,
+                            index=1, key="maps_strategy")
+    k = int(s2.number_input("k", 1, 50, key="maps_k"))
+
+query_xy: dict = {}
+retrieved: set[int] = set()
+if query_text:
+    try:
+        lm = model_for_run(get_model(run.model_name), run)
+    except (ModelLoadError, ValueError) as exc:
+        st.error(f"The index's model could not be loaded: {exc}")
+        st.stop()
+    q_emb, sub_emb, _ = embed_query(lm, run.layer, query_text)
+    query_xy = place_query(maps, q_emb)
+    res = compare(bundle, q_emb, sub_emb, strategies=(strategy,), k=k, ground_truth=ground_truth)
+    retrieved = {r.doc_id for r in res.outcomes[strategy].rows}
+    o = res.outcomes[strategy]
+    if o.rsr is not None:
+        st.caption(f"{o.label} at k={k}: RSR {o.rsr:.2f} · CSR {o.csr:.2f} · weighted {o.weighted:.2f} — "
+                   "black rings: retrieved; red ×: ground truth it missed; ★: the query")
+
+fig = maps_figure(maps, bundle, bundle.index.head_importance.score, query_xy, retrieved, set(ground_truth))
+event = st.plotly_chart(fig, key="maps_chart", on_select="rerun", selection_mode=("points", "box", "lasso"))
+
+selected: list[int] = []
+try:
+    points = event.selection.points if event is not None else []
+except AttributeError:
+    points = []
+for p in points or []:
+    d = doc_id_of(p)
+    if d is not None and d not in selected:
+        selected.append(d)
+
+table = pd.DataFrame({"id": bundle.doc_ids, "title": bundle.titles, "category": bundle.labels})
+table["retrieved"] = table["id"].isin(retrieved)
+table["ground truth"] = table["id"].isin(ground_truth)
+if selected:
+    st.markdown(f"**{len(selected)} selected document(s)** (clear the selection by double-clicking the map)")
+    table = table[table["id"].isin(selected)]
+else:
+    st.caption("Select points on the maps (box or lasso) to filter this table.")
+st.dataframe(table, hide_index=True, key="maps_table")

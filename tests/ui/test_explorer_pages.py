@@ -1,0 +1,219 @@
+"""AppTest runs of the retrieval-explorer pages (Index, Compare, Attention, Maps) on the demo corpus.
+
+One temporary database per module: the Index page's button builds the demo index once (MiniLM,
+~15-30 s here), the other pages use it. Tests run in file order; the staleness test edits the
+corpus and therefore comes last.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ROOT / "pages"
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    import streamlit as st
+
+    tmp = tmp_path_factory.mktemp("explorer")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
+    mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
+    mp.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        mp.delenv(name, raising=False)
+    st.cache_resource.clear()
+    yield tmp
+    st.cache_resource.clear()
+    mp.undo()
+
+
+def page(name: str) -> AppTest:
+    return AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT)
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def built(env):
+    """Build the demo index through the Index page's button; returns the finished page."""
+    at = ok(page("4_Index.py").run())
+    assert "No index for these settings yet." in texts(at.info)
+    at.button(key="index_build").click().run()
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        ok(at)
+        if at.success:
+            break
+        time.sleep(1.0)
+        at.run()
+    return at
+
+
+def test_index_page_builds_and_shows_importance(built):
+    at = built
+    msgs = texts(at.success)
+    assert any("Embedded 96 documents" in m for m in msgs), msgs
+    assert any("Index #1 is ready: 96 documents, layer 5, pooling mean" in m for m in msgs)
+    assert len(at.get("plotly_chart")) == 1  # head importance chart
+    assert [m.label for m in at.metric][:1] == ["Documents"] and at.metric[0].value == "96"
+
+
+def test_index_run_is_reused_after_restart(built):
+    import streamlit as st
+
+    st.cache_resource.clear()  # a server restart: only the database remains
+    at = ok(page("4_Index.py").run())
+    assert any("Index #1 is ready" in m for m in texts(at.success))
+    assert not at.button(key="index_force").disabled and "No index" not in " ".join(texts(at.info))
+
+
+def test_index_page_rejects_missing_local_folder(built, tmp_path):
+    at = ok(page("4_Index.py").run())
+    at.selectbox(key="index_model_choice").set_value("Local folder…").run()
+    at.text_input(key="index_model_path").input(str(tmp_path / "no-such-model")).run()
+    ok(at)
+    assert any("does not exist" in e for e in texts(at.error))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    at.text_input(key="index_model_path").input(str(empty)).run()
+    assert any("could not be loaded" in e and "config.json" in e for e in texts(at.error))
+
+
+def test_index_page_builds_another_layer_with_progress(built):
+    at = ok(page("4_Index.py").run())
+    at.selectbox(key="index_layer").set_value(2).run()
+    assert "No index for these settings yet." in texts(at.info)
+    at.button(key="index_build").click().run()
+    # while the background job runs the page shows a progress bar with an ETA and a Cancel button
+    saw_progress = bool(at.get("progress"))
+    for _ in range(200):
+        if at.success:
+            break
+        time.sleep(0.5)
+        at.run()
+        saw_progress = saw_progress or bool(at.get("progress"))
+    assert any("layer 2" in m for m in texts(at.success))
+    assert saw_progress
+
+
+def five_aspect_compare(at: AppTest) -> AppTest:
+    qsel = at.selectbox(key="compare_query")
+    idx = next(i for i, o in enumerate(qsel.options) if o.startswith("[5 aspects]"))
+    qsel.select_index(idx).run()
+    ok(at.button(key="compare_go").click().run())
+    return at
+
+
+def test_compare_page_side_by_side_with_evidence(built):
+    at = ok(page("5_Compare.py").run())
+    at.selectbox(key="compare_run").select_index(len(at.selectbox(key="compare_run").options) - 1).run()
+    five_aspect_compare(at)
+    frames = [d.value for d in at.dataframe]
+    gt = frames[0]
+    assert list(gt.columns) == ["title", "category"] and len(gt) == 5
+    metrics = next(f for f in frames if "RSR" in f.columns)
+    assert list(metrics["strategy"]) == ["Standard RAG", "MRAG", "Split RAG", "Fusion RAG", "Fusion MRAG"]
+    assert metrics["RSR"].between(0, 1).all() and metrics["CSR"].between(0, 1).all()
+    lists = [f for f in frames if {"rank", "mark", "title", "category", "score"} <= set(f.columns)]
+    assert len(lists) == 5 and all(len(f) == 5 for f in lists)  # k follows the 5 aspects
+    assert set().union(*(set(f["mark"]) for f in lists)) <= {"✅", "🟨", "🔁", "❌"}
+    # the metrics agree with the marks: RSR = exact matches / 5
+    for (_, m), f in zip(metrics.iterrows(), lists):
+        assert m["RSR"] == pytest.approx((f["mark"] == "✅").sum() / 5)
+    per_doc = next(f for f in frames if "heads (rank in head, vote)" in f.columns)
+    assert len(per_doc) == 5 and per_doc["heads (rank in head, vote)"].str.contains(r"h\d+ \(#\d+").all()
+    mrag = lists[1]
+    assert list(per_doc["title"]) == list(mrag["title"])
+    aspects = next(f for f in frames if "ground-truth documents (rank)" in f.columns)
+    assert len(aspects) == 12
+    assert len(at.get("plotly_chart")) == 1  # heads x documents evidence heatmap
+    subs = next(f for f in frames if "sub-query" in f.columns)
+    assert len(subs) >= 2  # the demo query's stored fusion sub-queries
+    assert any("stored with the query" in e.label for e in at.expander)
+
+    # warm rerun (k changed): cached index and model, well under a second of work
+    t0 = time.perf_counter()
+    at.number_input(key="compare_k").set_value(3).run()
+    warm = time.perf_counter() - t0
+    ok(at)
+    lists = [d.value for d in at.dataframe if {"rank", "mark"} <= set(d.value.columns)]
+    assert all(len(f) == 3 for f in lists)
+    assert warm < 2.5, warm
+
+
+def test_compare_page_typed_query_uses_sentence_fallback(built):
+    at = ok(page("5_Compare.py").run())
+    at.radio(key="compare_source").set_value("Type a query").run()
+    at.text_area(key="compare_typed").input("How do lighthouses work? What is tempeh made of?").run()
+    ok(at.button(key="compare_go").click().run())
+    exp = [e.label for e in at.expander]
+    assert any("offline fallback: one sub-query per sentence" in e for e in exp), exp
+    subs = next(d.value for d in at.dataframe if "sub-query" in d.value.columns)
+    assert list(subs["sub-query"]) == ["How do lighthouses work?", "What is tempeh made of?"]
+    lists = [d.value for d in at.dataframe if {"rank", "title", "score"} <= set(d.value.columns)
+             and "heads (rank in head, vote)" not in d.value.columns]
+    assert len(lists) == 5 and all("mark" not in f.columns for f in lists)  # no ground truth, no marks
+
+
+def test_attention_page(built):
+    at = ok(page("6_Attention.py").run())
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2
+    assert any("only the first 96 are shown" in w for w in texts(at.warning))  # demo docs are long
+    at.radio(key="attn_source").set_value("Type a text").run()
+    ok(at)
+    assert not at.warning and any("12 heads" in c for c in texts(at.caption))
+
+
+def test_maps_page_places_query_and_stores_maps(built):
+    import db
+
+    at = ok(page("7_Maps.py").run())
+    table = at.dataframe[-1].value
+    assert len(table) == 96 and set(table.columns) >= {"title", "category", "retrieved", "ground truth"}
+    store = db.open_store()
+    run_id = int(at.selectbox(key="maps_run").value.id)
+    assert {p.space for p in db.list_projections(store, run_id)} == {"standard", *(f"head:{h}" for h in range(12))}
+    at.radio(key="maps_qsrc").set_value("From a query set").run()
+    qsel = at.selectbox(key="maps_query")
+    qsel.select_index(next(i for i, o in enumerate(qsel.options) if o.startswith("[3 aspects]"))).run()
+    ok(at)
+    table = at.dataframe[-1].value
+    assert table["ground truth"].sum() == 3 and table["retrieved"].sum() == 3
+    assert any("MRAG at k=3" in c for c in texts(at.caption))
+    assert len(db.list_projections(store, run_id)) == 13  # reused, not recomputed
+    store.close()
+
+
+def test_stale_index_is_reported_and_offers_rebuild(built):
+    import db
+
+    store = db.open_store()
+    corpus = db.list_corpora(store)[0]
+    doc = db.list_documents(store, corpus.id, limit=1).items[0]
+    db.update_document(store, doc.id, text=doc.text + " An added sentence about copper.")
+    store.close()
+    at = ok(page("4_Index.py").run())
+    assert any("is stale" in w for w in texts(at.warning))
+    assert at.button(key="index_rebuild")
+    cmp = ok(page("5_Compare.py").run())
+    assert any("is stale" in w for w in texts(cmp.warning))

@@ -1,0 +1,214 @@
+"""Embedding runs through the store: build, cancel midway, resume, reuse, staleness, load as index.
+
+A tiny random BERT built in code (word-level tokenizer) keeps these tests fast; the vectors the
+workflow stores must equal a direct ``embed_texts`` of the same documents.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import db
+from mrag_core.extraction import embed_texts
+from mrag_core.importance import head_importance
+from mrag_core.models.loader import model_from_module
+from mrag_core.strategies import mrag_search, standard_search
+from mrag_core.workflows.indexing import (
+    build_embedding_run,
+    load_corpus_index,
+    model_for_run,
+    run_state,
+)
+
+torch.set_num_threads(1)
+VOCAB = 211
+
+
+class WordTokenizer:
+    """``[CLS] words [SEP]``, ids from a CRC of each word, right padding with id 0."""
+
+    pad_token = eos_token = unk_token = "[PAD]"
+
+    def __call__(self, texts, padding=True, truncation=True, max_length=None, return_tensors="pt"):
+        rows = [[1, *(3 + zlib.crc32(w.lower().encode()) % (VOCAB - 3) for w in t.split()), 2] for t in texts]
+        if truncation and max_length:
+            rows = [r[:max_length] for r in rows]
+        width = max(len(r) for r in rows)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.tensor(r)
+            mask[i, : len(r)] = 1
+        return {"input_ids": ids, "attention_mask": mask}
+
+
+def tiny_lm():
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(7)
+    cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=128)
+    return model_from_module(BertModel(cfg).eval(), WordTokenizer(), name="tiny-bert")
+
+
+WORDS = ("river bread quantum violin glacier tax harbor orbit fern saddle lantern copper meadow "
+         "opera cipher tide falcon marble pepper engine").split()
+
+
+def doc_text(i: int) -> str:
+    rng = np.random.default_rng(i)
+    return " ".join(rng.choice(WORDS, size=4 + i % 9))
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def corpus(store) -> int:
+    c = db.create_corpus(store, "tiny")
+    db.add_categories(store, c.id, ["alpha", "beta", "gamma"])
+    docs = [{"title": f"Doc {i}", "text": f"{doc_text(i)} n{i}", "label": ("alpha", "beta", "gamma")[i % 3]}
+            for i in range(23)]
+    db.add_documents(store, c.id, docs)
+    return c.id
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return tiny_lm()
+
+
+def direct(store, corpus_id, lm, layer=-1):
+    ids = db.document_ids(store, corpus_id)
+    texts = [r.text for r in db.get_documents(store, ids)]
+    return ids, embed_texts(lm, texts, kind="doc", layer=layer, batch_size=64)
+
+
+def test_build_stores_vectors_equal_to_direct_embedding(store, corpus, lm):
+    seen: list[tuple[int, int, float | None]] = []
+    res = build_embedding_run(store, corpus, lm, layer=-1, batch_size=5, progress=lambda d, t, e: seen.append((d, t, e)))
+    assert res.status == "done" and res.embedded_now == 23 and not res.resumed and not res.reused
+    run = res.run
+    assert run.status == "done" and run.n_saved == 23 and run.layer == lm.n_layers - 1 and run.pooling == "mean"
+    assert [d for d, _, _ in seen] == [0, 5, 10, 15, 20, 23] and all(t == 23 for _, t, _ in seen)
+    assert seen[-1][2] == pytest.approx(0.0) and seen[1][2] is not None and seen[1][2] > 0
+    ids, std, heads = db.load_vectors(store, run.id)
+    want_ids, want = direct(store, corpus, lm)
+    assert ids.tolist() == want_ids
+    np.testing.assert_allclose(std, want.standard, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(heads, want.heads, rtol=1e-4, atol=1e-5)
+    # importance is stored with the run and equals the engine's computation on these vectors
+    expect = head_importance(heads)
+    np.testing.assert_allclose(run.importance["score"], expect.score, rtol=1e-9)
+    np.testing.assert_allclose(run.importance["norm"], expect.norm, rtol=1e-9)
+    assert run.timings["embed_s"] > 0 and run.timings["batch_size"] == 5
+
+
+def test_cancel_midway_then_resume_embeds_only_the_rest(store, corpus, lm, monkeypatch):
+    cancel = threading.Event()
+
+    def progress(done, total, eta):
+        if done >= 10:
+            cancel.set()
+
+    first = build_embedding_run(store, corpus, lm, layer=0, batch_size=5, progress=progress, cancel=cancel)
+    assert first.status == "cancelled" and first.embedded_now == 10
+    assert first.run.status == "cancelled" and first.run.n_saved == 10
+    assert run_state(store, first.run) == "partial"
+    left = db.missing_documents(store, first.run.id)
+    assert len(left) == 13
+
+    # Count what the resumed build embeds: only the 13 missing documents.
+    import mrag_core.workflows.indexing as indexing
+
+    embedded: list[int] = []
+    real = indexing.embed_texts
+
+    def counting(lm_, texts, **kw):
+        embedded.append(len(texts))
+        return real(lm_, texts, **kw)
+
+    monkeypatch.setattr(indexing, "embed_texts", counting)
+    second = build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
+    assert second.status == "done" and second.resumed and second.run.id == first.run.id
+    assert sum(embedded) == 13 and second.embedded_now == 13
+    assert db.missing_documents(store, second.run.id) == []
+    _, std, heads = db.load_vectors(store, second.run.id)
+    _, want = direct(store, corpus, lm, layer=0)
+    np.testing.assert_allclose(heads, want.heads, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(std, want.standard, rtol=1e-4, atol=1e-5)
+    assert second.run.importance is not None
+
+    # A third call reuses the finished run and embeds nothing.
+    embedded.clear()
+    third = build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
+    assert third.reused and third.run.id == first.run.id and embedded == []
+
+
+def test_stale_run_is_detected_and_rebuilt_as_a_new_run(store, corpus, lm):
+    res = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8)
+    assert run_state(store, res.run) == "done"
+    first_doc = db.document_ids(store, corpus)[0]
+    db.update_document(store, first_doc, text="an entirely new text about copper engines")
+    assert db.is_stale(store, res.run.id)
+    assert run_state(store, db.get_embedding_run(store, res.run.id)) == "stale"
+    again = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8)
+    assert again.run.id != res.run.id and again.embedded_now == 23 and not again.resumed
+    assert not db.is_stale(store, again.run.id)
+
+
+def test_pooling_choice_makes_its_own_run(store, corpus, lm):
+    a = build_embedding_run(store, corpus, lm, layer=-1, pooling="mean", batch_size=32)
+    b = build_embedding_run(store, corpus, lm, layer=-1, pooling="first", batch_size=32)
+    assert a.run.id != b.run.id and b.run.pooling == "first"
+    _, _, ha = db.load_vectors(store, a.run.id)
+    _, _, hb = db.load_vectors(store, b.run.id)
+    assert not np.allclose(ha, hb)
+    assert model_for_run(lm, b.run).head_pooling == "first"
+
+
+def test_load_corpus_index_reuses_importance_and_searches(store, corpus, lm):
+    res = build_embedding_run(store, corpus, lm, layer=-1, batch_size=32)
+    bundle = load_corpus_index(store, res.run.id, backend="torch")
+    index, ids, labels, titles = bundle
+    assert ids == db.document_ids(store, corpus)
+    assert labels[:3] == ["alpha", "beta", "gamma"] and titles[0] == "Doc 0"
+    np.testing.assert_allclose(index.head_importance.score, res.run.importance["score"])
+    # A stored document as query finds itself first in the standard space and under MRAG.
+    docs = db.get_documents(store, ids[4:5])
+    q = embed_texts(lm, [docs[0].text], kind="query", layer=-1)
+    assert standard_search(index, q, 3)[0].doc_ids[0] == 4
+    assert 4 in mrag_search(index, q, 3, c=5)[0].doc_ids
+
+
+def test_load_unfinished_run_is_refused(store, corpus, lm):
+    cancel = threading.Event()
+    cancel.set()
+    res = build_embedding_run(store, corpus, lm, batch_size=5, cancel=cancel)
+    assert res.status == "cancelled" and res.embedded_now == 0
+    with pytest.raises(ValueError, match="not finished"):
+        load_corpus_index(store, res.run.id)
+
+
+def test_background_job_reports_progress_and_cancels(store, corpus, lm):
+    from mrag_core.workflows.indexing import BuildJob
+
+    job = BuildJob(store, corpus, lm, layer=-1, batch_size=4)
+    job.cancel()  # cancelled before the first batch: nothing embedded, run kept as cancelled
+    job.start()
+    assert job.wait(60) and job.error is None
+    assert job.result.status == "cancelled" and job.result.run.n_saved == 0 and job.total == 23
+    job2 = BuildJob(store, corpus, lm, layer=-1, batch_size=4).start()
+    assert job2.wait(120) and job2.error is None
+    assert job2.result.status == "done" and job2.result.resumed and job2.done == job2.total == 23
+    assert job2.result.run.id == job.result.run.id
