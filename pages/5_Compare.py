@@ -222,8 +222,8 @@ if result.ground_truth_rows:
                                 "CSR": st.column_config.NumberColumn(format="%.2f"),
                                 "weighted (2·RSR+CSR)/3": st.column_config.NumberColumn(format="%.2f"),
                                 "search ms": st.column_config.NumberColumn(format="%.1f")})
-    st.caption("Marks: ✅ ground-truth document · 🟨 another document of a ground-truth category · "
-               "🔁 a category already matched above · ❌ miss")
+    st.caption("Marks: **✔ doc** ground-truth document · **~ cat** another document of a ground-truth category · "
+               "**cat again** a category already matched above · **✘ miss** neither")
 cols = st.columns(len(result.outcomes))
 for col, (key, outcome) in zip(cols, result.outcomes.items()):
     with col:
@@ -231,9 +231,10 @@ for col, (key, outcome) in zip(cols, result.outcomes.items()):
         if outcome.rsr is not None:
             st.caption(f"RSR {outcome.rsr:.2f} · CSR {outcome.csr:.2f} · weighted {outcome.weighted:.2f}")
         st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
-                     column_config={"score": st.column_config.NumberColumn(format="%.4f"),
-                                    "rank": st.column_config.NumberColumn(width="small"),
-                                    "mark": st.column_config.TextColumn(width="small")})
+                     column_config={"score": st.column_config.NumberColumn(format="%.3f", width=50),
+                                    "rank": st.column_config.NumberColumn("#", width=28),
+                                    "mark": st.column_config.TextColumn(width=70),
+                                    "title": st.column_config.TextColumn(width="medium")})
 
 # --- MRAG evidence -------------------------------------------------------------------------------
 if result.evidence is not None:

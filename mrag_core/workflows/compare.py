@@ -49,7 +49,8 @@ MARK_EXACT = "exact"            # the document is a ground-truth document
 MARK_CATEGORY = "category"      # another document of a ground-truth category (first time the category appears)
 MARK_AGAIN = "category again"   # a ground-truth category that an earlier row already matched
 MARK_MISS = "miss"              # neither
-MARK_SYMBOLS = {MARK_EXACT: "✅", MARK_CATEGORY: "🟨", MARK_AGAIN: "🔁", MARK_MISS: "❌", "": ""}
+# Short labels for tables (plain text: renders everywhere, also without an emoji font).
+MARK_SYMBOLS = {MARK_EXACT: "✔ doc", MARK_CATEGORY: "~ cat", MARK_AGAIN: "cat again", MARK_MISS: "✘ miss", "": ""}
 
 SUBQUERY_SOURCES = {
     "stored": "stored with the query",

@@ -135,10 +135,10 @@ def test_compare_page_side_by_side_with_evidence(built):
     assert metrics["RSR"].between(0, 1).all() and metrics["CSR"].between(0, 1).all()
     lists = [f for f in frames if {"rank", "mark", "title", "category", "score"} <= set(f.columns)]
     assert len(lists) == 5 and all(len(f) == 5 for f in lists)  # k follows the 5 aspects
-    assert set().union(*(set(f["mark"]) for f in lists)) <= {"✅", "🟨", "🔁", "❌"}
+    assert set().union(*(set(f["mark"]) for f in lists)) <= {"✔ doc", "~ cat", "cat again", "✘ miss"}
     # the metrics agree with the marks: RSR = exact matches / 5
     for (_, m), f in zip(metrics.iterrows(), lists):
-        assert m["RSR"] == pytest.approx((f["mark"] == "✅").sum() / 5)
+        assert m["RSR"] == pytest.approx((f["mark"] == "✔ doc").sum() / 5)
     per_doc = next(f for f in frames if "heads (rank in head, vote)" in f.columns)
     assert len(per_doc) == 5 and per_doc["heads (rank in head, vote)"].str.contains(r"h\d+ \(#\d+").all()
     mrag = lists[1]
