@@ -29,7 +29,7 @@ def _strategies(value: str) -> list[str]:
     return names
 
 
-def _positive_int(value: str) -> int:
+def positive_int(value: str) -> int:
     try:
         n = int(value)
     except ValueError:
@@ -51,13 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma list (default {DEFAULT_STRATEGIES}); also {', '.join(n for n in NAMED_STRATEGIES if n not in DEFAULT_STRATEGIES.split(','))}")
     b.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
     b.add_argument("--pooling", choices=("last", "first", "mean"), help="token pooling of head vectors")
-    b.add_argument("--c", type=_positive_int, default=32, help="per-space search depth (default 32)")
-    b.add_argument("--k-max", type=_positive_int, default=32, help="score k = 1..K (default 32)")
+    b.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
+    b.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
     b.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
     b.add_argument("--backend", choices=("torch", "faiss-flat", "faiss-hnsw"), default="torch")
     b.add_argument("--device", default="auto", help="auto | cpu | cuda")
     b.add_argument("--half", action="store_true", help="float16 weights on CUDA")
-    b.add_argument("--batch-size", type=_positive_int, default=32)
+    b.add_argument("--batch-size", type=positive_int, default=32)
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     b.add_argument("--json", dest="json_out", help="write per-query results in the authors' layout")
     try:

@@ -13,6 +13,7 @@ import argparse
 import sys
 from typing import Any
 
+from mrag_core.cli import format_table, positive_int
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -37,8 +38,8 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     e.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
     e.add_argument("--variant", choices=("importance", "decay", "distance"), default="importance",
                    help="MRAG voting variant applied to 'mrag' (default importance)")
-    e.add_argument("--c", type=int, default=32, help="per-space search depth (default 32)")
-    e.add_argument("--k-max", type=int, default=32, help="score k = 1..K (default 32)")
+    e.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
+    e.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
     e.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
     e.add_argument("--seed", type=int, default=0, help="seed (head importance sampling)")
     e.add_argument("--name", default="", help="a name for the run")
@@ -46,13 +47,6 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
     e.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return e
-
-
-def format_summary(rows: list) -> str:
-    lines = [f"{'strategy':<15}{'aspects':>8}{'k':>5}{'RSR':>8}{'CSR':>8}{'weighted':>10}{'queries':>9}"]
-    for r in rows:
-        lines.append(f"{r.strategy:<15}{r.n_aspects:>8}{r.k:>5}{r.rsr:>8.3f}{r.csr:>8.3f}{r.weighted:>10.3f}{r.n_queries:>9}")
-    return "\n".join(lines)
 
 
 def _fail(message: str) -> int:
@@ -121,7 +115,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"run {run_id}: {info.status}, {info.n_results} results")
         metrics = er.load_run_metrics(store, run_id)
         if len(metrics.per_query):
-            print(format_summary(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
+            print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
         return 0 if info.status == "done" else 1
     finally:
         store.close()

@@ -40,7 +40,7 @@ class StrategySpec:
     variant: str = "importance"
 
 
-# Named strategies; authors' result keys in comments.
+# Named strategies; the authors' result keys (results.tar.bz2) in comments.
 NAMED_STRATEGIES: dict[str, StrategySpec] = {
     "standard": StrategySpec("standard", "standard"),                         # standard-rag
     "mrag": StrategySpec("mrag", "mrag", "importance"),                       # mrag
@@ -50,11 +50,6 @@ NAMED_STRATEGIES: dict[str, StrategySpec] = {
     "split-weighted": StrategySpec("split-weighted", "split", "importance"),   # split-rag-strategy-weighted
     "fusion": StrategySpec("fusion", "fusion"),                               # fusion-rag
     "fusion-mrag": StrategySpec("fusion-mrag", "fusion-mrag", "importance"),  # fusion-mrag
-}
-AUTHOR_KEYS = {
-    "standard": "standard-rag", "mrag": "mrag", "mrag-decay": "mrag-strategy-decay",
-    "mrag-distance": "mrag-strategy-distance", "split": "split-rag", "split-weighted": "split-rag-strategy-weighted",
-    "fusion": "fusion-rag", "fusion-mrag": "fusion-mrag",
 }
 
 

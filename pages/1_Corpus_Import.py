@@ -11,18 +11,13 @@ import db
 from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import show_preview
-from ui.state import ensure_demo, get_store
+from ui.state import open_store_page
 
 st.set_page_config(page_title="Corpus import - MRAG Studio", page_icon="📥", layout="wide")
 st.title("Corpus import")
 st.caption("Upload or paste documents, check the preview, then import them into a new or existing corpus.")
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
+store = open_store_page()
 
 UPLOAD_TYPES = {
     "table": ["csv", "tsv", "json", "jsonl", "ndjson", "parquet", "bz2", "gz"],

@@ -12,22 +12,16 @@ import db
 from mrag_core.workflows import annotation as aw
 from ui.corpus_widgets import ZERO_SHOT_MODEL, corpus_embeddings, known_agents, reviewer_name
 from ui.render import highlight
-from ui.state import corpus_picker, ensure_demo, get_model, get_store, llm_config
+from ui.state import corpus_picker, get_model, llm_config, open_store_page
 
 st.set_page_config(page_title="Annotate & review - MRAG Studio", page_icon="🏷️", layout="wide")
 st.title("Annotate & review")
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
+store = open_store_page()
 reviewer = reviewer_name()
 corpus = corpus_picker()
 if corpus is None:
     st.stop()
-corpus = db.get_corpus(store, corpus.id)  # the picker may hand back the object of an earlier run (stale counts)
 categories = db.list_categories(store, corpus.id)
 cat_by_name = {c.name: c for c in categories}
 ANY = "(any)"

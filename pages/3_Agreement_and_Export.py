@@ -14,21 +14,12 @@ from mrag_core.export import EXPORT_FORMATS
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import known_agents
-from ui.state import corpus_picker, ensure_demo, get_store
+from ui.state import open_corpus_page
 
 st.set_page_config(page_title="Agreement & export - MRAG Studio", page_icon="📊", layout="wide")
 st.title("Agreement & export")
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
-corpus = corpus_picker()
-if corpus is None:
-    st.stop()
-corpus = db.get_corpus(store, corpus.id)  # the picker may hand back the object of an earlier run (stale counts)
+store, corpus = open_corpus_page()
 ANY = "(any)"
 
 # --------------------------------------------------------------------------- agreement

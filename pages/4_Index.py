@@ -19,7 +19,7 @@ from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state
-from ui.state import corpus_picker, ensure_demo, get_model, get_store
+from ui.state import get_model, open_corpus_page
 
 st.set_page_config(page_title="Index · MRAG Studio", page_icon="🧭", layout="wide")
 st.title("Index")
@@ -56,15 +56,7 @@ def importance_figure(run: db.EmbeddingRunInfo) -> go.Figure | None:
     return fig
 
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
-corpus = corpus_picker()
-if corpus is None:
-    st.stop()
+store, corpus = open_corpus_page()
 
 names = list(MODEL_REGISTRY)
 left, right = st.columns(2)

@@ -27,7 +27,7 @@ from mrag_core.workflows.compare import (
     resolve_subqueries,
 )
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
-from ui.state import corpus_picker, ensure_demo, get_model, get_store, llm_config
+from ui.state import finished_runs_or_stop, get_model, get_store, llm_config, open_corpus_page
 
 st.set_page_config(page_title="Compare · MRAG Studio", page_icon="🧭", layout="wide")
 st.title("Compare")
@@ -81,21 +81,9 @@ def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     return fig
 
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
-corpus = corpus_picker()
-if corpus is None:
-    st.stop()
+store, corpus = open_corpus_page()
 
-runs = [r for r in db.list_embedding_runs(store, corpus.id) if r.status == "done"]
-if not runs:
-    st.info("This corpus has no finished index yet: build one on the **Index** page first.")
-    st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")
-    st.stop()
+runs = finished_runs_or_stop(store, corpus)
 run_ids = [r.id for r in runs]
 wanted = st.session_state.get("run_id")
 c1, c2 = st.columns([3, 1])

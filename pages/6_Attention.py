@@ -12,7 +12,7 @@ import db
 from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
-from ui.state import corpus_picker, ensure_demo, get_model, get_store
+from ui.state import corpus_picker, get_model, open_store_page
 
 st.set_page_config(page_title="Attention · MRAG Studio", page_icon="🧭", layout="wide")
 st.title("Attention")
@@ -25,12 +25,7 @@ def axis_labels(tokens: list[str]) -> list[str]:
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
 
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
+store = open_store_page()
 
 c1, c2, c3 = st.columns(3)
 model_name = c1.selectbox("Model", list(MODEL_REGISTRY), key="attn_model")

@@ -10,22 +10,14 @@ import streamlit as st
 import db
 from mrag_core.workflows import querysets as qw
 from ui.render import escape
-from ui.state import corpus_picker, ensure_demo, get_store, llm_config
+from ui.state import llm_config, open_corpus_page
 
 st.set_page_config(page_title="Query Builder - MRAG Studio", page_icon="🧩", layout="wide")
 st.title("Query Builder")
 st.caption("A multi-aspect query asks about several documents of different categories at once; its ground truth "
            "is those documents. Build sets here, then score them on the Evaluation Runs page.")
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
-corpus = corpus_picker()
-if corpus is None:
-    st.stop()
+store, corpus = open_corpus_page()
 
 
 def _text_block(text: str) -> None:

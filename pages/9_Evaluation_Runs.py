@@ -15,7 +15,7 @@ import db
 from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.workflows import evaluation_runs as er
 from ui.render import escape
-from ui.state import corpus_picker, ensure_demo, get_model, get_store
+from ui.state import get_model, open_corpus_page
 
 st.set_page_config(page_title="Evaluation Runs - MRAG Studio", page_icon="📊", layout="wide")
 st.title("Evaluation Runs")
@@ -23,15 +23,7 @@ st.caption("Score Standard / MRAG / Split / Fusion retrieval on a query set for 
            "with its configuration, seed and timings; RSR = exact documents found, CSR = categories found, "
            "weighted = (w·RSR + CSR) / (w + 1).")
 
-try:
-    ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-store = get_store()
-corpus = corpus_picker()
-if corpus is None:
-    st.stop()
+store, corpus = open_corpus_page()
 query_sets = db.list_query_sets(store, corpus.id)
 qs_names = {q.id: q.name for q in query_sets}
 

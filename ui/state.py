@@ -70,3 +70,32 @@ def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInf
                           if hasattr(c, "n_documents") else c.name, key=f"_{key}_select")
     st.session_state[key] = chosen.id
     return db.get_corpus(get_store(), chosen.id)  # fresh counts and versions, never a stale option object
+
+
+def open_store_page() -> db.Store:
+    """Every page's start: the store with the demo corpus loaded, or a clear error and stop."""
+    try:
+        ensure_demo()
+    except db.StoreError as exc:
+        st.error(f"The database could not be prepared: {exc}")
+        st.stop()
+    return get_store()
+
+
+def open_corpus_page() -> tuple[db.Store, db.CorpusInfo]:
+    """:func:`open_store_page` plus the shared corpus choice (stops when there is no corpus)."""
+    store = open_store_page()
+    corpus = corpus_picker()
+    if corpus is None:
+        st.stop()
+    return store, corpus
+
+
+def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.EmbeddingRunInfo]:
+    """The corpus' finished embedding runs; with none, a link to the Index page and stop."""
+    runs = [r for r in db.list_embedding_runs(store, corpus.id) if r.status == "done"]
+    if not runs:
+        st.info("This corpus has no finished index yet: build one on the **Index** page first.")
+        st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")
+        st.stop()
+    return runs

@@ -243,15 +243,21 @@ def _status_for(text: str, docs: Sequence[db.DocumentRow]) -> tuple[str, str]:
     return ("flagged", "missing titles: " + ", ".join(missing)) if missing else ("ok", "")
 
 
-def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Sequence[int],
-               fusion: Sequence[str] | None = None) -> db.QueryRow:
-    """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned,
-    else ``flagged`` with the missing titles."""
+def _checked_status(store: db.Store, text: str, ground_truth: Sequence[int]) -> tuple[str, str]:
+    """Validate a hand-written query (non-empty text, at least one ground-truth document) and give its
+    status: ``ok`` when every ground-truth title is mentioned, else ``flagged`` with the missing titles."""
     if not text.strip():
         raise QuerySetError("The query text must not be empty.")
     if not ground_truth:
         raise QuerySetError("Pick at least one ground-truth document.")
-    status, error = _status_for(text, _docs(store, ground_truth))
+    return _status_for(text, _docs(store, ground_truth))
+
+
+def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Sequence[int],
+               fusion: Sequence[str] | None = None) -> db.QueryRow:
+    """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned,
+    else ``flagged`` with the missing titles."""
+    status, error = _checked_status(store, text, ground_truth)
     try:
         return db.update_query(store, query_id, text=text.strip(), ground_truth=list(ground_truth),
                                n_aspects=len(ground_truth), status=status, error=error,
@@ -263,11 +269,7 @@ def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Seque
 def add_manual_query(store: db.Store, query_set_id: int, *, text: str, ground_truth: Sequence[int],
                      fusion: Sequence[str] = ()) -> db.QueryRow:
     """A hand-written query with ground truth picked from the corpus (status as in :func:`edit_query`)."""
-    if not text.strip():
-        raise QuerySetError("The query text must not be empty.")
-    if not ground_truth:
-        raise QuerySetError("Pick at least one ground-truth document.")
-    status, error = _status_for(text, _docs(store, ground_truth))
+    status, error = _checked_status(store, text, ground_truth)
     try:
         (qid,) = db.add_queries(store, query_set_id, [{
             "text": text.strip(), "ground_truth": list(ground_truth), "n_aspects": len(ground_truth),

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -14,25 +12,9 @@ import torch
 from mrag_core.embedding_cache import cache_dir, cached_embed, content_hash, embedding_key
 from mrag_core.extraction import embed_texts
 from mrag_core.models.loader import model_from_module
+from tests.support.tiny_tokenizer import WordTokenizer
 
 torch.set_num_threads(1)
-
-
-class WordTokenizer:
-    """Minimal right-padding word tokenizer (ids from a CRC of each word; 0 = pad)."""
-
-    pad_token = eos_token = unk_token = "[PAD]"
-    padding_side = "right"
-
-    def __call__(self, texts, padding=True, truncation=True, max_length=None, return_tensors="pt"):
-        rows = [[1 + zlib.crc32(w.encode()) % 60 for w in t.split()][: max_length or None] for t in texts]
-        width = max(len(r) for r in rows)
-        ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r)
-            mask[i, : len(r)] = 1
-        return {"input_ids": ids, "attention_mask": mask}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +24,7 @@ def lm():
     torch.manual_seed(0)
     model = GPT2Model(GPT2Config(vocab_size=64, n_embd=16, n_layer=2, n_head=2, n_positions=32,
                                  bos_token_id=1, eos_token_id=2))
-    return model_from_module(model, WordTokenizer(), name="tiny-gpt2-cache")
+    return model_from_module(model, WordTokenizer(64), name="tiny-gpt2-cache")
 
 
 @pytest.fixture()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-import zlib
 
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ from mrag_core.extraction import (
     token_positions,
 )
 from mrag_core.models.loader import model_from_module
+from tests.support.tiny_tokenizer import WordTokenizer
 
 torch.set_num_threads(1)
 
@@ -35,37 +35,6 @@ HIDDEN = 32
 N_HEADS = 4
 HEAD_DIM = HIDDEN // N_HEADS
 N_LAYERS = 3
-
-
-class MiniTokenizer:
-    """Word-level tokenizer with the call signature extraction uses (ids from a CRC of each word).
-
-    BERT-style rows are ``[CLS] words [SEP]``; decoder rows are just the words. Pads are id 0.
-    """
-
-    def __init__(self, *, bert: bool = False, padding_side: str = "right") -> None:
-        self.bert = bert
-        self.padding_side = padding_side
-        self.pad_token = "[PAD]"
-        self.eos_token = "[PAD]"
-        self.unk_token = "[PAD]"
-
-    def ids(self, text: str) -> list[int]:
-        words = [3 + zlib.crc32(w.encode()) % (VOCAB - 3) for w in text.split()]
-        return [1, *words, 2] if self.bert else words
-
-    def __call__(self, texts, padding=True, truncation=True, max_length=None, return_tensors="pt"):
-        rows = [self.ids(t) for t in texts]
-        if truncation and max_length:
-            rows = [r[:max_length] for r in rows]
-        width = max(len(r) for r in rows)
-        ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            sl = slice(0, len(r)) if self.padding_side == "right" else slice(width - len(r), width)
-            ids[i, sl] = torch.tensor(r)
-            mask[i, sl] = 1
-        return {"input_ids": ids, "attention_mask": mask}
 
 
 def tiny_model(family: str, impl: str = "eager") -> torch.nn.Module:
@@ -89,7 +58,7 @@ def tiny_model(family: str, impl: str = "eager") -> torch.nn.Module:
 
 
 def tiny_lm(family: str, *, padding_side: str = "right", impl: str = "eager", **pool):
-    return model_from_module(tiny_model(family, impl), MiniTokenizer(bert=family == "bert", padding_side=padding_side),
+    return model_from_module(tiny_model(family, impl), WordTokenizer(VOCAB, specials=family == "bert", padding_side=padding_side),
                              name=f"tiny-{family}", **pool)
 
 

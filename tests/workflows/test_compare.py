@@ -3,7 +3,6 @@ matrix agreeing with the engine's vote arithmetic (sum of contributions = score,
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -27,26 +26,13 @@ from mrag_core.workflows.compare import (
     sentence_split,
 )
 from mrag_core.workflows.indexing import build_embedding_run, load_corpus_index, model_for_run
+from tests.support.tiny_tokenizer import WordTokenizer
 
 torch.set_num_threads(1)
 VOCAB = 211
 CATS = ("alpha", "beta", "gamma", "delta")
 WORDS = ("river bread quantum violin glacier tax harbor orbit fern saddle lantern copper meadow "
          "opera cipher tide falcon marble pepper engine").split()
-
-
-class WordTokenizer:
-    pad_token = eos_token = unk_token = "[PAD]"
-
-    def __call__(self, texts, padding=True, truncation=True, max_length=None, return_tensors="pt"):
-        rows = [[1, *(3 + zlib.crc32(w.lower().encode()) % (VOCAB - 3) for w in t.split()), 2] for t in texts]
-        width = max(len(r) for r in rows)
-        ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r)
-            mask[i, : len(r)] = 1
-        return {"input_ids": ids, "attention_mask": mask}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +42,7 @@ def lm():
     torch.manual_seed(11)
     cfg = BertConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=2, num_attention_heads=6,
                      intermediate_size=64, max_position_embeddings=128)
-    return model_from_module(BertModel(cfg).eval(), WordTokenizer(), name="tiny-bert")
+    return model_from_module(BertModel(cfg).eval(), WordTokenizer(VOCAB, specials=True, lowercase=True), name="tiny-bert")
 
 
 @pytest.fixture

@@ -20,12 +20,6 @@ from mrag_core.workflows import corpus as cw
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
-    yield s
-    s.close()
-
 
 CSV = (
     "title,body,topic\n"

@@ -42,13 +42,6 @@ def lm():
     return load_model("minilm")
 
 
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
-    yield s
-    s.close()
-
 
 @pytest.fixture
 def setup(store):

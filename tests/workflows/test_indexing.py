@@ -7,7 +7,6 @@ workflow stores must equal a direct ``embed_texts`` of the same documents.
 from __future__ import annotations
 
 import threading
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -25,27 +24,10 @@ from mrag_core.workflows.indexing import (
     model_for_run,
     run_state,
 )
+from tests.support.tiny_tokenizer import WordTokenizer
 
 torch.set_num_threads(1)
 VOCAB = 211
-
-
-class WordTokenizer:
-    """``[CLS] words [SEP]``, ids from a CRC of each word, right padding with id 0."""
-
-    pad_token = eos_token = unk_token = "[PAD]"
-
-    def __call__(self, texts, padding=True, truncation=True, max_length=None, return_tensors="pt"):
-        rows = [[1, *(3 + zlib.crc32(w.lower().encode()) % (VOCAB - 3) for w in t.split()), 2] for t in texts]
-        if truncation and max_length:
-            rows = [r[:max_length] for r in rows]
-        width = max(len(r) for r in rows)
-        ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r)
-            mask[i, : len(r)] = 1
-        return {"input_ids": ids, "attention_mask": mask}
 
 
 def tiny_lm():
@@ -54,7 +36,7 @@ def tiny_lm():
     torch.manual_seed(7)
     cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=64, max_position_embeddings=128)
-    return model_from_module(BertModel(cfg).eval(), WordTokenizer(), name="tiny-bert")
+    return model_from_module(BertModel(cfg).eval(), WordTokenizer(VOCAB, specials=True, lowercase=True), name="tiny-bert")
 
 
 WORDS = ("river bread quantum violin glacier tax harbor orbit fern saddle lantern copper meadow "
@@ -65,12 +47,6 @@ def doc_text(i: int) -> str:
     rng = np.random.default_rng(i)
     return " ".join(rng.choice(WORDS, size=4 + i % 9))
 
-
-@pytest.fixture
-def store(tmp_path: Path):
-    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -24,12 +24,6 @@ DOCS = [
 ]
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
-    yield s
-    s.close()
-
 
 @pytest.fixture
 def corpus(store) -> db.CorpusInfo:
