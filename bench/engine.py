@@ -74,7 +74,11 @@ def extraction_ratio(texts: list[str], repeats: int, threads: int) -> float:
 
 
 def latency_ratio(n: int, backends: list[str], queries: int) -> float:
-    torch.set_num_threads(1)
+    from mrag_core.device import configure_threads
+    from mrag_core.kernels import warm_up
+
+    configure_threads(1)  # torch and FAISS: one thread, as the app searches
+    warm_up()
     rng = np.random.default_rng(0)
     h, hd = 12, 32
     docs = rng.standard_normal((n, h * hd)).astype(np.float32)

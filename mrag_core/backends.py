@@ -5,7 +5,8 @@ split pieces. Scores are similarities: cosine (vectors L2-normalised per space) 
 Backends:
 
 * ``torch``: exact; one batched matmul over all spaces at once, ``scores[s, q, n] = Q[s] @ X[s].T``,
-  then ``topk`` (on the GPU when present).
+  then the top ``c`` of every row (``torch.topk`` on the GPU; on the CPU the compiled one-pass
+  heap of :func:`mrag_core.kernels.top_c_rows`).
 * ``faiss-flat``: exact, one ``IndexFlatIP`` per space (CPU).
 * ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU), ``efSearch >= c``.
 """
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from mrag_core.device import pick_device
+from mrag_core.kernels import top_c_rows
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
 METRICS = ("cosine", "ip")
@@ -76,6 +78,12 @@ class TorchIndex:
         qt = torch.from_numpy(np.ascontiguousarray(q.transpose(1, 0, 2))).to(self.device)  # [s, q, d]
         with torch.inference_mode():
             scores = torch.bmm(qt, self._xt)  # [s, q, n]
+            if self.device.type == "cpu" and scores.dtype == torch.float32:
+                # one compiled heap pass per row beats torch.topk over s x q rows (see kernels)
+                s_count, nq, n = scores.shape
+                ids, vals = top_c_rows(scores.numpy().reshape(s_count * nq, n), depth)
+                return Hits(ids=np.ascontiguousarray(ids.reshape(s_count, nq, depth).transpose(1, 0, 2)),
+                            scores=np.ascontiguousarray(vals.reshape(s_count, nq, depth).transpose(1, 0, 2)))
             top = torch.topk(scores, depth, dim=2, largest=True, sorted=True)
         return Hits(
             ids=top.indices.permute(1, 0, 2).cpu().numpy().astype(np.int64),

@@ -21,6 +21,7 @@ from typing import Hashable, Sequence  # noqa: F401
 
 import numpy as np
 
+from mrag_core.kernels import sum_votes
 from mrag_core.rrf import reciprocal_rank_fusion  # noqa: F401  (one RRF for every strategy)
 
 VARIANTS = ("importance", "decay", "distance")
@@ -59,13 +60,8 @@ def vote(ids: np.ndarray, weights: np.ndarray, k: int, *, with_evidence: bool = 
 
     Ties are broken by the smaller document id (deterministic). Ids < 0 (missing hits) are ignored.
     """
-    flat_ids = ids.reshape(-1)
-    flat_w = weights.reshape(-1)
-    valid = flat_ids >= 0
-    uniq, inv = np.unique(flat_ids[valid], return_inverse=True)
-    totals = np.bincount(inv, weights=flat_w[valid], minlength=uniq.shape[0])
-    order = np.lexsort((uniq, -totals))[:k]
-    result = VoteResult(doc_ids=uniq[order], scores=totals[order])
+    doc_ids, totals = sum_votes(ids, weights, k)
+    result = VoteResult(doc_ids=doc_ids, scores=totals)
     if with_evidence:
         keep = set(result.doc_ids.tolist())
         ev: dict[int, list[tuple[int, int, float]]] = {int(d): [] for d in result.doc_ids}

@@ -33,11 +33,12 @@ def ensure_demo() -> DemoStatus:
 @st.cache_resource(show_spinner="Loading the model...", max_entries=3)
 def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
     """A loaded model (registry name or local folder); one thread for interactive use."""
-    import torch
-
+    from mrag_core.device import configure_threads
+    from mrag_core.kernels import warm_up
     from mrag_core.models.loader import load_model
 
-    torch.set_num_threads(max(1, int(os.environ.get("MRAG_THREADS", "1"))))
+    configure_threads(max(1, int(os.environ.get("MRAG_THREADS", "1"))))
+    warm_up()  # compile / load the search kernels now, not on the first search
     return load_model(name, attn_implementation=attn_implementation)
 
 

@@ -1,0 +1,91 @@
+"""The compiled top-c and vote kernels against hand-worked cases and their NumPy references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mrag_core import kernels
+from mrag_core.kernels import sum_votes, sum_votes_reference, top_c_rows, top_c_rows_reference
+
+
+def test_numba_is_used_here() -> None:
+    # umap-learn brings numba; without it the references run and these tests would compare a function with itself
+    assert kernels.HAVE_NUMBA
+
+
+def test_top_c_hand_worked() -> None:
+    scores = np.array([[0.1, 0.9, 0.5, 0.9, 0.2],
+                       [3.0, 1.0, 2.0, 0.0, -1.0]], np.float32)
+    ids, vals = top_c_rows(scores, 3)
+    assert ids.tolist() == [[1, 3, 2], [0, 2, 1]]  # 0.9 twice: the smaller id first
+    np.testing.assert_array_equal(vals, np.array([[0.9, 0.9, 0.5], [3.0, 2.0, 1.0]], np.float32))
+
+
+def test_ties_keep_the_smaller_ids_across_the_heap_boundary() -> None:
+    row = np.array([[1.0, 1.0, 1.0, 1.0, 2.0, 1.0]], np.float32)
+    ids, vals = top_c_rows(row, 3)
+    assert ids.tolist() == [[4, 0, 1]]
+    assert vals.tolist() == [[2.0, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("c", [1, 5, 32, 200, 500])
+def test_top_c_equals_the_stable_sort_reference(c: int) -> None:
+    rng = np.random.default_rng(c)
+    scores = rng.integers(0, 40, size=(7, 200)).astype(np.float32)  # many ties
+    ids, vals = top_c_rows(scores, c)
+    ref_ids, ref_vals = top_c_rows_reference(scores, c)
+    assert ids.shape == (7, min(c, 200))
+    np.testing.assert_array_equal(ids, ref_ids)
+    np.testing.assert_array_equal(vals, ref_vals)
+
+
+def test_top_c_on_continuous_scores_matches_torch_topk() -> None:
+    import torch
+
+    scores = np.random.default_rng(1).standard_normal((12, 5000)).astype(np.float32)
+    ids, vals = top_c_rows(scores, 32)
+    top = torch.topk(torch.from_numpy(scores), 32, dim=1)
+    np.testing.assert_array_equal(ids, top.indices.numpy())
+    np.testing.assert_array_equal(vals, top.values.numpy())
+
+
+def test_top_c_rejects_bad_shapes_and_handles_nan() -> None:
+    with pytest.raises(ValueError, match="2-D"):
+        top_c_rows(np.zeros(5, np.float32), 2)
+    ids, _ = top_c_rows(np.array([[0.5, np.nan, 0.7]], np.float32), 1)
+    assert ids.shape == (1, 1)
+
+
+def test_sum_votes_hand_worked() -> None:
+    # space 0 ranks docs 7, 3; space 1 ranks 3, 9; space 2 has one hit, 7, and a missing one (-1)
+    ids = np.array([[7, 3], [3, 9], [7, -1]])
+    w = np.array([[1.0, 0.5], [0.8, 0.4], [0.25, 100.0]])
+    docs, totals = sum_votes(ids, w, 3)
+    # 3: 0.5 + 0.8 = 1.3; 7: 1.0 + 0.25 = 1.25; 9: 0.4; the -1 hit's 100 votes are ignored
+    assert docs.tolist() == [3, 7, 9]
+    np.testing.assert_allclose(totals, [1.3, 1.25, 0.4])
+    docs, _ = sum_votes(ids, w, 1)
+    assert docs.tolist() == [3]
+
+
+def test_sum_votes_ties_by_smaller_id() -> None:
+    docs, totals = sum_votes(np.array([[5, 2, 9]]), np.array([[1.0, 1.0, 1.0]]), 3)
+    assert docs.tolist() == [2, 5, 9]
+    assert totals.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_sum_votes_equals_the_bincount_reference_bit_for_bit() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        ids = rng.integers(-1, 60, size=(12, 32))
+        w = rng.random((12, 32)) * np.exp2(-np.arange(32))
+        docs, totals = sum_votes(ids, w, 32)
+        ref_docs, ref_totals = sum_votes_reference(ids, w, 32)
+        np.testing.assert_array_equal(docs, ref_docs)
+        np.testing.assert_array_equal(totals, ref_totals)
+
+
+def test_sum_votes_shape_mismatch() -> None:
+    with pytest.raises(ValueError, match="differ in shape"):
+        sum_votes(np.array([1, 2]), np.array([1.0]), 1)
