@@ -16,6 +16,7 @@ Everything listed in ``__all__`` is re-exported here. No Streamlit imports in th
 from __future__ import annotations
 
 from db.annotations import (
+    AgentInfo,
     Agreement,
     BulkDecisionResult,
     CategoryAgreement,
@@ -35,6 +36,7 @@ from db.annotations import (
     list_decisions,
     list_suggestions,
     review_queue,
+    suggestion_agents,
 )
 from db.corpora import (
     IMPORT_ANNOTATOR,
@@ -58,6 +60,7 @@ from db.corpora import (
     list_corpora,
     list_documents,
     rename_corpus,
+    source_chunks,
     update_category,
     update_document,
 )
@@ -141,6 +144,7 @@ __all__ = [
     "ENV_DATA_DIR",
     "IMPORT_ANNOTATOR",
     "AddResult",
+    "AgentInfo",
     "Agreement",
     "BulkDecisionResult",
     "CacheStats",
@@ -236,6 +240,8 @@ __all__ = [
     "save_projection",
     "save_vectors",
     "set_embedding_run_status",
+    "source_chunks",
+    "suggestion_agents",
     "update_category",
     "update_document",
 ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from db._common import require
@@ -46,6 +46,17 @@ class SuggestionRow:
     reason: str
     error: str
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """A suggestion agent of a corpus: name, model version and how many suggestions it made
+    (``n_failed`` of them failed)."""
+
+    agent: str
+    model_version: str
+    n_suggestions: int
+    n_failed: int
 
 
 @dataclass(frozen=True)
@@ -238,6 +249,25 @@ def documents_without_suggestion(
                 .order_by(Document.id)
             )
         )
+
+
+def suggestion_agents(store: Store, corpus_id: int) -> list[AgentInfo]:
+    """The distinct (agent, model version) pairs that made suggestions on the corpus'
+    documents, with their counts, ordered by agent then model version (one GROUP BY, no
+    scan of the suggestions in Python). Empty for an unknown corpus."""
+    failed = func.sum(case((Suggestion.status == "failed", 1), else_=0))
+    stmt = (
+        select(Suggestion.agent, Suggestion.model_version, func.count(), failed)
+        .join(Document, Document.id == Suggestion.document_id)
+        .where(Document.corpus_id == corpus_id)
+        .group_by(Suggestion.agent, Suggestion.model_version)
+        .order_by(Suggestion.agent, Suggestion.model_version)
+    )
+    with store.session(readonly=True) as session:
+        return [
+            AgentInfo(agent=a, model_version=v, n_suggestions=int(n), n_failed=int(f or 0))
+            for a, v, n, f in session.execute(stmt)
+        ]
 
 
 def list_suggestions(store: Store, document_id: int) -> list[SuggestionRow]:

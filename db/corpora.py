@@ -62,7 +62,9 @@ class CategoryInfo:
 class DocumentRow:
     """A document with its effective label (latest decision, else latest ok suggestion).
 
-    ``label_source`` is ``"decision"``, ``"suggestion"`` or None (no label).
+    ``label_source`` is ``"decision"``, ``"suggestion"`` or None (no label). A chunk names
+    its source document in ``chunk_of`` (title) with ``chunk_index`` (0-based) of
+    ``chunk_count``; see :attr:`chunk_label`.
     """
 
     id: int
@@ -78,6 +80,16 @@ class DocumentRow:
     label_category_id: int | None = None
     label: str | None = None
     label_source: str | None = None
+    chunk_of: str | None = None
+    chunk_count: int | None = None
+
+    @property
+    def chunk_label(self) -> str | None:
+        """``"chunk 2 of 5 of 'Rome'"`` for a chunk, None for a whole document."""
+        if self.chunk_of is None or self.chunk_index is None:
+            return None
+        of_n = f" of {self.chunk_count}" if self.chunk_count else ""
+        return f"chunk {self.chunk_index + 1}{of_n} of '{self.chunk_of}'"
 
 
 @dataclass(frozen=True)
@@ -223,7 +235,17 @@ def _to_row(
         label_category_id=cat_id,
         label=names.get(cat_id) if cat_id is not None else None,
         label_source=source,
+        chunk_of=doc.chunk_of,
+        chunk_count=doc.chunk_count,
     )
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _category_names(session: Session, corpus_id: int) -> dict[int, str]:
@@ -422,7 +444,8 @@ def add_documents(
 
     Each doc is a mapping with ``text`` (required, non-blank) and optional ``title``,
     ``source``, ``label`` (category name), ``parent_id`` (an existing document of this
-    corpus: the doc is a chunk of it) and ``chunk_index``.
+    corpus: the doc is a chunk of it), ``chunk_index`` (0-based), ``chunk_of`` (title of the
+    source document a chunk was cut from) and ``chunk_count`` (its number of chunks).
 
     Duplicates (same sha256 of ``text`` in the corpus or earlier in ``docs``) are skipped
     when ``dedupe`` is true, else raise DuplicateError. A ``label`` is stored as a decision
@@ -491,7 +514,9 @@ def add_documents(
                     source=str(doc.get("source") or ""),
                     content_hash=content_hash,
                     parent_id=int(parent_id) if parent_id is not None else None,
-                    chunk_index=doc.get("chunk_index"),
+                    chunk_index=_opt_int(doc.get("chunk_index")),
+                    chunk_of=_opt_str(doc.get("chunk_of")),
+                    chunk_count=_opt_int(doc.get("chunk_count")),
                     version=2 if category is not None else 1,
                 )
             )
@@ -572,6 +597,29 @@ def get_documents(store: Store, document_ids: Sequence[int]) -> list[DocumentRow
             for doc, dec_cat, sug_cat in session.execute(stmt.where(Document.id.in_(ids))):
                 by_id[doc.id] = _to_row(doc, dec_cat, sug_cat, names)
         return [by_id[i] for i in ids if i in by_id]
+
+
+def source_chunks(store: Store, document_id: int) -> list[DocumentRow]:
+    """All chunks cut from the same source document as this one (the document itself
+    included), ordered by ``chunk_index``; just the document when it is not a chunk.
+    Chunks share the corpus, ``source`` and ``chunk_of``. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        doc = require(session, Document, document_id, "Document")
+        if doc.chunk_of is None:
+            ids = [doc.id]
+        else:
+            ids = list(
+                session.scalars(
+                    select(Document.id)
+                    .where(
+                        Document.corpus_id == doc.corpus_id,
+                        Document.source == doc.source,
+                        Document.chunk_of == doc.chunk_of,
+                    )
+                    .order_by(Document.chunk_index, Document.id)
+                )
+            )
+    return get_documents(store, ids)
 
 
 def list_documents(

@@ -103,7 +103,12 @@ class Category(Base):
 
 
 class Document(Base):
-    """A document or a chunk of one (``parent_id`` set). ``version`` guards label decisions."""
+    """A retrievable document; ``version`` guards label decisions.
+
+    A chunk cut from a longer source document at import names it in ``chunk_of`` (its title),
+    with its 0-based ``chunk_index`` and the ``chunk_count`` of the source; all chunks of one
+    source share ``source``. ``parent_id`` optionally points at an explicit parent row.
+    """
 
     __tablename__ = "documents"
     __table_args__ = (UniqueConstraint("corpus_id", "content_hash"),)
@@ -118,6 +123,9 @@ class Document(Base):
         ForeignKey("documents.id", ondelete="CASCADE"), nullable=True, index=True
     )
     chunk_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Added in revision 0003.
+    chunk_of: Mapped[str | None] = mapped_column(Text, nullable=True)
+    chunk_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -31,6 +31,7 @@ A related name may be the bare topic, ``<category>_<topic>`` or ``<category>/<to
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
 import io
 import json
@@ -58,6 +59,7 @@ __all__ = [
     "parse_articles",
     "parse_queries",
     "parse_topic_layout",
+    "read_query_rows",
     "resolve_ground_truth",
 ]
 
@@ -136,6 +138,8 @@ class TopicDataset:
     * ``ground_truth[q]`` is the sorted union of the document indices of the query's topics.
     * ``unresolved`` lists ``(query_index, related_name)`` that matched no topic.
     * ``warnings`` lists non-fatal oddities (e.g. an aspect-count key that disagrees).
+    * ``skipped_files`` lists ``(path, message)`` of malformed topic files left out (only
+      with ``skip_bad_files=True``; otherwise the first one raises).
     """
 
     articles: list[Article]
@@ -146,6 +150,7 @@ class TopicDataset:
     query_topics: list[list[str]] = field(default_factory=list)
     unresolved: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    skipped_files: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def categories(self) -> list[str]:
@@ -193,13 +198,8 @@ def _decompress_capped(opener: Any, data: bytes, name: str, kind: str) -> bytes:
     return out
 
 
-def decode_benchmark_bytes(data: bytes, name: str) -> Any:
-    """Decode the bytes of a benchmark file into JSON values.
-
-    Compression (bz2, gzip) is detected from magic bytes. ``.jsonl`` names (or content that
-    is not one JSON document but is one JSON value per line) give a list of the line values.
-    Raises :class:`BenchmarkFormatError` naming ``name`` on any decoding problem.
-    """
+def _decompressed_text(data: bytes, name: str) -> str:
+    """The UTF-8 text of a (possibly bz2/gzip-compressed, detected from magic bytes) file."""
     if data[:3] == b"BZh":
         data = _decompress_capped(bz2.open, data, name, "bz2")
     elif data[:2] == b"\x1f\x8b":
@@ -207,12 +207,26 @@ def decode_benchmark_bytes(data: bytes, name: str) -> Any:
     elif name.lower().endswith((".bz2", ".gz")):
         raise BenchmarkFormatError(f"{name}: the name says compressed but the content is not")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BenchmarkFormatError(
             f"{name}: not UTF-8 text (byte {exc.start}); benchmark files must be UTF-8 JSON"
         ) from exc
-    base = name.lower().removesuffix(".bz2").removesuffix(".gz")
+
+
+def _base_name(name: str) -> str:
+    return name.lower().removesuffix(".bz2").removesuffix(".gz")
+
+
+def decode_benchmark_bytes(data: bytes, name: str) -> Any:
+    """Decode the bytes of a benchmark file into JSON values.
+
+    Compression (bz2, gzip) is detected from magic bytes. ``.jsonl`` names (or content that
+    is not one JSON document but is one JSON value per line) give a list of the line values.
+    Raises :class:`BenchmarkFormatError` naming ``name`` on any decoding problem.
+    """
+    text = _decompressed_text(data, name)
+    base = _base_name(name)
     if base.endswith(".jsonl") or base.endswith(".ndjson"):
         return _parse_jsonl(text, name)
     if not text.strip():
@@ -362,6 +376,125 @@ def parse_queries(value: Any, name: str) -> list[BenchQuery]:
         return out
     items = _as_list(value, name, ("queries",))
     return [_query_from_item(it, f"{name}: item {i}") for i, it in enumerate(items, start=1)]
+
+
+QueryRow = tuple[str, BenchQuery]
+RowProblem = tuple[str, str]
+
+
+def _unwhere(message: str, where: str) -> str:
+    return message[len(where):].lstrip(": ").strip() if message.startswith(where) else message
+
+
+def _item_rows(items: Iterable[tuple[str, Any]]) -> tuple[list[QueryRow], list[RowProblem]]:
+    rows: list[QueryRow] = []
+    problems: list[RowProblem] = []
+    for where, item in items:
+        try:
+            rows.append((where, _query_from_item(item, where)))
+        except BenchmarkFormatError as exc:
+            problems.append((where, _unwhere(str(exc), where)))
+    return rows, problems
+
+
+def _split_cell(cell: str) -> list[str]:
+    """A CSV list cell: a JSON list (``["a", "b"]``) or names separated by ``|``."""
+    cell = (cell or "").strip()
+    if cell.startswith("["):
+        try:
+            value = json.loads(cell)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, list):
+            return [str(v) for v in value]
+    return [part.strip() for part in cell.split("|") if part.strip()]
+
+
+_CSV_TEXT = ("text", "query", "question")
+_CSV_TOPICS = ("topics", "related", "related_topics", "ground_truth", "titles")
+
+
+def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
+    delimiter = "\t" if _base_name(name).endswith(".tsv") else ","
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    fields = {(f or "").strip().lower(): f for f in reader.fieldnames or []}
+    text_col = next((fields[k] for k in _CSV_TEXT if k in fields), None)
+    topic_col = next((fields[k] for k in _CSV_TOPICS if k in fields), None)
+    if text_col is None or topic_col is None:
+        raise BenchmarkFormatError(
+            f"{name}: a query table needs a text column ({' / '.join(_CSV_TEXT)}) and a topics column "
+            f"({' / '.join(_CSV_TOPICS)}; titles separated by '|'), got columns "
+            f"{', '.join(repr(f) for f in reader.fieldnames or []) or '(none)'}"
+        )
+    fusion_col = fields.get("fusion")
+    items: list[tuple[str, Any]] = []
+    try:
+        for i, rec in enumerate(reader, start=1):
+            if not any((v or "").strip() for v in rec.values() if isinstance(v, str)):
+                continue
+            item: dict[str, Any] = {"text": rec.get(text_col) or "", "topics": _split_cell(rec.get(topic_col) or "")}
+            if fusion_col is not None:
+                item["fusion"] = _split_cell(rec.get(fusion_col) or "")
+            items.append((f"row {i}", item))
+    except csv.Error as exc:
+        raise BenchmarkFormatError(f"{name}: not a readable CSV file ({exc})") from exc
+    if not items:
+        raise BenchmarkFormatError(f"{name}: the table has no rows")
+    return items
+
+
+def read_query_rows(data: bytes, name: str) -> tuple[list[QueryRow], list[RowProblem]]:
+    """Read a query file row by row: ``(location, query)`` for each good row and
+    ``(location, problem)`` for each bad one (``"item 3"``, ``"line 3"``, ``"row 3"``).
+
+    Formats (optionally bz2/gzip): a JSON list (or ``{"queries": [...]}``, or an object keyed by
+    aspect count) of ``{"topics"/"related", "text", "fusion"}``; JSON Lines (a bad line is one
+    problem); CSV / TSV with a text column, a topics column (titles separated by ``|`` or a JSON
+    list) and an optional fusion column. Raises :class:`BenchmarkFormatError` only when the
+    whole file cannot be read (compression, encoding, not JSON, wrong shape, missing columns).
+    """
+    text = _decompressed_text(data, name)
+    base = _base_name(name)
+    if base.endswith((".csv", ".tsv")):
+        return _item_rows(_csv_query_items(text, name))
+    if not text.strip():
+        raise BenchmarkFormatError(f"{name}: the file is empty")
+    if not base.endswith((".jsonl", ".ndjson")):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise BenchmarkFormatError(
+                    f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+                ) from exc
+        else:
+            if isinstance(value, dict) and value and all(_is_int_key(k) for k in value):
+                items: list[tuple[str, Any]] = []
+                for key in sorted(value, key=lambda k: int(k)):
+                    group = value[key]
+                    if not isinstance(group, list):
+                        raise BenchmarkFormatError(
+                            f"{name}: entry {key!r} must be a list of queries, got {_type_name(group)}"
+                        )
+                    items.extend((f"[{key}] item {i}", it) for i, it in enumerate(group, start=1))
+                return _item_rows(items)
+            listed = _as_list(value, name, ("queries",))
+            return _item_rows((f"item {i}", it) for i, it in enumerate(listed, start=1))
+    rows: list[QueryRow] = []
+    problems: list[RowProblem] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"line {lineno}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((where, f"not valid JSON: {exc.msg}"))
+            continue
+        good, bad = _item_rows([(where, item)])
+        rows.extend(good)
+        problems.extend(bad)
+    return rows, problems
 
 
 def _is_int_key(key: Any) -> bool:
@@ -591,6 +724,8 @@ def parse_topic_layout(
     files: Mapping[str, bytes],
     source: str = "topic layout",
     query_files: Mapping[str, bytes] | None = None,
+    *,
+    skip_bad_files: bool = False,
 ) -> TopicDataset:
     """Build a :class:`TopicDataset` from relative paths -> bytes.
 
@@ -598,13 +733,15 @@ def parse_topic_layout(
     ``queries`` folder) are topic files; other JSON files with ``query``/``queries`` as a word
     of their path are query files; anything else is ignored. ``query_files`` are read as
     query files whatever their names. Raises :class:`BenchmarkFormatError` when there are no
-    topic files or a file is malformed.
+    (readable) topic files or a file is malformed; with ``skip_bad_files`` a malformed topic
+    file is left out and listed in ``skipped_files`` instead (for import previews).
     """
     articles: list[Article] = []
     article_topics: list[str] = []
     topic_docs: dict[str, list[int]] = {}
     topic_category: dict[str, str] = {}
     query_sources: dict[str, bytes] = {}
+    skipped: list[tuple[str, str]] = []
     for path in sorted(files):
         if _is_hidden(path):
             continue
@@ -617,7 +754,13 @@ def parse_topic_layout(
             continue
         category, topic = parts
         key = topic if topic not in topic_docs else f"{category}_{topic}"
-        docs = _topic_documents(decode_benchmark_bytes(files[path], path), path, topic)
+        try:
+            docs = _topic_documents(decode_benchmark_bytes(files[path], path), path, topic)
+        except BenchmarkFormatError as exc:
+            if not skip_bad_files:
+                raise
+            skipped.append((path, _unprefix(str(exc), path)))
+            continue
         idxs = topic_docs.setdefault(key, [])
         topic_category[key] = category
         for title, text in docs:
@@ -625,6 +768,12 @@ def parse_topic_layout(
             articles.append(Article(title=title, text=text, label=category))
             article_topics.append(key)
     if not articles:
+        if skipped:
+            path, message = skipped[0]
+            raise BenchmarkFormatError(
+                f"{source}: no readable topic file; {path}: {message}"
+                + (f" (and {len(skipped) - 1} more bad files)" if len(skipped) > 1 else "")
+            )
         raise BenchmarkFormatError(
             f"{source}: no topic files found; expected <category>/<category>_<topic>.json files"
         )
@@ -654,7 +803,14 @@ def parse_topic_layout(
         query_topics=query_topics,
         unresolved=unresolved,
         warnings=warnings,
+        skipped_files=skipped,
     )
+
+
+def _unprefix(message: str, prefix: str) -> str:
+    """``message`` without a leading ``"<prefix>: "`` (the file is named apart)."""
+    head = f"{prefix}: "
+    return message[len(head):] if message.startswith(head) else message
 
 
 def _resolve_topics(
@@ -688,13 +844,15 @@ def _resolve_topics(
     return ground_truth, query_topics, unresolved
 
 
-def load_topic_layout(root: str | Path, queries: str | Path | None = None) -> TopicDataset:
+def load_topic_layout(
+    root: str | Path, queries: str | Path | None = None, *, skip_bad_files: bool = False
+) -> TopicDataset:
     """Load a legal/accident-style benchmark from a folder, ``.zip`` or ``.tar(.bz2)``.
 
     ``queries`` optionally names a separate query file, folder or archive (the authors ship
     documents and queries as separate archives); its JSON files are all read as query files.
     Ground truth is at topic level: ``ground_truth[q]`` holds all documents of the query's
-    related topics.
+    related topics. ``skip_bad_files``: see :func:`parse_topic_layout`.
     """
     root_p = Path(root)
     files = _read_tree(root_p)
@@ -709,4 +867,4 @@ def load_topic_layout(root: str | Path, queries: str | Path | None = None) -> To
                 extra[str(q_path)] = data
             else:  # an archive member
                 extra[f"{q_path}:{rel}"] = data
-    return parse_topic_layout(files, str(root_p), extra)
+    return parse_topic_layout(files, str(root_p), extra, skip_bad_files=skip_bad_files)

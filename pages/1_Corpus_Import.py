@@ -23,8 +23,10 @@ UPLOAD_TYPES = {
     "table": ["csv", "tsv", "json", "jsonl", "ndjson", "parquet", "bz2", "gz"],
     "zip": ["zip"],
     "wikipedia": ["json", "jsonl", "bz2", "gz"],
+    "topics": ["zip"],
     "text": ["txt", "md"],
 }
+TOPIC_FROM = ["Upload a ZIP", "A folder on the machine running the app"]
 NONE = "(none)"
 
 
@@ -36,12 +38,28 @@ def _read(kind: str, files: tuple[tuple[str, bytes], ...], mapping: tuple[str, s
                           label_from_folder=label_from_folder)
 
 
+@st.cache_data(max_entries=2, show_spinner="Reading the folder...")
+def _read_folder(path: str, signature: str) -> ImportPreview:
+    """The topic layout at ``path``; ``signature`` (file sizes and times) re-reads it when it changes."""
+    return cw.read_topic_folder(path)
+
+
 # --------------------------------------------------------------------------- 1. source
 st.subheader("1. Source")
 kind = st.radio("What are you importing?", list(cw.SOURCE_KINDS), format_func=cw.SOURCE_KINDS.__getitem__,
                 key="imp_kind")
-uploads = st.file_uploader("Upload", type=UPLOAD_TYPES[kind], accept_multiple_files=kind in ("text", "table"),
-                           key=f"imp_upload_{kind}")
+topic_folder = ""
+if kind == "topics" and st.radio("Where is the layout?", TOPIC_FROM, key="imp_topic_from",
+                                 horizontal=True) == TOPIC_FROM[1]:
+    topic_folder = st.text_input(
+        "Path of the folder (or of a .zip / .tar.bz2 archive of it)", key="imp_topic_path",
+        placeholder="/data/legal", help="Every <category>/<category>_<topic>.json file under it is read; the "
+        "category folder becomes the label and each document's source names its topic.",
+    ).strip()  # fmt: skip
+    uploads = []
+else:
+    uploads = st.file_uploader("Upload", type=UPLOAD_TYPES[kind], accept_multiple_files=kind in ("text", "table"),
+                               key=f"imp_upload_{kind}")
 uploads = [u for u in (uploads if isinstance(uploads, list) else [uploads]) if u is not None]
 files: list[tuple[str, bytes]] = [(u.name, u.getvalue()) for u in uploads]
 table_format: str | None = None
@@ -53,8 +71,9 @@ if kind == "table" and not files:
         files = [(f"pasted.{paste_fmt}", pasted.encode("utf-8"))]
         table_format = paste_fmt
 
-if not files:
-    st.info("Upload a file (or paste a table) to see a preview.")
+if not files and not topic_folder:
+    st.info("Give a folder path to see a preview." if kind == "topics" and st.session_state.get("imp_topic_from")
+            == TOPIC_FROM[1] else "Upload a file (or paste a table) to see a preview.")
     st.stop()
 
 mapping: tuple[str, str | None, str | None] | None = None
@@ -105,7 +124,7 @@ target = o2.radio("Import into", ["A new corpus", "An existing corpus"], key="im
 existing: db.CorpusInfo | None = None
 new_name = ""
 if target == "A new corpus":
-    default_name = PurePath(files[0][0]).name.split(".")[0] if files else "New corpus"
+    default_name = PurePath(files[0][0] if files else topic_folder.rstrip("/\\")).name.split(".")[0] or "New corpus"
     new_name = o2.text_input("Name of the new corpus", value=default_name, key="imp_new_name", max_chars=200)
 else:
     corpora = db.list_corpora(store)
@@ -117,7 +136,10 @@ else:
 # --------------------------------------------------------------------------- 3. preview
 st.subheader("3. Preview")
 try:
-    read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
+    if topic_folder:
+        read = _read_folder(topic_folder, cw.source_signature(topic_folder))
+    else:
+        read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
     existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
     preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes)
 except ValueError as exc:

@@ -10,7 +10,7 @@ import streamlit as st
 
 import db
 from mrag_core.workflows import annotation as aw
-from ui.corpus_widgets import ZERO_SHOT_MODEL, corpus_embeddings, known_agents, reviewer_name
+from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.render import highlight
 from ui.state import corpus_picker, get_model, llm_config, open_store_page
 
@@ -155,7 +155,7 @@ def filters(prefix: str) -> dict[str, Any]:
     """Review filters (category, agent, confidence, disagreement, unreviewed) as review_queue kwargs."""
     c1, c2, c3 = st.columns(3)
     cat = c1.selectbox("Category", [ANY, *cat_by_name], key=f"{prefix}_cat")
-    agent = c2.selectbox("Suggestion agent", [ANY, *known_agents()], key=f"{prefix}_agent")
+    agent = agent_picker(store, corpus.id, key=f"{prefix}_agent", container=c2)
     low = c3.checkbox("Only confidence below", key=f"{prefix}_low")
     threshold = c3.slider("Confidence threshold", 0.0, 1.0, 0.6, 0.05, key=f"{prefix}_thr", disabled=not low)
     c4, c5 = st.columns(2)
@@ -163,7 +163,8 @@ def filters(prefix: str) -> dict[str, Any]:
     unreviewed = c5.checkbox("Only documents without a human decision", key=f"{prefix}_unrev")
     return {
         "category_id": cat_by_name[cat].id if cat != ANY else None,
-        "agent": agent if agent != ANY else None,
+        "agent": agent[0] if agent is not None else None,
+        "model_version": agent[1] if agent is not None else None,
         "max_score": float(threshold) if low else None,
         "disagreement": disagreement,
         "unreviewed": unreviewed,
@@ -182,13 +183,15 @@ def review_view() -> None:
         later = [i for i in queue if isinstance(current, int) and i > current]
         current = later[0] if later else queue[0]
         st.session_state["rv_doc"] = current
-    item = aw.review_item(store, current, agent=kwargs["agent"])
+    item = aw.review_item(store, current, agent=kwargs["agent"], model_version=kwargs["model_version"])
     doc = item.document
     seen = st.session_state.setdefault("rv_seen", {})
     seen.setdefault(doc.id, doc.version)
     st.caption(f"Document {queue.index(doc.id) + 1} of {len(queue)} in the queue · id {doc.id} · "
                f"version {seen[doc.id]}")
     st.subheader(doc.title or f"Document {doc.id}", anchor=False)
+    if doc.chunk_label is not None:
+        st.caption(f"{doc.chunk_label[0].upper()}{doc.chunk_label[1:]} (source: {doc.source})")
     left, right = st.columns([3, 2])
     with right:
         if item.decision is not None:
@@ -232,18 +235,20 @@ def review_view() -> None:
 # --------------------------------------------------------------------------- bulk
 def bulk_view() -> None:
     c1, c2, c3 = st.columns(3)
-    agent = c1.selectbox("Suggestion agent", [ANY, *known_agents()], key="bk_agent")
+    agent = agent_picker(store, corpus.id, key="bk_agent", container=c1)
+    agent_name, agent_version = agent if agent is not None else (None, None)
     only_unreviewed = c2.checkbox("Only documents without a human decision", value=True, key="bk_unrev")
     pretick = c3.slider("Pre-tick rows with confidence at least", 0.0, 1.01, 1.01, 0.05, key="bk_pretick",
                         help="1.01 = tick nothing")
-    ids = db.review_queue(store, corpus.id, agent=agent if agent != ANY else None, unreviewed=only_unreviewed)
+    ids = db.review_queue(store, corpus.id, agent=agent_name, model_version=agent_version, unreviewed=only_unreviewed)
     if not ids:
         st.info("No document matches.")
         return
     page_size = 50
     n_pages = (len(ids) + page_size - 1) // page_size
     page = int(st.number_input(f"Page (of {n_pages})", 1, n_pages, 1, key="bk_page"))
-    rows = aw.bulk_rows(store, ids[(page - 1) * page_size : page * page_size], agent=agent if agent != ANY else None)
+    rows = aw.bulk_rows(store, ids[(page - 1) * page_size : page * page_size], agent=agent_name,
+                        model_version=agent_version)
     frame = pd.DataFrame([
         {"accept": r.score is not None and r.score >= pretick, "id": r.document_id, "title": r.title,
          "current label": r.label or "", "label from": r.label_source or "", "suggestion": r.suggestion or "",

@@ -13,19 +13,18 @@ import db
 from mrag_core.export import EXPORT_FORMATS
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import corpus as cw
-from ui.corpus_widgets import known_agents
+from ui.corpus_widgets import agent_picker
 from ui.state import open_corpus_page
 
 st.set_page_config(page_title="Agreement & export - MRAG Studio", page_icon="📊", layout="wide")
 st.title("Agreement & export")
 
 store, corpus = open_corpus_page()
-ANY = "(any)"
 
 # --------------------------------------------------------------------------- agreement
 st.subheader("Suggestion vs human decision")
-agent = st.selectbox("Suggestion agent", [ANY, *known_agents()], key="ag_agent")
-agreement = db.agreement(store, corpus.id, agent=None if agent == ANY else agent)
+agent = agent_picker(store, corpus.id, key="ag_agent")
+agreement = db.agreement(store, corpus.id, agent=agent[0] if agent else None, model_version=agent[1] if agent else None)
 if agreement.n == 0:
     st.info("Nothing to compare yet: agreement needs documents that have both a machine suggestion and a human "
             "decision (labels that came with the import count as decisions). Run pre-annotation first.")

@@ -140,21 +140,26 @@ with tab_hand:
 
 # --------------------------------------------------------------------------- import
 with tab_import:
-    st.caption("MRAG benchmark query files: a JSON / JSONL (optionally .bz2) list of "
-               "{\"topics\": [document titles], \"text\", \"fusion\"}. Topics are matched to this corpus' titles.")
-    upload = st.file_uploader("Query file", type=["json", "jsonl", "bz2"], key="qb_imp_file")
+    st.caption("MRAG benchmark query files - a JSON / JSONL list (optionally .bz2 / .gz) of "
+               "{\"topics\" or \"related\": [...], \"text\", \"fusion\"} - or a CSV / TSV with `text` and "
+               "`topics` columns (titles separated by `|`, optional `fusion`). A topic is matched to a document "
+               "title of this corpus, else to all documents of a legal / accident topic of that name.")
+    upload = st.file_uploader("Query file", type=["json", "jsonl", "ndjson", "csv", "tsv", "bz2", "gz"],
+                              key="qb_imp_file")
     imp_name = st.text_input("Name of the new query set", key="qb_imp_name")
     if st.button("Import", key="qb_imp_go", disabled=upload is None):
         try:
             rep = qw.import_benchmark_queries(store, corpus.id, upload.getvalue(), name=imp_name,
                                               file_name=upload.name)
         except qw.QuerySetError as exc:
-            st.error(str(exc))
+            st.error(f"Nothing was imported: {exc}")
         else:
-            st.success(f"Imported {rep.n_queries} queries ({rep.n_flagged} flagged).")
-            if rep.unresolved:
-                st.warning(f"{len(rep.unresolved)} topic(s) match no document of this corpus:")
-                st.dataframe([{"query": q, "topic": t} for q, t in rep.unresolved], hide_index=True)
+            st.success(f"Imported {rep.n_queries} queries into '{imp_name.strip()}' ({rep.n_flagged} flagged, "
+                       f"{len(rep.skipped)} row{'s' if len(rep.skipped) != 1 else ''} skipped).")
+            if rep.skipped or rep.unresolved:
+                st.warning(f"{len(rep.skipped)} row(s) could not be read and were skipped; "
+                           f"{len(rep.unresolved)} topic(s) match no document of this corpus:")
+                st.dataframe(qw.import_issues(rep), hide_index=True, width="stretch")
             st.session_state["qb_rev_set"] = rep.query_set_id
 
 # --------------------------------------------------------------------------- review

@@ -1,4 +1,4 @@
-"""Streamlit helpers of the Corpus Studio pages (previews, reviewer name, agents, embeddings)."""
+"""Streamlit helpers of the Corpus Studio pages (previews, reviewer name, agent picker, embeddings)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import pandas as pd
 import streamlit as st
 
 import db
-from mrag_core.annotate import llm_identity, zero_shot_identity
 from mrag_core.ingest import ImportPreview
-from ui.state import get_model, get_store, llm_config
+from ui.state import get_model, get_store
 
 ZERO_SHOT_MODEL = "minilm"
 PREVIEW_ROWS = 500
@@ -27,13 +26,30 @@ def reviewer_name() -> str:
     return name
 
 
-def known_agents() -> list[str]:
-    """Agents this app creates suggestions with (zero-shot minilm, and the configured LLM)."""
-    agents = [zero_shot_identity(ZERO_SHOT_MODEL)[0]]
-    cfg = llm_config()
-    if cfg is not None:
-        agents.append(llm_identity(cfg.model)[0])
-    return agents
+AgentKey = tuple[str, str]
+
+
+def agent_label(agent: AgentKey | None, counts: dict[AgentKey, db.AgentInfo]) -> str:
+    """``"zero-shot:minilm · v1 (12 suggestions, 1 failed)"``; ``"(any)"`` for None."""
+    if agent is None:
+        return "(any)"
+    name, version = agent
+    info = counts.get(agent)
+    text = f"{name} · {version}" if version else name
+    if info is not None:
+        n = info.n_suggestions
+        text += f" ({n} suggestion{'s' if n != 1 else ''}" + (f", {info.n_failed} failed" if info.n_failed else "") + ")"
+    return text
+
+
+def agent_picker(store: db.Store, corpus_id: int, *, key: str, container: Any = None,
+                 label: str = "Suggestion agent") -> AgentKey | None:
+    """Selectbox over the (agent, model version) pairs that made suggestions on this corpus
+    (``db.suggestion_agents``: one GROUP BY, no scan of the suggestions); None means any agent."""
+    agents = db.suggestion_agents(store, corpus_id)
+    counts = {(a.agent, a.model_version): a for a in agents}
+    options: list[AgentKey | None] = [None, *counts]
+    return (container or st).selectbox(label, options, key=key, format_func=lambda a: agent_label(a, counts))
 
 
 def show_preview(preview: ImportPreview) -> None:

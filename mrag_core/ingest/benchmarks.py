@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -27,7 +28,14 @@ from mrag_core.ingest.records import (
 )
 from mrag_core.ingest.tabular import ColumnMapping, read_table
 
-__all__ = ["WIKIPEDIA_MAPPING", "preview_topic_layout", "preview_wikipedia_articles", "topic_dataset_preview"]
+__all__ = [
+    "WIKIPEDIA_MAPPING",
+    "preview_topic_layout",
+    "preview_wikipedia_articles",
+    "topic_dataset_preview",
+    "topic_of_source",
+    "topic_source",
+]
 
 #: Column mapping of the authors' Wikipedia article files.
 WIKIPEDIA_MAPPING = ColumnMapping(text="text", title="title", label="label")
@@ -41,15 +49,38 @@ def preview_wikipedia_articles(
     return read_table(data, fmt, WIKIPEDIA_MAPPING, name, max_doc_bytes=max_doc_bytes)
 
 
+_TOPIC_SOURCE = re.compile(r" topic (?P<topic>.+)$")
+
+
+def topic_source(name: str, topic: str) -> str:
+    """The ``source`` of a document imported from ``topic`` of the layout ``name``."""
+    return f"{name} topic {topic}"
+
+
+def topic_of_source(source: str) -> str | None:
+    """The topic a document came from (inverse of :func:`topic_source`), None for other sources.
+    Lets query import and topic-level scoring group the documents of a topic."""
+    m = _TOPIC_SOURCE.search(source or "")
+    return m.group("topic").strip() if m else None
+
+
 def topic_dataset_preview(ds: TopicDataset, name: str, *, max_doc_bytes: int | None = MAX_DOC_BYTES) -> ImportPreview:
-    """Records of a loaded :class:`~mrag_core.benchmark.TopicDataset` (source names the topic)."""
+    """Records of a loaded :class:`~mrag_core.benchmark.TopicDataset` (source names the topic,
+    see :func:`topic_source`)."""
     records = [
-        ImportRecord(title=a.title, text=a.text, label=a.label, source=f"{name} topic {topic}")
+        ImportRecord(title=a.title, text=a.text, label=a.label, source=topic_source(name, topic))
         for a, topic in zip(ds.articles, ds.article_topics)
     ]
     kept, issues = check_records(records, max_doc_bytes)
+    bad_files = [ImportIssue(path, message, "error") for path, message in ds.skipped_files]
+    issues[:0] = bad_files
     issues.extend(ImportIssue(name, w, "warning") for w in ds.warnings)
-    return ImportPreview(records=kept, issues=issues, n_rows_read=len(records), n_skipped=len(records) - len(kept))
+    return ImportPreview(
+        records=kept,
+        issues=issues,
+        n_rows_read=len(records) + len(bad_files),
+        n_skipped=len(records) - len(kept) + len(bad_files),
+    )
 
 
 def _unprefix(message: str, label: str) -> str:
@@ -66,8 +97,9 @@ def preview_topic_layout(
 ) -> ImportPreview:
     """Preview a legal/accident-style corpus: a folder or archive path, or ZIP bytes.
 
-    Format problems give one error naming the file and what is wrong; ZIP entries escaping
-    their folder are errors and are not read; nothing raises for bad content.
+    A malformed topic file is one error located at its path (the other files still import);
+    a source with no readable topic file at all is one error naming the first problem; ZIP
+    entries escaping their folder are errors and are not read; nothing raises for bad content.
     """
     if isinstance(source, bytes):
         label = name or "upload.zip"
@@ -86,7 +118,7 @@ def preview_topic_layout(
                 return ImportPreview(issues=issues)
             files = {m.path: zf.read(m.info) for m in members if m.path.lower().endswith((".json", ".json.bz2"))}
         try:
-            ds = parse_topic_layout(files, label)
+            ds = parse_topic_layout(files, label, skip_bad_files=True)
         except BenchmarkFormatError as exc:
             return ImportPreview(issues=issues + [ImportIssue(label, _unprefix(str(exc), label), "error")])
         preview = topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes)
@@ -94,7 +126,7 @@ def preview_topic_layout(
         return preview
     label = name or str(source)
     try:
-        ds = load_topic_layout(source)
+        ds = load_topic_layout(source, skip_bad_files=True)
     except BenchmarkFormatError as exc:
         return ImportPreview(issues=[ImportIssue(label, _unprefix(str(exc), label), "error")])
     return topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes)

@@ -270,10 +270,17 @@ class ReviewItem:
     keywords: list[str]
 
 
-def review_item(store: db.Store, document_id: int, *, agent: str | None = None) -> ReviewItem:
-    """The review view of a document (its latest suggestion, from ``agent`` when given)."""
+def _from_agent(s: db.SuggestionRow, agent: str | None, model_version: str | None) -> bool:
+    return (agent is None or s.agent == agent) and (model_version is None or s.model_version == model_version)
+
+
+def review_item(
+    store: db.Store, document_id: int, *, agent: str | None = None, model_version: str | None = None
+) -> ReviewItem:
+    """The review view of a document (its latest suggestion, from ``agent`` / ``model_version``
+    when given)."""
     doc = db.get_document(store, document_id)
-    suggestions = [s for s in db.list_suggestions(store, document_id) if agent is None or s.agent == agent]
+    suggestions = [s for s in db.list_suggestions(store, document_id) if _from_agent(s, agent, model_version)]
     suggestion = suggestions[-1] if suggestions else None
     decisions = db.list_decisions(store, document_id)
     decision = decisions[-1] if decisions else None
@@ -316,11 +323,15 @@ class BulkRow:
     agent: str | None
 
 
-def bulk_rows(store: db.Store, document_ids: Sequence[int], *, agent: str | None = None) -> list[BulkRow]:
-    """Rows for the bulk table (in the order of ``document_ids``; keep it to one page)."""
+def bulk_rows(
+    store: db.Store, document_ids: Sequence[int], *, agent: str | None = None, model_version: str | None = None
+) -> list[BulkRow]:
+    """Rows for the bulk table (in the order of ``document_ids``; keep it to one page), with the
+    latest ok suggestion (from ``agent`` / ``model_version`` when given)."""
     out: list[BulkRow] = []
     for doc in db.get_documents(store, document_ids):
-        oks = [s for s in db.list_suggestions(store, doc.id) if s.status == "ok" and (agent is None or s.agent == agent)]
+        oks = [s for s in db.list_suggestions(store, doc.id)
+               if s.status == "ok" and _from_agent(s, agent, model_version)]
         sug = oks[-1] if oks else None
         out.append(BulkRow(
             document_id=doc.id, version=doc.version, title=doc.title, label=doc.label, label_source=doc.label_source,

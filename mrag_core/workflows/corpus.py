@@ -3,11 +3,15 @@
 Import is three steps, matching the Corpus Import page (nothing is written before the last):
 
 1. :func:`read_upload` turns an upload (table with a column mapping, ZIP of ``.txt``/``.md``,
-   MRAG Wikipedia articles, plain text files) into an :class:`~mrag_core.ingest.ImportPreview`;
+   MRAG Wikipedia articles, a ZIP of the MRAG legal / accident topic layout, plain text files)
+   into an :class:`~mrag_core.ingest.ImportPreview` (:func:`read_topic_folder` does the same
+   for a topic-layout folder on this machine);
 2. :func:`prepare_import` applies the options (chunking, document limits, de-duplication within
    the upload and against the target corpus) and returns the final preview with every issue;
 3. :func:`import_records` writes categories and documents in ONE transaction
    (``db.add_documents``); a corpus created for the import is removed again if that fails.
+   Chunks keep the link to their source document (``chunk_of`` = its title, ``chunk_index``,
+   ``chunk_count``; all chunks of one source share ``source``).
 
 Export (:func:`export_documents`) writes each document with its effective label: the latest human
 decision (``label_source="human"``), else, when ``include_suggestions``, the latest machine
@@ -16,8 +20,10 @@ suggestion (``label_source="suggestion"``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import db
@@ -34,6 +40,7 @@ from mrag_core.ingest import (
     content_hash,
     dedupe,
     guess_format,
+    preview_topic_layout,
     preview_wikipedia_articles,
     read_table,
     read_text_files,
@@ -50,16 +57,19 @@ __all__ = [
     "export_rows",
     "import_records",
     "prepare_import",
+    "read_topic_folder",
     "read_upload",
+    "source_signature",
 ]
 
-SourceKind = Literal["table", "zip", "wikipedia", "text"]
+SourceKind = Literal["table", "zip", "wikipedia", "topics", "text"]
 
 #: Source kinds with the label the UI shows for them.
 SOURCE_KINDS: dict[str, str] = {
     "table": "Table: CSV / JSON / JSONL / Parquet (map the columns)",
     "zip": "ZIP of .txt / .md files (folder name = label)",
     "wikipedia": "MRAG benchmark Wikipedia articles (.json / .json.bz2)",
+    "topics": "MRAG benchmark legal / accident layout (<category>/<category>_<topic>.json; folder or ZIP)",
     "text": "Plain .txt / .md files",
 }
 
@@ -120,7 +130,9 @@ def read_upload(
 
     ``table`` needs ``mapping`` (see :func:`mrag_core.ingest.suggest_mapping`); its format is
     ``table_format`` or guessed from each file name. ``zip`` labels by folder when
-    ``label_from_folder``. ``text`` gives every file the optional ``label``.
+    ``label_from_folder``. ``topics`` reads ZIPs of the legal / accident topic layout (label =
+    category folder; a folder on disk goes through :func:`read_topic_folder`). ``text`` gives
+    every file the optional ``label``.
     """
     if kind not in SOURCE_KINDS:
         raise ValueError(f"Unknown source kind {kind!r}; use one of {', '.join(SOURCE_KINDS)}.")
@@ -142,9 +154,42 @@ def read_upload(
             previews.append(read_table(data, fmt, mapping, name, max_doc_bytes=None))
         elif kind == "zip":
             previews.append(read_text_zip(data, name, label_from_folder=label_from_folder, max_doc_bytes=None))
+        elif kind == "topics":
+            previews.append(preview_topic_layout(data, name, max_doc_bytes=None))
         else:
             previews.append(preview_wikipedia_articles(data, name, max_doc_bytes=None))
     return ImportPreview.combine(previews)
+
+
+def read_topic_folder(path: str | Path) -> ImportPreview:
+    """Preview the legal / accident topic layout from a folder (or a ``.zip`` /
+    ``.tar(.bz2)`` archive) on this machine; never raises for bad content (a missing folder
+    or a malformed file becomes an issue). ``~`` is expanded."""
+    text = str(path).strip()
+    if not text:
+        return ImportPreview(issues=[ImportIssue("folder", "no folder was given", "error")])
+    return preview_topic_layout(Path(text).expanduser(), text, max_doc_bytes=None)
+
+
+def source_signature(path: str | Path) -> str:
+    """A cheap fingerprint of a file or folder on disk (names, sizes, modification times of
+    its files), so a cached preview of it is re-read when anything changes; ``""`` when the
+    path does not exist."""
+    root = Path(str(path).strip()).expanduser()
+    try:
+        if root.is_file():
+            st_ = root.stat()
+            return f"{st_.st_size}:{st_.st_mtime_ns}"
+        if not root.is_dir():
+            return ""
+        digest = hashlib.sha256()
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                st_ = p.stat()
+                digest.update(f"{p.relative_to(root).as_posix()}\0{st_.st_size}\0{st_.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
+    except OSError:
+        return ""
 
 
 def corpus_text_hashes(store: db.Store, corpus_id: int) -> set[str]:
@@ -196,6 +241,8 @@ def _record_doc(record: ImportRecord) -> dict[str, Any]:
         "label": record.label,
         "source": record.source,
         "chunk_index": record.chunk_index,
+        "chunk_of": record.parent_title,
+        "chunk_count": record.chunk_count,
     }
 
 

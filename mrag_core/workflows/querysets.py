@@ -29,11 +29,11 @@ import db
 from mrag_core.benchmark import (
     Article,
     BenchmarkFormatError,
-    decode_benchmark_bytes,
-    load_queries,
-    parse_queries,
+    BenchQuery,
+    read_query_rows,
     resolve_ground_truth,
 )
+from mrag_core.ingest.benchmarks import topic_of_source
 from mrag_core.querygen import (
     OFFLINE_GENERATOR,
     DocRef,
@@ -58,6 +58,7 @@ __all__ = [
     "export_benchmark_json",
     "generate_query_set",
     "import_benchmark_queries",
+    "import_issues",
     "max_aspects",
     "regenerate_query",
     "review_frame",
@@ -89,12 +90,16 @@ class GenerationReport:
 
 @dataclass(frozen=True)
 class ImportReport:
-    """Outcome of :func:`import_benchmark_queries`: ``unresolved`` = (1-based query number, topic)."""
+    """Outcome of :func:`import_benchmark_queries`: ``unresolved`` = (1-based number among the
+    imported queries, topic); ``skipped`` = (location in the file, problem) of rows left out;
+    ``locations[i]`` = where imported query ``i + 1`` was in the file."""
 
     query_set_id: int
     n_queries: int
     n_flagged: int
     unresolved: list[tuple[int, str]]
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)
 
 
 def _labelled_docs(store: db.Store, corpus_id: int) -> list[db.DocumentRow]:
@@ -280,37 +285,86 @@ def add_manual_query(store: db.Store, query_set_id: int, *, text: str, ground_tr
     return db.get_query(store, qid)
 
 
-def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path | bytes, *, name: str,
-                             file_name: str = "queries.json") -> ImportReport:
-    """Import an MRAG benchmark query file (``[{topics, text, fusion}]``, JSON/JSONL, optionally bz2)
-    into a new set of ``corpus_id``; topics resolve to documents by title (as the benchmark does).
+def _loose(name: str) -> str:
+    return " ".join(name.casefold().replace("_", " ").split())
 
-    Queries with an unresolved topic are imported ``flagged`` with the topic named in ``error``;
-    the report lists every unresolved (query number, topic). Raises :class:`QuerySetError` for an
-    unreadable file or a taken name; nothing is written then."""
+
+def _topic_index(docs: Sequence[db.DocumentRow]) -> dict[str, list[int]]:
+    """Topic name (bare, ``<category>_<topic>``, ``<category>/<topic>``; loosely normalised) ->
+    ids of the documents imported from that topic of a legal / accident layout (their ``source``
+    ends with ``" topic <name>"``)."""
+    index: dict[str, list[int]] = {}
+    for d in docs:
+        topic = topic_of_source(d.source)
+        if topic is None:
+            continue
+        label = d.label or ""
+        bare = topic[len(label) + 1:] if label and topic.startswith(label + "_") else topic
+        for alias in {topic, bare, f"{label}_{bare}", f"{label}/{bare}"}:
+            ids = index.setdefault(_loose(alias), [])
+            if d.id not in ids:
+                ids.append(d.id)
+    return index
+
+
+def _read_queries(
+    source: str | Path | bytes, file_name: str
+) -> tuple[list[tuple[str, BenchQuery]], list[tuple[str, str]], str]:
+    """(location, query) rows, (location, problem) rows and the file's name; raises QuerySetError."""
+    if isinstance(source, (bytes, bytearray)):
+        data, name = bytes(source), file_name
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise QuerySetError(f"{path}: file not found")
+        data, name = path.read_bytes(), str(path)
     try:
-        if isinstance(source, (bytes, bytearray)):
-            queries = parse_queries(decode_benchmark_bytes(bytes(source), file_name), file_name)
-        else:
-            queries = load_queries(source)
+        rows, problems = read_query_rows(data, name)
     except BenchmarkFormatError as exc:
         raise QuerySetError(str(exc)) from exc
+    if not rows:
+        where, what = problems[0] if problems else (name, "contains no queries")
+        raise QuerySetError(f"{name}: no query can be imported; {where}: {what}")
+    return rows, problems, name
+
+
+def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path | bytes, *, name: str,
+                             file_name: str = "queries.json") -> ImportReport:
+    """Import a query file into a new set of ``corpus_id``, row by row.
+
+    Formats (see :func:`mrag_core.benchmark.read_query_rows`): the MRAG benchmark query JSON /
+    JSONL (optionally bz2/gzip) of ``{topics | related, text, fusion}``, or a CSV / TSV with
+    ``text`` and ``topics`` (titles separated by ``|``) columns. A topic resolves to a document
+    by title (the Wikipedia benchmark; case-insensitive fallback); otherwise to every document
+    imported from a legal / accident topic of that name (topic-level ground truth).
+
+    Bad rows are skipped and listed in ``skipped``; queries with an unresolved topic are imported
+    ``flagged`` with the topic named in ``error`` and listed in ``unresolved``. Raises
+    :class:`QuerySetError` for an unreadable file, a file without one good row, or a taken
+    name; nothing is written then."""
+    parsed, problems, shown_name = _read_queries(source, file_name)
+    queries = [q for _, q in parsed]
     docs = db.list_documents(store, corpus_id, limit=None).items
     res = resolve_ground_truth(queries, [Article(d.title, d.text, d.label or "") for d in docs])
+    topics = _topic_index(docs)
     by_query: dict[int, list[str]] = {}
+    topic_docs: dict[int, list[int]] = {}
     for qi, topic in res.unresolved:
-        by_query.setdefault(qi, []).append(topic)
+        hit = topics.get(_loose(topic))
+        if hit:
+            topic_docs.setdefault(qi, []).extend(hit)
+        else:
+            by_query.setdefault(qi, []).append(topic)
     rows = []
     for qi, (q, idx) in enumerate(zip(queries, res.doc_indices)):
-        gt = list(dict.fromkeys(docs[i].id for i in idx))
+        gt = list(dict.fromkeys([*(docs[i].id for i in idx), *topic_docs.get(qi, [])]))
         missing = by_query.get(qi, [])
         rows.append({"text": q.text, "ground_truth": gt, "n_aspects": q.n_aspects, "fusion": list(q.fusion),
                      "status": "flagged" if missing or not gt else "ok", "generator": "imported",
                      "error": ("unresolved topics: " + ", ".join(missing)) if missing else ""})
     try:
         qs = db.create_query_set(store, corpus_id, name, source="imported",
-                                 description=f"Imported from {Path(str(file_name)).name if isinstance(source, bytes) else Path(source).name}",
-                                 params={"file": file_name if isinstance(source, bytes) else str(source)})
+                                 description=f"Imported from {Path(shown_name).name}", params={"file": shown_name})
     except (db.DuplicateError, db.InvalidInputError) as exc:
         raise QuerySetError(str(exc)) from exc
     try:
@@ -319,7 +373,18 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
         db.delete_query_set(store, qs.id)
         raise
     return ImportReport(qs.id, len(rows), sum(r["status"] == "flagged" for r in rows),
-                        [(qi + 1, t) for qi, t in res.unresolved])
+                        [(qi + 1, t) for qi, ts in sorted(by_query.items()) for t in ts],
+                        skipped=problems, locations=[where for where, _ in parsed])
+
+
+def import_issues(report: ImportReport) -> pd.DataFrame:
+    """The import report row by row: skipped rows (``error``) and imported queries with a topic
+    that matched no document (``warning``, the query is ``flagged``)."""
+    rows = [{"location": where, "severity": "error", "message": f"skipped: {what}"} for where, what in report.skipped]
+    rows += [{"location": report.locations[qn - 1] if qn <= len(report.locations) else f"query {qn}",
+              "severity": "warning", "message": f"imported as flagged: topic {topic!r} matches no document"}
+             for qn, topic in report.unresolved]
+    return pd.DataFrame(rows, columns=["location", "severity", "message"])
 
 
 def review_frame(store: db.Store, query_set_id: int) -> pd.DataFrame:

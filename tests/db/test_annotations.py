@@ -290,3 +290,31 @@ def test_agreement_numbers(store: Store) -> None:
 
     empty = db.agreement(store, c.id, agent="nobody")
     assert (empty.n, empty.accuracy, empty.per_category["A"].accuracy) == (0, None, None)
+
+
+def test_suggestion_agents_lists_distinct_agents_with_counts(
+    store: Store, corpus: db.CorpusInfo, docs: list[int]
+) -> None:
+    assert db.suggestion_agents(store, corpus.id) == []
+    other = db.create_corpus(store, "Other")
+    db.add_categories(store, other.id, ["sport"])
+    (other_doc,) = db.add_documents(store, other.id, [{"text": "elsewhere"}]).document_ids
+    db.add_suggestions(
+        store,
+        [
+            {"document_id": docs[0], "category": "sport", "agent": "zero-shot:minilm", "model_version": "a"},
+            {"document_id": docs[1], "category": "science", "agent": "zero-shot:minilm", "model_version": "a"},
+            {"document_id": docs[1], "category": "sport", "agent": "zero-shot:minilm", "model_version": "b"},
+            {"document_id": docs[2], "agent": "llm:gpt", "model_version": "v1", "error": "timeout"},
+            {"document_id": docs[3], "category": "politics", "agent": "llm:gpt", "model_version": "v1"},
+            {"document_id": other_doc, "category": "sport", "agent": "only-elsewhere"},
+        ],
+    )
+    agents = db.suggestion_agents(store, corpus.id)
+    assert agents == [
+        db.AgentInfo("llm:gpt", "v1", 2, 1),
+        db.AgentInfo("zero-shot:minilm", "a", 2, 0),
+        db.AgentInfo("zero-shot:minilm", "b", 1, 0),
+    ]
+    assert db.suggestion_agents(store, other.id) == [db.AgentInfo("only-elsewhere", "", 1, 0)]
+    assert db.suggestion_agents(store, 10_000) == []

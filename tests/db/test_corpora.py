@@ -240,6 +240,35 @@ def test_chunks_reference_their_parent(store: Store) -> None:
     assert db.document_ids(store, c.id) == []  # chunks go with their parent
 
 
+def test_chunks_name_their_source_document(store: Store) -> None:
+    c = db.create_corpus(store, "C")
+    docs = [
+        {"title": f"Rome (part {i + 1}/3)", "text": f"rome part {i}", "source": "a.csv row 2",
+         "chunk_of": "Rome", "chunk_index": i, "chunk_count": 3, "label": "history"}
+        for i in (2, 0, 1)
+    ] + [
+        {"title": "Paris (part 1/2)", "text": "paris part 0", "source": "a.csv row 3", "chunk_of": "Paris",
+         "chunk_index": 0, "chunk_count": 2},
+        {"title": "Whole", "text": "not chunked", "source": "a.csv row 4"},
+    ]  # fmt: skip
+    ids = db.add_documents(store, c.id, docs).document_ids
+    rows = db.get_documents(store, ids)
+    assert [(r.chunk_of, r.chunk_index, r.chunk_count) for r in rows] == [
+        ("Rome", 2, 3), ("Rome", 0, 3), ("Rome", 1, 3), ("Paris", 0, 2), (None, None, None),
+    ]
+    assert rows[0].chunk_label == "chunk 3 of 3 of 'Rome'"
+    assert rows[4].chunk_label is None
+    # every chunk leads back to all chunks of its source document, in order
+    assert [d.id for d in db.source_chunks(store, ids[2])] == [ids[1], ids[2], ids[0]]
+    assert [d.id for d in db.source_chunks(store, ids[3])] == [ids[3]]
+    assert [d.id for d in db.source_chunks(store, ids[4])] == [ids[4]]
+    with pytest.raises(db.NotFoundError):
+        db.source_chunks(store, 10_000)
+    # chunks are ordinary retrievable documents: listed, labelled, counted
+    assert db.get_corpus(store, c.id).n_documents == 5
+    assert db.list_documents(store, c.id, top_level_only=True).total == 5
+
+
 def test_list_documents_paging_filters_and_search(store: Store) -> None:
     c = db.create_corpus(store, "C")
     texts = ["100% sure", "100 percent", "a_b", "axb", "Sure thing", "plain"]

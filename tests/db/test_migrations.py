@@ -88,7 +88,7 @@ def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0002"
+        assert store.schema_revision() == db.head_revision() == "0003"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -110,6 +110,48 @@ def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
         index_names = {ix["name"] for ix in inspect(store.engine).get_indexes("suggestions")}
         assert "ix_suggestions_doc_agent" in index_names
         assert "ix_suggestions_document_id" not in index_names
+
+
+def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    old = _store_at(url, "0002")
+    assert old.schema_revision() == "0002"
+    columns = {c["name"] for c in inspect(old.engine).get_columns("documents")}
+    assert "chunk_of" not in columns and "chunk_count" not in columns
+    _fill_0001(old)  # the 0001 rows are valid 0002 rows too
+    with old.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO documents (id, corpus_id, title, text, source, content_hash, "
+                "chunk_index, version, created_at) VALUES (3, 1, 'T3 (part 1/2)', 'part', 's', "
+                ":h, 0, 1, '2026-01-02 03:04:05.000000')"
+            ),
+            {"h": "3" * 64},
+        )
+    old.close()
+
+    with db.open_store(url) as store:
+        assert store.schema_revision() == "0003"
+        rows = db.list_documents(store, 1).items
+        assert [(d.title, d.chunk_index, d.chunk_of, d.chunk_count) for d in rows] == [
+            ("T1", None, None, None),
+            ("T2", None, None, None),
+            ("T3 (part 1/2)", 0, None, None),
+        ]
+        assert [d.label for d in rows[:2]] == ["sport", "sport"]
+        assert db.load_vectors(store, 1)[0].tolist() == [1]
+        assert not db.is_stale(store, 1)
+        (new_id,) = db.add_documents(
+            store, 1, [{"text": "chunk", "chunk_of": "Long", "chunk_index": 1, "chunk_count": 2}]
+        ).document_ids
+        assert db.get_document(store, new_id).chunk_label == "chunk 2 of 2 of 'Long'"
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0002")
+        assert store.schema_revision() == "0002"
+        columns = {c["name"] for c in inspect(store.engine).get_columns("documents")}
+        assert "chunk_of" not in columns and "chunk_count" not in columns
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT COUNT(*) FROM documents")).scalar_one() == 4
 
 
 def test_models_match_migrations(store: Store) -> None:

@@ -23,6 +23,7 @@ from mrag_core.benchmark import (
     load_queries,
     load_topic_layout,
     parse_topic_layout,
+    read_query_rows,
     resolve_ground_truth,
 )
 
@@ -318,6 +319,40 @@ def test_parse_topic_layout_from_memory() -> None:
     queries = {"anything.json": json.dumps([{"text": "q", "related": ["cat_t2", "t1"]}]).encode()}
     ds = parse_topic_layout(files, "mem", queries)
     assert ds.ground_truth == [[0, 1, 2]]
+
+
+def test_parse_topic_layout_can_skip_bad_topic_files() -> None:
+    files = {"cat/cat_good.json": json.dumps(["a", "b"]).encode(),
+             "cat/cat_bad.json": b"{not json",
+             "dog/dog_empty.json": json.dumps([]).encode(),
+             "dog/dog_ok.json": json.dumps([{"title": "T", "text": "c"}]).encode()}
+    queries = {"q.json": json.dumps([{"text": "q", "related": ["good", "bad", "ok"]}]).encode()}
+    with pytest.raises(BenchmarkFormatError, match="cat/cat_bad.json"):
+        parse_topic_layout(files, "mem", queries)
+    ds = parse_topic_layout(files, "mem", queries, skip_bad_files=True)
+    assert [a.title for a in ds.articles] == ["good #1", "good #2", "T"]
+    assert [p for p, _ in ds.skipped_files] == ["cat/cat_bad.json", "dog/dog_empty.json"]
+    assert ds.skipped_files[1][1] == "the topic has no documents"  # the path is not repeated
+    assert ds.ground_truth == [[0, 1, 2]] and ds.unresolved == [(0, "bad")]
+    with pytest.raises(BenchmarkFormatError, match=r"no readable topic file; cat/cat_bad.json: .*\(and 1 more"):
+        parse_topic_layout({k: v for k, v in files.items() if "bad" in k or "empty" in k}, "mem",
+                           skip_bad_files=True)
+
+
+def test_read_query_rows_reports_bad_rows_and_reads_csv() -> None:
+    rows, bad = read_query_rows(json.dumps([{"topics": ["A"], "text": "a"}, 5, {"text": "b", "related": "B"}]).encode(),
+                                "q.json")
+    assert [(w, q.topics) for w, q in rows] == [("item 1", ("A",)), ("item 3", ("B",))]
+    assert bad == [("item 2", "must be an object, got a number")]
+    tsv = 'query\trelated\tfusion\nfirst\tA|B\tf1|2. f2\n\t\t\nsecond\t["C|D"]\t\nthird\t\t\n'
+    rows, bad = read_query_rows(bz2.compress(tsv.encode()), "q.tsv.bz2")
+    assert [(w, q.text, q.topics, q.fusion) for w, q in rows] == [
+        ("row 1", "first", ("A", "B"), ("f1", "f2")), ("row 3", "second", ("C|D",), ())]
+    assert bad == [("row 4", "has an empty 'topics' list")]
+    with pytest.raises(BenchmarkFormatError, match="needs a text column"):
+        read_query_rows(b"a,b\n1,2\n", "q.csv")
+    with pytest.raises(BenchmarkFormatError, match="invalid JSON"):
+        read_query_rows(b"{oops", "q.json")
 
 
 # ------------------------------------------------------------------ the real Wikipedia benchmark

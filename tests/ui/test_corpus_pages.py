@@ -144,6 +144,156 @@ def test_import_bad_chunk_settings_show_error(tmp_path: Path) -> None:
     assert any("minimum chunk size" in e.value for e in at.error)
 
 
+WIKI_ARTICLES = ROOT.parent / "shared" / "data" / "mrag-wikipedia-v1" / "wikipedia_articles_v1.json.bz2"
+
+
+def _topic_layout(root: Path) -> Path:
+    """A small legal layout: two good topic files, one malformed one, and a query file (ignored)."""
+    legal = root / "legal"
+    (legal / "contract").mkdir(parents=True)
+    (legal / "tort").mkdir()
+    (legal / "queries").mkdir()
+    (legal / "contract" / "contract_breach.json").write_text(json.dumps(
+        ["A breach of contract happens when a party fails to perform.", "Damages for breach compensate the loss."]))
+    (legal / "tort" / "tort_negligence.json").write_text(json.dumps(
+        {"documents": [{"title": "Duty of care", "text": "Negligence needs a duty of care that was breached."}]}))
+    (legal / "tort" / "tort_nuisance.json").write_text(json.dumps({"nothing": 1}))
+    (legal / "queries" / "queries.json").write_text(json.dumps([{"text": "q", "related": ["breach"]}]))
+    return legal
+
+
+def _zip_folder(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for p in sorted(folder.rglob("*.json")):
+            zf.write(p, p.relative_to(folder.parent).as_posix())
+    return buf.getvalue()
+
+
+def _check_topic_preview(at: AppTest) -> None:
+    records, issues = at.dataframe[0].value, at.dataframe[1].value
+    assert list(zip(records["title"], records["label"])) == [
+        ("breach #1", "contract"), ("breach #2", "contract"), ("Duty of care", "tort")]
+    assert list(records["source"])[0].endswith("topic breach")
+    # the malformed topic file is reported on its own row; the other files still import
+    assert [(sev, loc) for sev, loc in zip(issues["severity"], issues["location"])] == [
+        ("error", "legal/tort/tort_nuisance.json")]
+    assert "expected a list of documents" in issues["message"][0]
+    assert at.button(key="imp_go").label == "Import 3 documents"
+
+
+def test_import_topic_layout_from_a_folder(tmp_path: Path) -> None:
+    legal = _topic_layout(tmp_path / "data")
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.radio(key="imp_kind").set_value("topics").run()
+    at.radio(key="imp_topic_from").set_value("A folder on the machine running the app").run()
+    _no_exceptions(at)
+    assert any("folder path" in i.value for i in at.info) and not at.button
+    at.text_input(key="imp_topic_path").set_value(str(tmp_path / "data")).run()
+    _no_exceptions(at)
+    _check_topic_preview(at)
+    assert at.text_input(key="imp_new_name").value == "data"
+    at.text_input(key="imp_topic_path").set_value(str(tmp_path / "data" / "missing")).run()
+    _no_exceptions(at)
+    assert "not found" in at.dataframe[1].value["message"][0] and at.button(key="imp_go").disabled
+    at.text_input(key="imp_topic_path").set_value(str(tmp_path / "data")).run()
+    store = _store(tmp_path)
+    assert [c.name for c in db.list_corpora(store)] == ["MRAG Studio demo"]  # nothing written by the preview
+    at.text_input(key="imp_new_name").set_value("Legal").run()
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert "Imported 3 documents into 'Legal'" in at.success[0].value
+    corpus = db.get_corpus_by_name(store, "Legal")
+    labels = db.effective_labels(store, corpus.id)
+    docs = db.list_documents(store, corpus.id).items
+    assert [(d.title, labels[d.id].category, labels[d.id].source) for d in docs] == [
+        ("breach #1", "contract", "decision"), ("breach #2", "contract", "decision"),
+        ("Duty of care", "tort", "decision")]
+    assert legal.exists()
+
+
+def test_import_topic_layout_zip_upload(tmp_path: Path) -> None:
+    data = _zip_folder(_topic_layout(tmp_path))
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.radio(key="imp_kind").set_value("topics").run()
+    assert at.radio(key="imp_topic_from").value == "Upload a ZIP"
+    at.file_uploader(key="imp_upload_topics").set_value(("legal.zip", data, "application/zip")).run()
+    _no_exceptions(at)
+    _check_topic_preview(at)
+    assert at.text_input(key="imp_new_name").value == "legal"
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    store = _store(tmp_path)
+    corpus = db.get_corpus_by_name(store, "legal")
+    assert corpus.n_documents == 3 and corpus.n_categories == 2
+
+
+def test_import_real_wikipedia_articles_bz2(tmp_path: Path) -> None:
+    if not WIKI_ARTICLES.exists():
+        pytest.skip(f"shared MRAG Wikipedia benchmark not present at {WIKI_ARTICLES}")
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.radio(key="imp_kind").set_value("wikipedia").run()
+    at.file_uploader(key="imp_upload_wikipedia").set_value(
+        (WIKI_ARTICLES.name, WIKI_ARTICLES.read_bytes(), "application/x-bzip2")).run()
+    _no_exceptions(at)
+    assert len(at.dataframe[0].value) == 500  # the first PREVIEW_ROWS of 1250
+    assert len(at.dataframe) == 1  # no issues table: every article is fine
+    assert at.button(key="imp_go").label == "Import 1250 documents"
+    at.text_input(key="imp_new_name").set_value("Wikipedia").run()
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    store = _store(tmp_path)
+    corpus = db.get_corpus_by_name(store, "Wikipedia")
+    assert (corpus.n_documents, corpus.n_categories) == (1250, 25)
+
+
+def test_import_wikipedia_json_with_a_bad_row(tmp_path: Path) -> None:
+    items = [{"title": "A", "text": "Alpha text.", "label": "x"}, {"title": "B", "label": "x"},
+             {"title": "C", "text": "Gamma text.", "label": "y"}]
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.radio(key="imp_kind").set_value("wikipedia").run()
+    at.file_uploader(key="imp_upload_wikipedia").set_value(
+        ("articles.json", json.dumps(items).encode(), "application/json")).run()
+    _no_exceptions(at)
+    assert list(at.dataframe[0].value["title"]) == ["A", "C"]
+    assert ("error", "row 2") in set(zip(at.dataframe[1].value["severity"], at.dataframe[1].value["location"]))
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert db.get_corpus_by_name(_store(tmp_path), "articles").n_documents == 2
+
+
+def test_chunked_import_links_chunks_and_review_shows_it(tmp_path: Path) -> None:
+    long_text = " ".join(f"Sentence {i} about the long history of Rome." for i in range(40))
+    csv = "title,text,label\nRome,\"" + long_text + "\",history\nShort,A short note.,misc\n"
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    at.file_uploader(key="imp_upload_table").set_value(("rome.csv", csv.encode(), "text/csv")).run()
+    at.radio(key="imp_chunk").set_value("Fixed size (characters, with overlap)").run()
+    at.number_input(key="imp_chunk_size").set_value(800)
+    at.number_input(key="imp_chunk_overlap").set_value(0).run()
+    _no_exceptions(at)
+    parts = [p for p in at.dataframe[0].value["part"] if p]
+    n = len(parts)
+    assert n >= 2 and parts[0] == f"1/{n}"
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    store = _store(tmp_path)
+    corpus = db.get_corpus_by_name(store, "rome")
+    docs = db.list_documents(store, corpus.id).items
+    assert [(d.chunk_of, d.chunk_index, d.chunk_count) for d in docs] == [
+        *[("Rome", i, n) for i in range(n)], (None, None, None)]
+    assert {d.source for d in docs[:n]} == {"rome.csv row 1"}
+    assert [d.id for d in db.source_chunks(store, docs[1].id)] == [d.id for d in docs[:n]]
+
+    review = AppTest.from_file(REVIEW_PAGE, default_timeout=60)
+    review.session_state["corpus_id"] = corpus.id
+    review.session_state["rv_doc"] = docs[1].id
+    review.run()
+    review.radio(key="ar_view").set_value("Review queue").run()
+    _no_exceptions(review)
+    assert review.subheader[0].value == f"Rome (part 2/{n})"
+    assert any(c.value == f"Chunk 2 of {n} of 'Rome' (source: rome.csv row 1)" for c in review.caption)
+
+
 # --------------------------------------------------------------------------- annotate & review page
 
 
@@ -218,6 +368,9 @@ def test_review_queue_filters(tmp_path: Path) -> None:
     corpus, ids, cats = _labelled_corpus(store)
     db.decide_label(store, ids[2], cats["science"], "alice", 1)
     at = _review_app(corpus.id)
+    at.selectbox(key="rv_cat").set_value("science").run()  # decided science (Atoms)
+    assert at.subheader[0].value == "Atoms" and "Document 1 of 1" in at.caption[0].value
+    at.selectbox(key="rv_cat").set_value("(any)").run()
     at.checkbox(key="rv_dis").check().run()
     assert at.subheader[0].value == "Atoms" and "Document 1 of 1" in at.caption[0].value
     at.checkbox(key="rv_dis").uncheck()
@@ -226,6 +379,28 @@ def test_review_queue_filters(tmp_path: Path) -> None:
     assert "of 2" in at.caption[0].value
     at.checkbox(key="rv_unrev").check().run()
     assert at.subheader[0].value == "Recipe" and "Document 1 of 1" in at.caption[0].value
+
+
+def test_agent_filter_lists_stored_agents_with_versions(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    db.add_suggestions(store, [{"document_id": ids[1], "agent": "llm:tiny", "model_version": "v2",
+                                "category": "science", "score": 0.7, "reason": "mentions pasta?"}])
+    at = _review_app(corpus.id)
+    picker = at.selectbox(key="rv_agent")
+    assert picker.options == ["(any)", "llm:tiny · v2 (1 suggestion)",
+                              "zero-shot:minilm (4 suggestions, 1 failed)"]
+    picker.set_value(("llm:tiny", "v2")).run()
+    _no_exceptions(at)
+    assert at.subheader[0].value == "Recipe" and "Document 1 of 1" in at.caption[0].value
+    assert any("**Suggestion:** science" in m.value and "llm:tiny" in m.value for m in at.markdown)
+    at.selectbox(key="rv_agent").set_value(("zero-shot:minilm", "")).run()
+    assert "Document 2 of 3" in at.caption[0].value  # its failed-only document has no ok suggestion
+    at.radio(key="ar_view").set_value("Bulk accept").run()
+    at.selectbox(key="bk_agent").set_value(("llm:tiny", "v2")).run()
+    _no_exceptions(at)
+    table = at.data_editor[0].value
+    assert list(table["id"]) == [ids[1]] and list(table["suggestion"]) == ["science"]
 
 
 def test_review_version_conflict_is_reported_not_overwritten(tmp_path: Path) -> None:

@@ -114,6 +114,51 @@ def test_zip_labels_by_folder_and_chunking(store: db.Store) -> None:
     res = cw.import_records(store, prepared.records, new_name="Notes")
     docs = db.list_documents(store, res.corpus_id, limit=None).items
     assert [d.chunk_index for d in docs if d.title.startswith("Rome")] == list(range(len(parts)))
+    rome = [d for d in docs if d.chunk_of == "Rome"]
+    assert [(d.chunk_index, d.chunk_count) for d in rome] == [(i, len(parts)) for i in range(len(parts))]
+    assert rome[0].chunk_label == f"chunk 1 of {len(parts)} of 'Rome'"
+    assert [d.id for d in db.source_chunks(store, rome[-1].id)] == [d.id for d in rome]
+    atoms = next(d for d in docs if d.title == "atoms")
+    assert (atoms.chunk_of, atoms.chunk_index, atoms.chunk_count) == (None, None, None)
+
+
+def _write_topic_layout(root: Path) -> Path:
+    (root / "contract").mkdir(parents=True)
+    (root / "tort").mkdir()
+    (root / "contract" / "contract_breach.json").write_text(json.dumps(["Breach one.", "Breach two."]))
+    (root / "tort" / "tort_duty.json").write_text(json.dumps([{"title": "Duty", "text": "Duty of care."}]))
+    (root / "tort" / "tort_bad.json").write_text("[1")
+    return root
+
+
+def test_topic_layout_folder_and_zip_import(store: db.Store, tmp_path: Path) -> None:
+    root = _write_topic_layout(tmp_path / "legal")
+    folder = cw.prepare_import(cw.read_topic_folder(f"  {root}  "))
+    assert [(r.title, r.label) for r in folder.records] == [
+        ("breach #1", "contract"), ("breach #2", "contract"), ("Duty", "tort")]
+    assert [(i.severity, i.location) for i in folder.issues] == [("error", "tort/tort_bad.json")]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for p in sorted(root.rglob("*.json")):
+            zf.write(p, p.relative_to(root).as_posix())
+    zipped = cw.prepare_import(cw.read_upload("topics", [("legal.zip", buf.getvalue())]))
+    assert [(r.title, r.label, r.text) for r in zipped.records] == [(r.title, r.label, r.text) for r in folder.records]
+    assert zipped.records[0].source == "legal.zip topic breach"
+    res = cw.import_records(store, zipped.records, new_name="Legal")
+    assert (res.added, res.n_categories) == (3, 2)
+    assert cw.read_topic_folder(" ").errors[0].message == "no folder was given"
+    assert "not found" in cw.read_topic_folder(tmp_path / "nope").errors[0].message
+
+
+def test_source_signature_changes_with_the_folder(tmp_path: Path) -> None:
+    root = _write_topic_layout(tmp_path / "legal")
+    first = cw.source_signature(root)
+    assert first and cw.source_signature(str(root)) == first
+    (root / "tort" / "tort_new.json").write_text(json.dumps(["New."]))
+    assert cw.source_signature(root) != first
+    assert cw.source_signature(tmp_path / "missing") == ""
+    f = root / "tort" / "tort_new.json"
+    assert cw.source_signature(f) == f"{f.stat().st_size}:{f.stat().st_mtime_ns}"
 
 
 def test_chars_chunking_validation() -> None:

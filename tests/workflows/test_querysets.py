@@ -147,6 +147,22 @@ def test_import_reports_unresolved_topics_and_round_trips(store, corpus, tmp_pat
     assert [s.name for s in db.list_query_sets(store, corpus.id)] == ["Imported"]
 
 
+def test_import_csv_path_row_by_row_report(store, corpus, tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text("text,topics\nMercury and Venus,Mercury|Venus\nbroken,\nJazz in Atlantis,Jazz|Atlantis\n")
+    rep = qw.import_benchmark_queries(store, corpus.id, path, name="CSV")
+    assert (rep.n_queries, rep.n_flagged, rep.skipped, rep.locations) == (
+        2, 1, [("row 2", "has an empty 'topics' list")], ["row 1", "row 3"])
+    assert rep.unresolved == [(2, "Atlantis")]
+    assert qw.import_issues(rep).values.tolist() == [
+        ["row 2", "error", "skipped: has an empty 'topics' list"],
+        ["row 3", "warning", "imported as flagged: topic 'Atlantis' matches no document"],
+    ]
+    assert db.get_query_set(store, rep.query_set_id).description == "Imported from mine.csv"
+    with pytest.raises(qw.QuerySetError, match="file not found"):
+        qw.import_benchmark_queries(store, corpus.id, tmp_path / "nope.json", name="X")
+
+
 def test_manual_query_and_edit(store, corpus) -> None:
     qs = db.create_query_set(store, corpus.id, "Hand")
     found = db.list_documents(store, corpus.id, search="trumpet").items

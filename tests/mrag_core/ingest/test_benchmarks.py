@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from mrag_core.ingest.benchmarks import preview_topic_layout, preview_wikipedia_articles
+from mrag_core.ingest.benchmarks import (
+    preview_topic_layout,
+    preview_wikipedia_articles,
+    topic_of_source,
+    topic_source,
+)
 
 WIKI = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "mrag-wikipedia-v1"
 
@@ -46,7 +51,9 @@ def test_topic_layout_zip_preview() -> None:
     p = preview_topic_layout(layout_zip(), "legal.zip")
     assert [(r.title, r.label) for r in p.records] == [
         ("breach #1", "contract"), ("breach #2", "contract"), ("Duty", "tort")]
-    assert p.records[0].source == "legal.zip topic breach"
+    assert p.records[0].source == "legal.zip topic breach" == topic_source("legal.zip", "breach")
+    assert topic_of_source(p.records[0].source) == "breach"
+    assert topic_of_source("data.csv row 7") is None and topic_of_source("") is None
     assert p.issues == [] and p.n_rows_read == 3
 
 
@@ -65,6 +72,20 @@ def test_topic_layout_errors_become_issues(tmp_path: Path) -> None:
     assert "not a valid ZIP" in preview_topic_layout(b"garbage", "g.zip").errors[0].message
     missing = preview_topic_layout(tmp_path / "missing")
     assert missing.records == [] and "not found" in missing.errors[0].message
+
+
+def test_topic_layout_bad_file_is_one_row_the_rest_imports(tmp_path: Path) -> None:
+    p = preview_topic_layout(layout_zip({"legal/tort/tort_bad.json": b'{"nothing": 1}'}), "legal.zip")
+    assert [r.title for r in p.records] == ["breach #1", "breach #2", "Duty"]
+    assert [(i.severity, i.location) for i in p.issues] == [("error", "legal/tort/tort_bad.json")]
+    assert p.issues[0].message.startswith("expected a list of documents")
+    assert (p.n_rows_read, p.n_skipped) == (4, 1)
+    (tmp_path / "chem").mkdir()
+    (tmp_path / "chem" / "chem_leak.json").write_text(json.dumps(["Leak."]))
+    (tmp_path / "chem" / "chem_fire.json").write_text("[")
+    folder = preview_topic_layout(tmp_path)
+    assert [r.text for r in folder.records] == ["Leak."]
+    assert [i.location for i in folder.errors] == ["chem/chem_fire.json"]
 
 
 def test_topic_layout_folder_preview(tmp_path: Path) -> None:
