@@ -1,0 +1,93 @@
+"""Reader: one query's top-k documents from two strategies go to an LLM with the multi-aspect reader
+prompt; the Standard and MRAG answers are shown side by side with the distinct facts each contains.
+
+Thin page: retrieval is ``mrag_core.workflows.compare`` (every strategy at up to 20 results; the
+panel sends the top k), the reading is ``ui.reader_panel``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import db
+from mrag_core.models.loader import ModelLoadError
+from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
+from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
+from ui.state import finished_runs_or_stop, get_model, get_store, open_corpus_page
+
+K_MAX = 20
+
+st.set_page_config(page_title="Reader · MRAG Studio", page_icon="📖", layout="wide")
+st.title("Reader")
+st.caption("Retrieval is only half of RAG: send the top-k documents of Standard RAG and of MRAG to an LLM "
+           "and compare what the answers contain.")
+
+
+@st.cache_resource(show_spinner="Loading the index…", max_entries=4)
+def get_bundle(run_id: int) -> IndexBundle:
+    """A finished run's search index (immutable once done, so the run id is a safe key)."""
+    return load_corpus_index(get_store(), run_id, "torch")
+
+
+@st.cache_resource(max_entries=128)
+def query_embeddings(run_id: int, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
+    return embed_query(_lm, layer, query, subqueries)
+
+
+def run_label(r: db.EmbeddingRunInfo) -> str:
+    return f"#{r.id} · {r.model_name.split('/')[-1]} · layer {r.layer} · {r.pooling} pooling · {r.n_saved} docs"
+
+
+store, corpus = open_corpus_page()
+runs = finished_runs_or_stop(store, corpus)
+run_ids = [r.id for r in runs]
+wanted = st.session_state.get("run_id")
+run = st.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
+                   format_func=run_label, key="reader_run")
+if db.is_stale(store, run):
+    st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Rebuild it on the Index page.")
+try:
+    lm = model_for_run(get_model(run.model_name), run)
+except (ModelLoadError, ValueError) as exc:
+    st.error(f"The index's model could not be loaded: {exc}")
+    st.stop()
+bundle = get_bundle(run.id)
+
+# --- query -------------------------------------------------------------------------------------
+stored_fusion: list[str] = []
+ground_truth: list[int] = []
+source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key="reader_source")
+if source == "From a query set":
+    sets = db.list_query_sets(store, corpus.id)
+    if not sets:
+        st.info("This corpus has no query set: type a query instead.")
+        st.stop()
+    qs = st.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key="reader_qs")
+    queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed"]
+    if not queries:
+        st.info("This query set is empty.")
+        st.stop()
+    q = st.selectbox("Query", queries, key="reader_query",
+                     format_func=lambda q: f"[{q.n_aspects} aspect{'s' if q.n_aspects != 1 else ''}] {q.text[:110]}")
+    query_text = q.text
+    stored_fusion = list(q.fusion)
+    ground_truth = list(q.ground_truth)
+    st.text_area("Query text", query_text, height=110, disabled=True, key=f"reader_qtext_{q.id}")
+else:
+    query_text = st.text_area("Query text", height=110, key="reader_typed",
+                              placeholder="A question touching several unrelated topics…").strip()
+if not query_text:
+    st.info("Type a query (or pick one from a query set) to read its retrieved documents.")
+    st.stop()
+
+# --- retrieval (every strategy; Fusion uses the stored sub-queries or one per sentence) ----------
+subqueries, sub_source = resolve_subqueries(query_text, stored_fusion, prefer="stored")
+q_emb, sub_emb, _ = query_embeddings(run.id, query_text, tuple(subqueries), lm, run.layer)
+result = compare(bundle, q_emb, sub_emb, strategies=list(STRATEGY_LABELS), k=min(K_MAX, bundle.index.n_docs),
+                 ground_truth=ground_truth, query=query_text, subqueries=subqueries, subquery_source=sub_source)
+st.caption(f"Fusion sub-queries: {len(subqueries)}, {SUBQUERY_SOURCES[sub_source]}."
+           + (f" Ground truth: {len(ground_truth)} document(s), one per aspect." if ground_truth else ""))
+
+reader_panel(store, query_text, comparison_lists(store, result), key="reader",
+             default_k=max(1, min(len(ground_truth) or 5, K_MAX)), labels=comparison_labels(result))
