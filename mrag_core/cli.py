@@ -2,6 +2,10 @@
 
 Bad input (missing file, wrong JSON shape, unknown model, bad option) ends with one line
 ``error: ...`` and exit status 2, never a traceback.
+
+LLM strategies (``multi-query``, ``hyde``, ``intent`` and their ``-mrag`` forms) take the endpoint
+from ``MRAG_LLM_*`` (as the app does) and cache its answers in ``$MRAG_CACHE_DIR/llm_cache.json``,
+so a rerun sends no request; their token cost is printed after the summary.
 """
 
 from __future__ import annotations
@@ -10,9 +14,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from mrag_core.evaluation import NAMED_STRATEGIES, authors_layout, summarize
+from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
+from mrag_core.llm_strategies import LLMOptions, TextBatch, cost_summary, families_for, is_llm_strategy
 
 DEFAULT_STRATEGIES = "standard,mrag,split,fusion,fusion-mrag"
 
@@ -60,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--batch-size", type=positive_int, default=32)
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     b.add_argument("--json", dest="json_out", help="write per-query results in the authors' layout")
+    add_llm_options(b)
     try:
         from mrag_core.cli_eval import add_eval_parser
     except ImportError:  # the evaluation-runs command is optional
@@ -67,6 +73,39 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_eval_parser(sub)
     return p
+
+
+def add_llm_options(p: argparse.ArgumentParser) -> None:
+    """Options of the LLM strategies (``--rewrites``, ``--intent-answers``, ``--hyde-with-query``)."""
+    d = LLMOptions()
+    p.add_argument("--rewrites", type=positive_int, default=d.n_rewrites,
+                   help=f"multi-query: rewrites asked of the LLM (default {d.n_rewrites}, at most 10)")
+    p.add_argument("--intent-answers", type=positive_int, default=d.n_answers,
+                   help=f"intent: plausible answers asked of the LLM (default {d.n_answers}, at most 8)")
+    p.add_argument("--hyde-with-query", action=argparse.BooleanOptionalAction, default=d.hyde_with_query,
+                   help="HyDE: fuse the passage's list with the query's own list (default yes)")
+
+
+def llm_options_from(args: argparse.Namespace) -> LLMOptions:
+    """The :class:`LLMOptions` of parsed arguments (defaults where the options are absent)."""
+    d = LLMOptions()
+    return LLMOptions(n_rewrites=getattr(args, "rewrites", d.n_rewrites),
+                      n_answers=getattr(args, "intent_answers", d.n_answers),
+                      hyde_with_query=getattr(args, "hyde_with_query", d.hyde_with_query))
+
+
+def format_cost_table(rows: list[dict[str, Any]]) -> str:
+    """Plain-text LLM cost table: strategy, queries, tokens (prompt + completion of the expansions,
+    cache hits at their original cost), tokens per query, spent (sent now), LLM seconds, cached, failed."""
+    lines = [f"{'strategy':<18}{'queries':>8}{'tokens':>9}{'tok/query':>11}{'spent':>8}{'LLM s':>8}"
+             f"{'cached':>8}{'failed':>8}"]
+    for r in rows:
+        lines.append(f"{r['strategy']:<18}{r['queries']:>8}{r['tokens']:>9}{r['tokens_per_query']:>11.1f}"
+                     f"{r['spent_tokens']:>8}{r['llm_s']:>8.2f}{r['cached']:>8}{r['failed']:>8}")
+    return "\n".join(lines)
+
+
+COST_HEADING = "LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)"
 
 
 def format_table(rows: list) -> str:
@@ -94,6 +133,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         out_dir = Path(args.json_out).resolve().parent
         if not out_dir.is_dir():
             raise CLIError(f"cannot write --json {args.json_out}: folder {out_dir} does not exist")
+    llm_names = [s for s in args.strategies if is_llm_strategy(s)]
+    llm_cfg = _bench_endpoint(llm_names)
+    options = llm_options_from(args)
+    if llm_names:
+        _check_options(options)
     configure_threads(args.threads)
     try:
         lm = load_model(args.model, device=args.device, half=args.half, head_pooling=args.pooling)
@@ -105,13 +149,88 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     print(f"model {lm.spec.name}: {lm.family}, {lm.n_layers} layers, {lm.n_heads} heads x {lm.head_dim}, "
           f"layer {lm.layer_index(args.layer)}, device {lm.device}", file=sys.stderr)
-    out = run_benchmark(lm, data, args.strategies, layer=args.layer, c=args.c, k_max=args.k_max,
-                        backend=args.backend, batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    base = [s for s in args.strategies if not is_llm_strategy(s)]
+    out = run_benchmark(lm, data, base, layer=args.layer, c=args.c, k_max=args.k_max,
+                        backend=args.backend, batch_size=args.batch_size, log=log)
+    costs: list[dict[str, Any]] = []
+    if llm_names:
+        assert llm_cfg is not None
+        llm_result, costs = _bench_llm(lm, data, out.index, llm_names, llm_cfg, options, args, log)
+        merged = {**out.result.strategies, **llm_result.strategies}
+        out.result.strategies = {s: merged[s] for s in args.strategies}
     print(format_table(summarize(out.result, w=args.w)))
+    if costs:
+        print()
+        print(COST_HEADING)
+        print(format_cost_table(costs))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(authors_layout(out.result)))
         print(f"wrote {args.json_out}", file=sys.stderr)
     return 0
+
+
+def _bench_endpoint(llm_names: Sequence[str]) -> Any:
+    """The environment's LLM endpoint when LLM strategies are asked for (CLIError when none)."""
+    if not llm_names:
+        return None
+    from mrag_core.llm.config import LLMConfig, LLMConfigError
+
+    try:
+        cfg = LLMConfig.from_env()
+    except LLMConfigError as exc:
+        raise CLIError(f"the LLM endpoint settings are unusable: {exc}") from exc
+    if cfg is None:
+        raise CLIError(f"{', '.join(llm_names)} need an OpenAI-compatible LLM endpoint, and none is configured: "
+                       "set MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
+    return cfg
+
+
+def _check_options(options: LLMOptions) -> None:
+    from mrag_core.expansion.intent import MAX_ANSWERS
+    from mrag_core.expansion.multi_query import MAX_REWRITES
+
+    if options.n_rewrites > MAX_REWRITES:
+        raise CLIError(f"--rewrites must be at most {MAX_REWRITES} (got {options.n_rewrites})")
+    if options.n_answers > MAX_ANSWERS:
+        raise CLIError(f"--intent-answers must be at most {MAX_ANSWERS} (got {options.n_answers})")
+
+
+def _bench_llm(lm: Any, data: Any, index: Any, names: Sequence[str], cfg: Any, options: LLMOptions,
+               args: argparse.Namespace, log: Any) -> tuple[EvaluationResult, list[dict[str, Any]]]:
+    """Expand every benchmark query per LLM family (cached in ``$MRAG_CACHE_DIR/llm_cache.json``), embed
+    all expansion texts in one pass, evaluate the LLM strategies per k; returns the result and the
+    cost rows per strategy. A failed expansion searches the query's own text (counted as failed)."""
+    from mrag_core.embedding_cache import cache_dir, cached_embed
+    from mrag_core.llm.cache import JsonFileCache
+    from mrag_core.llm.client import LLMClient
+    from mrag_core.llm_strategies import expand_many
+
+    questions = [q.text for q in data.queries]
+    records: dict[str, list[dict[str, Any]]] = {}
+    batch = TextBatch()
+    with JsonFileCache(cache_dir() / "llm_cache.json", autoflush=False) as cache, LLMClient(cfg) as client:
+        for fam in families_for(names):
+            outcomes = expand_many(client, fam, questions, options, cache)
+            records[fam] = [o.record() for o in outcomes]
+            for qi, o in enumerate(outcomes):
+                batch.add((fam, qi), list(o.texts) if o.ok else [questions[qi]])
+            failed = sum(not o.ok for o in outcomes)
+            log(f"LLM {fam}: {len(outcomes)} queries, {sum(o.cached for o in outcomes)} from cache"
+                + (f", {failed} failed (searched with the query text)" if failed else ""))
+    qemb, _ = cached_embed(lm, questions, kind="query", layer=args.layer, batch_size=args.batch_size)
+    texts, _ = cached_embed(lm, batch.texts, kind="query", layer=args.layer, batch_size=args.batch_size)
+    cases = [QueryCase(tuple(gt), q.n_aspects, (), {fam: batch.rows[(fam, qi)] for fam in records})
+             for qi, (q, gt) in enumerate(zip(data.queries, data.ground_truth))]
+    result = evaluate(index, qemb, cases, [a.label for a in data.articles], names, k_max=args.k_max, c=args.c,
+                      expansions=texts, hyde_with_query=options.hyde_with_query, units=data.units)
+    costs = []
+    for name in names:
+        summary = cost_summary(records[NAMED_STRATEGIES[name].source])
+        costs.append({"strategy": name, "queries": summary["expansions"], "tokens": summary["tokens"],
+                      "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
+                      "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]})
+    return result, costs
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,9 @@
 
 The run is written to the same store the app uses (``--database`` or ``$MRAG_DATABASE_URL``,
 else the default SQLite file), so it shows up on the Evaluation Runs page. Prints the run id
-and a summary table (mean RSR / CSR / weighted at k = n and k = 2n per aspect count).
+and a summary table (mean RSR / CSR / weighted at k = n and k = 2n per aspect count); with LLM
+strategies (``multi-query``, ``hyde``, ``intent`` and their ``-mrag`` forms, endpoint from
+``MRAG_LLM_*`` as elsewhere) also their token cost per strategy.
 ``--resume ID`` continues a cancelled or interrupted run. Bad input ends with one line
 ``error: ...`` and exit status 2.
 """
@@ -13,7 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from mrag_core.cli import format_table, positive_int
+from mrag_core.cli import COST_HEADING, add_llm_options, format_cost_table, format_table, llm_options_from, positive_int
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -42,6 +44,7 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     e.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
     e.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
     e.add_argument("--seed", type=int, default=0, help="seed (head importance sampling)")
+    add_llm_options(e)
     e.add_argument("--name", default="", help="a name for the run")
     e.add_argument("--resume", type=int, default=None, metavar="RUN_ID", help="continue an unfinished run")
     e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
@@ -79,7 +82,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 return _fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
             try:
                 er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
-                                    c=args.c, k_max=args.k_max, variant=args.variant, w=args.w)
+                                    c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
+                                    llm_options=llm_options_from(args))
             except er.EvaluationInputError as exc:
                 return _fail(str(exc))
         from mrag_core.device import configure_threads
@@ -108,7 +112,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 run_id = er.run_evaluation(
                     store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
                     strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
-                    seed=args.seed, lm=lm, name=args.name, progress=progress)
+                    seed=args.seed, lm=lm, name=args.name, progress=progress, llm_options=llm_options_from(args))
         except er.EvaluationInputError as exc:
             return _fail(str(exc))
         info = db.get_eval_run(store, run_id)
@@ -116,6 +120,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         metrics = er.load_run_metrics(store, run_id)
         if len(metrics.per_query):
             print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
+            llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
+            if llm:
+                print()
+                print(COST_HEADING)
+                print(format_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm]))
+                warning = info.timing.get("warning")
+                if warning:
+                    print(f"warning: {warning}", file=sys.stderr)
         return 0 if info.status == "done" else 1
     finally:
         store.close()

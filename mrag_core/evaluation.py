@@ -8,6 +8,13 @@ For each query with ground-truth documents ``G`` (one per aspect) and each k, th
   prefixes ``R_k = ranking[:k]``.
 * Fusion RAG / Fusion MRAG build a separate list per k: each sub-query is searched to depth k
   (MRAG: per-head depth k, top k), the lists are fused by RRF and the first k kept.
+* The LLM-assisted strategies (:mod:`mrag_core.llm_strategies`: ``multi-query``, ``hyde``,
+  ``intent`` and their ``-mrag`` forms) are scored the same way as Fusion RAG / Fusion MRAG, from
+  pre-computed embeddings of their expansion texts (``expansions``, rows per query and family in
+  ``QueryCase.expansion_rows``); HyDE with ``hyde_with_query`` adds the query's own list (searched
+  to depth k as well) to the fusion.
+
+RRF: ``score(d) = sum over lists of 1 / (60 + rank(d))``, rank from 1 (:mod:`mrag_core.rrf`).
 
 Results can be written in the authors' layout::
 
@@ -19,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,16 +35,27 @@ from mrag_core.extraction import Embeddings
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.strategies import head_hits, mrag_search, split_hits, split_search, standard_search
 from mrag_core.voting import reciprocal_rank_fusion, vote, vote_weights
-from mrag_core.backends import similarity_to_distance
+from mrag_core.backends import Hits, similarity_to_distance
 
 
 @dataclass(frozen=True)
 class StrategySpec:
-    """A named strategy configuration: ``kind`` in standard | mrag | split | fusion | fusion-mrag."""
+    """A named strategy configuration: ``kind`` in standard | mrag | split | fusion | fusion-mrag.
+
+    Fusion kinds fuse the lists of several texts; ``source`` says which: ``fusion`` (the queries'
+    stored sub-queries, ``subqueries``) or an LLM family (``multi-query`` | ``hyde`` | ``intent``,
+    the ``expansions``).
+    """
 
     name: str
     kind: str
     variant: str = "importance"
+    source: str = "fusion"
+
+    @property
+    def llm(self) -> bool:
+        """Whether the strategy needs LLM expansions."""
+        return self.kind.startswith("fusion") and self.source != "fusion"
 
 
 # Named strategies; the authors' result keys (results.tar.bz2) in comments.
@@ -50,6 +68,13 @@ NAMED_STRATEGIES: dict[str, StrategySpec] = {
     "split-weighted": StrategySpec("split-weighted", "split", "importance"),   # split-rag-strategy-weighted
     "fusion": StrategySpec("fusion", "fusion"),                               # fusion-rag
     "fusion-mrag": StrategySpec("fusion-mrag", "fusion-mrag", "importance"),  # fusion-mrag
+    # LLM-assisted (mrag_core.llm_strategies): Multi-Query RAG, HyDE, intent-aware hypothetical queries
+    "multi-query": StrategySpec("multi-query", "fusion", source="multi-query"),
+    "multi-query-mrag": StrategySpec("multi-query-mrag", "fusion-mrag", "importance", "multi-query"),
+    "hyde": StrategySpec("hyde", "fusion", source="hyde"),
+    "hyde-mrag": StrategySpec("hyde-mrag", "fusion-mrag", "importance", "hyde"),
+    "intent": StrategySpec("intent", "fusion", source="intent"),
+    "intent-mrag": StrategySpec("intent-mrag", "fusion-mrag", "importance", "intent"),
 }
 
 
@@ -59,11 +84,13 @@ class EvaluationCancelled(RuntimeError):
 
 @dataclass(frozen=True)
 class QueryCase:
-    """One query's ground truth: document indices (one per aspect) and, optionally, its sub-queries' rows."""
+    """One query's ground truth: document indices (one per aspect) and, optionally, its sub-queries' rows
+    (in ``subqueries``) and its expansion texts' rows per LLM family (in ``expansions``)."""
 
     relevant: tuple[int, ...]
     n_aspects: int
     subquery_rows: tuple[int, ...] = ()
+    expansion_rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -135,6 +162,27 @@ def _mrag_lists_per_depth(ids: np.ndarray, scores: np.ndarray, imp: np.ndarray, 
     return out
 
 
+def _standard_lists_per_depth(ids: np.ndarray, k_max: int) -> list[list[int]]:
+    """For one text's standard hits [>= k_max]: its top-i list, i = 1..k_max (a prefix per depth)."""
+    full = ids[:k_max].tolist()
+    return [full[:i] for i in range(1, k_max + 1)]
+
+
+def _fused_ratios(per_text_depth: Sequence[list[list[int]]], relevant: Sequence[int], labels: Sequence[str],
+                  k_max: int, units: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """RSR / CSR per k of the RRF fusion of each text's depth-k list, first k kept; plus the k_max list.
+
+    ``per_text_depth[t][i - 1]`` is text t's list searched to depth i. No text: zeros and ``[]``.
+    """
+    rsr, csr = np.zeros(k_max), np.zeros(k_max)
+    final: list[int] = []
+    for i in range(1, k_max + 1):
+        fused = [int(d) for d, _ in reciprocal_rank_fusion([lists[i - 1] for lists in per_text_depth])[:i]]
+        rsr[i - 1], csr[i - 1] = set_ratios(fused, relevant, labels, units)
+        final = fused
+    return rsr, csr, final
+
+
 def evaluate(
     index: CorpusIndex,
     queries: Embeddings,
@@ -145,31 +193,68 @@ def evaluate(
     k_max: int = 32,
     c: int = 32,
     subqueries: Embeddings | None = None,
+    expansions: Embeddings | None = None,
+    hyde_with_query: bool = True,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     units: Sequence[int] | None = None,
 ) -> EvaluationResult:
-    """Score every strategy on every query for k = 1..k_max (see module docstring)."""
+    """Score every strategy on every query for k = 1..k_max (see module docstring).
+
+    ``subqueries``: embeddings of the stored Fusion sub-queries (rows ``case.subquery_rows``);
+    ``expansions``: embeddings of all LLM expansion texts (rows ``case.expansion_rows[family]``).
+    A query without rows for a fusion-like strategy retrieves nothing (scores 0).
+    """
     unknown = [s for s in strategies if s not in NAMED_STRATEGIES]
     if unknown:
         raise ValueError(f"unknown strategies {unknown}: use {', '.join(NAMED_STRATEGIES)}")
+    specs = [NAMED_STRATEGIES[s] for s in strategies]
     nq = len(cases)
     result = EvaluationResult(k_max=k_max, cases=list(cases))
     depth = max(c, k_max)
-    need_heads = any(NAMED_STRATEGIES[s].kind in ("mrag",) for s in strategies)
-    need_split = any(NAMED_STRATEGIES[s].kind == "split" for s in strategies)
-    need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") for s in strategies)
+    need_heads = any(sp.kind == "mrag" for sp in specs)
+    need_split = any(sp.kind == "split" for sp in specs)
+    need_fusion = any(sp.kind.startswith("fusion") and not sp.llm for sp in specs)
+    need_llm = any(sp.llm for sp in specs)
     if need_fusion and subqueries is None:
         raise ValueError("fusion strategies need sub-query embeddings (the queries' 'fusion' lists)")
+    if need_llm and expansions is None:
+        raise ValueError(f"LLM strategies {[sp.name for sp in specs if sp.llm]} need the expansion texts' embeddings")
     hh = head_hits(index, queries, depth) if need_heads else None
     sh = split_hits(index, queries, depth) if need_split else None
-    sub_std = index.standard.search(subqueries.standard[:, None, :], k_max) if need_fusion and subqueries is not None and len(subqueries) else None
-    sub_heads = index.heads.search(subqueries.heads, k_max) if (need_fusion and subqueries is not None and len(subqueries)
-                                                                and "fusion-mrag" in strategies) else None
+
+    def text_hits(emb: Embeddings | None, used: list[StrategySpec]) -> tuple[Hits | None, Hits | None]:
+        """Standard / head hits to depth k_max of the texts ``emb``, only for the kinds ``used`` needs."""
+        if emb is None or not len(emb) or not used:
+            return None, None
+        std = index.standard.search(emb.standard[:, None, :], k_max) if any(sp.kind == "fusion" for sp in used) else None
+        heads = index.heads.search(emb.heads, k_max) if any(sp.kind == "fusion-mrag" for sp in used) else None
+        return std, heads
+
+    fusion_specs = [sp for sp in specs if sp.kind.startswith("fusion") and not sp.llm]
+    llm_specs = [sp for sp in specs if sp.llm]
+    sub_std, sub_heads = text_hits(subqueries, fusion_specs)
+    exp_std, exp_heads = text_hits(expansions, llm_specs)
+    with_query = [sp for sp in llm_specs if sp.source == "hyde" and hyde_with_query]
+    q_std = q_heads = None
+    if with_query:
+        q_std = index.standard.search(queries.standard[:, None, :], k_max) \
+            if any(sp.kind == "fusion" for sp in with_query) else None
+        q_heads = (hh if hh is not None else head_hits(index, queries, k_max)) \
+            if any(sp.kind == "fusion-mrag" for sp in with_query) else None
+    imp = index.head_importance.score
+
+    def lists_per_depth(spec: StrategySpec, std: Hits | None, heads: Hits | None, row: int) -> list[list[int]]:
+        """One text's (row of ``std`` / ``heads``) list per depth 1..k_max for a fusion-like ``spec``."""
+        if spec.kind == "fusion":
+            assert std is not None
+            return _standard_lists_per_depth(std.ids[row, 0], k_max)
+        assert heads is not None
+        return _mrag_lists_per_depth(heads.ids[row], heads.scores[row], imp, spec.variant, index.metric, k_max)
+
     total = len(strategies) * nq
     done = 0
-    for name in strategies:
-        spec = NAMED_STRATEGIES[name]
+    for name, spec in zip(strategies, specs):
         t0 = time.perf_counter()
         rsr = np.zeros((nq, k_max))
         csr = np.zeros((nq, k_max))
@@ -186,25 +271,15 @@ def evaluate(
                 retrieved.append(run.doc_ids[:k_max])
             done += nq
         else:
+            std, heads = (exp_std, exp_heads) if spec.llm else (sub_std, sub_heads)
             for qi, case in enumerate(cases):
                 if cancel is not None and cancel.is_set():
                     raise EvaluationCancelled(f"evaluation cancelled during {name}")
-                rows = list(case.subquery_rows)
-                if spec.kind == "fusion":
-                    per_sub = [sub_std.ids[r, 0].tolist() for r in rows] if rows else []
-                    per_depth = [[lst[:i] for lst in per_sub] for i in range(1, k_max + 1)]
-                else:
-                    imp = index.head_importance.score
-                    per_sub_depth = [
-                        _mrag_lists_per_depth(sub_heads.ids[r], sub_heads.scores[r], imp, spec.variant, index.metric, k_max)
-                        for r in rows
-                    ]
-                    per_depth = [[lists[i - 1] for lists in per_sub_depth] for i in range(1, k_max + 1)]
-                final_list: list[int] = []
-                for i in range(1, k_max + 1):
-                    fused = [int(d) for d, _ in reciprocal_rank_fusion(per_depth[i - 1])[:i]]
-                    rsr[qi, i - 1], csr[qi, i - 1] = set_ratios(fused, case.relevant, labels, units)
-                    final_list = fused
+                rows = case.expansion_rows.get(spec.source, ()) if spec.llm else case.subquery_rows
+                per_text = [lists_per_depth(spec, std, heads, r) for r in rows]
+                if per_text and spec in with_query:
+                    per_text.insert(0, lists_per_depth(spec, q_std, q_heads, qi))
+                rsr[qi], csr[qi], final_list = _fused_ratios(per_text, case.relevant, labels, k_max, units)
                 retrieved.append(final_list)
                 done += 1
                 if progress is not None and qi % 16 == 0:

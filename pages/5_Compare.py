@@ -1,10 +1,16 @@
 """Compare: one query through Standard, MRAG, Split, Fusion and Fusion MRAG side by side, with
 ground-truth marks, RSR / CSR / weighted at k, and the per-head evidence behind the MRAG list.
+With an LLM endpoint, the LLM-assisted strategies (Multi-Query, HyDE, intent queries, each also
+with MRAG voting) are extra columns, with their generated texts and token / latency cost.
 
 Thin page: ``mrag_core.workflows.compare`` does the work; the loaded index is cached per run id.
+``st.session_state["compare_query_id"]`` (set by the Evaluation Runs drill-down) preselects that
+query, its query set and corpus, once.
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,17 +19,21 @@ from plotly.subplots import make_subplots
 
 import db
 from mrag_core.backends import BACKENDS
+from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.voting import VARIANTS
 from mrag_core.workflows.compare import (
+    ALL_STRATEGY_LABELS,
     FUSION_STRATEGIES,
+    LLM_STRATEGY_NAMES,
     MARK_SYMBOLS,
     STRATEGY_LABELS,
     SUBQUERY_SOURCES,
     Comparison,
     StoreLLMCache,
     compare,
-    embed_query,
+    embed_query_and_texts,
+    resolve_expansions,
     resolve_subqueries,
 )
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
@@ -42,8 +52,42 @@ def get_bundle(run_id: int, backend: str) -> IndexBundle:
 
 
 @st.cache_resource(max_entries=128)
-def query_embeddings(run_id: int, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
-    return embed_query(_lm, layer, query, subqueries)
+def query_embeddings(run_id: int, query: str, subqueries: tuple[str, ...],
+                     expansions: tuple[tuple[str, tuple[str, ...]], ...], _lm, layer: int):  # noqa: ANN001
+    """Query, sub-queries and every expansion text in one forward pass (cached per run and texts)."""
+    return embed_query_and_texts(_lm, layer, query, subqueries, {f: list(t) for f, t in expansions})
+
+
+def consume_drilldown() -> tuple[int, int] | None:
+    """The Evaluation Runs drill-down's query as (query set id, query id), read once; it also
+    selects that query's corpus and the "From a query set" source."""
+    qid = st.session_state.pop("compare_query_id", None)
+    if qid is None:
+        return None
+    try:
+        q = db.get_query(get_store(), int(qid))
+        qs_info = db.get_query_set(get_store(), q.query_set_id)
+    except (db.NotFoundError, ValueError, TypeError):
+        st.warning(f"Query #{qid} from the drill-down no longer exists.")
+        return None
+    if st.session_state.get("corpus_id") != qs_info.corpus_id:
+        st.session_state["corpus_id"] = qs_info.corpus_id
+        st.session_state.pop("_corpus_id_select", None)
+    st.session_state["compare_source"] = "From a query set"
+    st.session_state["compare_active"] = True  # show its results straight away (no LLM column is preselected)
+    return qs_info.id, q.id
+
+
+def expansion_label(fam: str, outcome) -> str:  # noqa: ANN001 - ExpansionOutcome
+    cost = (f"{outcome.tokens} tokens ({outcome.prompt_tokens} prompt + {outcome.completion_tokens} completion)"
+            + (", from the cache" if outcome.cached else f", {outcome.latency_s:.2f} s"))
+    return f"{FAMILY_LABELS[fam]} ({len(outcome.texts)}) — {cost}"
+
+
+def md_plain(text: str) -> str:
+    """``text`` with Markdown's special characters backslash-escaped, so LLM output in a message shows
+    verbatim (nothing becomes a link, emphasis or HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
 
 
 def run_label(r: db.EmbeddingRunInfo) -> str:
@@ -81,6 +125,7 @@ def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     return fig
 
 
+drilldown = consume_drilldown()
 store, corpus = open_corpus_page()
 
 runs = finished_runs_or_stop(store, corpus)
@@ -111,11 +156,17 @@ if source == "From a query set":
     if not sets:
         st.info("This corpus has no query set: type a query instead.")
         st.stop()
+    if drilldown is not None:
+        st.session_state["compare_qs"] = next((s for s in sets if s.id == drilldown[0]), sets[0])
     qs = st.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key="compare_qs")
     queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed"]
     if not queries:
         st.info("This query set is empty.")
         st.stop()
+    if drilldown is not None:
+        picked = [q for q in queries if q.id == drilldown[1]]
+        if picked:
+            st.session_state["compare_query"] = picked[0]
     q = st.selectbox("Query", queries, key="compare_query",
                      format_func=lambda q: f"[{q.n_aspects} aspect{'s' if q.n_aspects != 1 else ''}] {q.text[:110]}")
     query_text = q.text
@@ -147,6 +198,28 @@ variant = cc[3].selectbox("Voting", VARIANTS, key="compare_variant",
                                "Split RAG always uses 2^-rank (authors' default).")
 
 cfg = llm_config()
+llm_strategies: list[str] = []
+llm_options = LLMOptions()
+if cfg is None:
+    st.caption("LLM-assisted strategies (Multi-Query, HyDE, intent queries, each also with MRAG voting) need an "
+               "OpenAI-compatible endpoint: set MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (or [llm] in "
+               ".streamlit/secrets.toml) and reload the page.")
+else:
+    llm_strategies = st.multiselect(
+        "LLM-assisted strategies (cost tokens)", list(LLM_STRATEGY_NAMES), default=[],
+        format_func=ALL_STRATEGY_LABELS.get, key="compare_llm_strategies",
+        help="Multi-Query: the LLM rewrites the question; HyDE: it writes a hypothetical answer passage; intent: "
+             "it writes intent-specific statements of plausible answers. Every text is searched (+ MRAG: MRAG "
+             "voting per text) and the lists are merged by RRF, 1/(60 + rank). Answers are cached in the database.")
+    if llm_strategies:
+        lc = st.columns(3)
+        llm_options = LLMOptions(
+            n_rewrites=int(lc[0].number_input("Rewrites (Multi-Query)", 1, 10, LLMOptions().n_rewrites,
+                                              key="compare_llm_n")),
+            n_answers=int(lc[1].number_input("Plausible answers (intent)", 1, 8, LLMOptions().n_answers,
+                                             key="compare_llm_answers")),
+            hyde_with_query=lc[2].checkbox("HyDE: fuse with the query", value=LLMOptions().hyde_with_query,
+                                           key="compare_llm_hyde_q"))
 sub_options = ["auto", "stored", "llm", "sentences"]
 sub_pref = "auto"
 if any(s in FUSION_STRATEGIES for s in strategies):
@@ -158,9 +231,10 @@ if any(s in FUSION_STRATEGIES for s in strategies):
                 "to generate sub-queries; the offline sentence split is used meanwhile.")
         sub_pref = "sentences"
 
-if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not strategies):
+chosen = [*strategies, *llm_strategies]
+if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not chosen):
     st.session_state["compare_active"] = True
-if not st.session_state.get("compare_active") or not query_text or not strategies:
+if not st.session_state.get("compare_active") or not query_text or not chosen:
     st.stop()
 
 # --- run -----------------------------------------------------------------------------------------
@@ -187,14 +261,41 @@ if any(s in FUSION_STRATEGIES for s in strategies):
     if sub_pref == "stored" and sub_source != "stored":
         st.info("This query has no stored sub-queries; using one per sentence.")
 
-q_emb, sub_emb, _ = query_embeddings(run.id, query_text, tuple(subqueries), lm, run.layer)
-result = compare(bundle, q_emb, sub_emb, strategies=strategies, k=int(k), c=int(c), variant=variant,
-                 ground_truth=ground_truth, query=query_text, subqueries=subqueries, subquery_source=sub_source)
+expansions = {}
+families = families_for(llm_strategies)
+if families:
+    assert cfg is not None
+    exp_key = ("exp", query_text, tuple(families), llm_options, cfg.model, cfg.base_url)
+    expansions = st.session_state.get("compare_exp_cache", {}).get(exp_key)
+    if expansions is None:
+        from mrag_core.llm.client import LLMClient
+
+        with st.spinner("Asking the LLM for the expansions…"), LLMClient(cfg) as client:
+            expansions = resolve_expansions(client, query_text, families, llm_cache=StoreLLMCache(store),
+                                            options=llm_options)
+        if all(o.ok for o in expansions.values()):  # failures are asked again on the next run
+            st.session_state.setdefault("compare_exp_cache", {})[exp_key] = expansions
+    for fam, outcome in expansions.items():
+        if not outcome.ok:
+            st.error(f"{FAMILY_LABELS[fam]}: {md_plain(outcome.error or 'failed')}. Its strategies are left out.")
+    llm_strategies = [s for s in llm_strategies if expansions[family_of(s)].ok]
+exp_texts = tuple((f, o.texts) for f, o in expansions.items() if o.ok)
+q_emb, sub_emb, exp_emb, _ = query_embeddings(run.id, query_text, tuple(subqueries), exp_texts, lm, run.layer)
+result = compare(bundle, q_emb, sub_emb, strategies=[*strategies, *llm_strategies], k=int(k), c=int(c),
+                 variant=variant, ground_truth=ground_truth, query=query_text, subqueries=subqueries,
+                 subquery_source=sub_source, expansions={f: o for f, o in expansions.items() if o.ok},
+                 expansion_embeddings=exp_emb, llm_options=llm_options)
+if not result.outcomes:
+    st.stop()
 
 if subqueries:
     with st.expander(f"Fusion sub-queries ({len(subqueries)}) — {SUBQUERY_SOURCES[sub_source]}",
                      expanded=sub_source == "sentences"):
         st.dataframe(pd.DataFrame({"sub-query": subqueries}), hide_index=True, key="compare_subs")
+for fam, outcome in result.expansions.items():
+    with st.expander(expansion_label(fam, outcome)):
+        # a dataframe shows the LLM's text as plain text (nothing in it is rendered as Markdown or HTML)
+        st.dataframe(pd.DataFrame({"text": list(outcome.texts)}), hide_index=True, key=f"compare_exp_{fam}")
 
 st.subheader(f"Top {result.k}")
 if result.ground_truth_rows:
@@ -204,25 +305,38 @@ if result.ground_truth_rows:
         "CSR": [o.csr for o in result.outcomes.values()],
         "weighted (2·RSR+CSR)/3": [o.weighted for o in result.outcomes.values()],
         "search ms": [1000 * o.seconds for o in result.outcomes.values()],
+        **({"LLM tokens": [o.llm.tokens if o.llm else None for o in result.outcomes.values()],
+            "LLM s": [o.llm.latency_s if o.llm else None for o in result.outcomes.values()]}
+           if result.expansions else {}),
     })
     st.dataframe(metrics, hide_index=True, key="compare_metrics",
                  column_config={"RSR": st.column_config.NumberColumn(format="%.2f"),
                                 "CSR": st.column_config.NumberColumn(format="%.2f"),
                                 "weighted (2·RSR+CSR)/3": st.column_config.NumberColumn(format="%.2f"),
-                                "search ms": st.column_config.NumberColumn(format="%.1f")})
+                                "search ms": st.column_config.NumberColumn(format="%.1f"),
+                                "LLM s": st.column_config.NumberColumn(format="%.2f")})
     st.caption("Marks: **✔ doc** ground-truth document · **~ cat** another document of a ground-truth category · "
                "**cat again** a category already matched above · **✘ miss** neither")
-cols = st.columns(len(result.outcomes))
-for col, (key, outcome) in zip(cols, result.outcomes.items()):
-    with col:
-        st.markdown(f"**{outcome.label}**")
-        if outcome.rsr is not None:
-            st.caption(f"RSR {outcome.rsr:.2f} · CSR {outcome.csr:.2f} · weighted {outcome.weighted:.2f}")
-        st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
-                     column_config={"score": st.column_config.NumberColumn(format="%.3f", width=50),
-                                    "rank": st.column_config.NumberColumn("#", width=28),
-                                    "mark": st.column_config.TextColumn(width=70),
-                                    "title": st.column_config.TextColumn(width="medium")})
+PER_ROW = 5
+items = list(result.outcomes.items())
+for start in range(0, len(items), PER_ROW):
+    cols = st.columns(min(PER_ROW, len(items)))
+    for col, (key, outcome) in zip(cols, items[start:start + PER_ROW]):
+        with col:
+            st.markdown(f"**{outcome.label}**")
+            if outcome.rsr is not None:
+                st.caption(f"RSR {outcome.rsr:.2f} · CSR {outcome.csr:.2f} · weighted {outcome.weighted:.2f}")
+            if outcome.llm is not None:
+                st.caption(f"LLM: {outcome.llm.tokens} tokens · "
+                           + ("from the cache" if outcome.llm.cached else f"{outcome.llm.latency_s:.2f} s"))
+            st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
+                         column_config={"score": st.column_config.NumberColumn(format="%.3f", width=50),
+                                        "rank": st.column_config.NumberColumn("#", width=28),
+                                        "mark": st.column_config.TextColumn(width=70),
+                                        "title": st.column_config.TextColumn(width="medium")})
+
+# --- Reader panel --------------------------------------------------------------------------------
+# Reader panel: the lead adds the reader (ui/reader_panel.py) here, fed with `result` and `bundle`.
 
 # --- MRAG evidence -------------------------------------------------------------------------------
 if result.evidence is not None:

@@ -5,6 +5,8 @@ Thin page: the work is in :mod:`mrag_core.workflows.evaluation_runs`; runs live 
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pandas as pd
@@ -13,19 +15,35 @@ import streamlit as st
 
 import db
 from mrag_core.evaluation import NAMED_STRATEGIES
+from mrag_core.llm_strategies import LLMOptions
 from mrag_core.workflows import evaluation_runs as er
 from ui.render import escape
-from ui.state import get_model, open_corpus_page
+from ui.state import get_model, llm_config, open_corpus_page
 
 st.set_page_config(page_title="Evaluation Runs - MRAG Studio", page_icon="📊", layout="wide")
 st.title("Evaluation Runs")
-st.caption("Score Standard / MRAG / Split / Fusion retrieval on a query set for k = 1..k_max. Every run is stored "
-           "with its configuration, seed and timings; RSR = exact documents found, CSR = categories found, "
-           "weighted = (w·RSR + CSR) / (w + 1).")
+st.caption("Score Standard / MRAG / Split / Fusion and LLM-assisted (Multi-Query, HyDE, intent) retrieval on a query "
+           "set for k = 1..k_max. Every run is stored with its configuration, seed, timings and LLM token cost; "
+           "RSR = exact documents found, CSR = categories found, weighted = (w·RSR + CSR) / (w + 1).")
 
 store, corpus = open_corpus_page()
 query_sets = db.list_query_sets(store, corpus.id)
 qs_names = {q.id: q.name for q in query_sets}
+llm_cfg = llm_config()
+BASE_STRATEGIES = [s for s, spec in NAMED_STRATEGIES.items() if not spec.llm]
+LLM_STRATEGY_NAMES = [s for s, spec in NAMED_STRATEGIES.items() if spec.llm]
+COST_FORMAT = {"rsr": st.column_config.NumberColumn(format="%.3f"), "csr": st.column_config.NumberColumn(format="%.3f"),
+               "weighted": st.column_config.NumberColumn(format="%.3f"),
+               "search_s": st.column_config.NumberColumn("search s", format="%.2f"),
+               "tokens_per_query": st.column_config.NumberColumn("tokens / query", format="%.1f"),
+               "spent_tokens": st.column_config.NumberColumn("tokens spent"),
+               "llm_s": st.column_config.NumberColumn("LLM s", format="%.2f")}
+
+
+def md_plain(text: str) -> str:
+    """``text`` with Markdown's special characters backslash-escaped, so LLM output in a message shows
+    verbatim (nothing becomes a link, emphasis or HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
 
 
 def _html_download(fig, name: str, key: str) -> None:
@@ -60,8 +78,31 @@ with tab_run:
                           key="ev_qs")
         model_name = c2.text_input("Model", value="minilm", key="ev_model",
                                    help="registry name (minilm, smollm2) or a local Hugging Face folder")
-        strategies = st.multiselect("Strategies", list(NAMED_STRATEGIES), default=["standard", "mrag"], key="ev_strats",
+        strategies = st.multiselect("Strategies", BASE_STRATEGIES, default=["standard", "mrag"], key="ev_strats",
                                     help="mrag-decay / mrag-distance / split-weighted are voting variants")
+        llm_strats = st.multiselect(
+            "LLM-assisted strategies (cost tokens)", LLM_STRATEGY_NAMES, default=[], key="ev_llm_strats",
+            disabled=llm_cfg is None,
+            help="multi-query: the LLM rewrites the question; hyde: it writes a hypothetical answer passage; "
+                 "intent: it writes intent-specific statements of plausible answers. Each text is searched "
+                 "(-mrag: MRAG voting per text) and the lists are merged by RRF, 1/(60 + rank).")
+        llm_options = LLMOptions()
+        if llm_cfg is None:
+            st.caption("LLM-assisted strategies need an OpenAI-compatible endpoint: set MRAG_LLM_BASE_URL and "
+                       "MRAG_LLM_MODEL (or [llm] in .streamlit/secrets.toml) and reload the page.")
+            llm_strats = []
+        elif llm_strats:
+            l1, l2, l3 = st.columns(3)
+            llm_options = LLMOptions(
+                n_rewrites=int(l1.number_input("Rewrites (multi-query)", 1, 10, LLMOptions().n_rewrites, key="ev_llm_n")),
+                n_answers=int(l2.number_input("Plausible answers (intent)", 1, 8, LLMOptions().n_answers,
+                                              key="ev_llm_answers")),
+                hyde_with_query=l3.checkbox("HyDE: fuse with the query", value=LLMOptions().hyde_with_query,
+                                            key="ev_llm_hyde_q",
+                                            help="RRF of the passage's list and the original query's list"))
+            st.caption(f"LLM: {llm_cfg.describe()}. Answers are cached in the database: a rerun or a resume "
+                       "costs no tokens.")
+        strategies = [*strategies, *llm_strats]
         c3, c4, c5, c6, c7, c8 = st.columns(6)
         layers_text = c3.text_input("Layer(s)", value="-1", key="ev_layers",
                                     help="one layer, or several separated by commas for a layer sweep (-1 = last)")
@@ -82,7 +123,8 @@ with tab_run:
             else:
                 try:
                     er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=strategies,
-                                        c=int(c_depth), k_max=int(k_max), variant=variant, w=float(w))
+                                        c=int(c_depth), k_max=int(k_max), variant=variant, w=float(w),
+                                        llm_config=llm_cfg, llm_options=llm_options)
                     lm = get_model(model_name.strip() or "minilm")
                     for layer in layers:
                         lm.layer_index(layer)
@@ -96,7 +138,8 @@ with tab_run:
                     bar, progress = _progress_runner()
                     kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
                                   strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
-                                  w=float(w), seed=int(seed), progress=progress, lm=lm)
+                                  w=float(w), seed=int(seed), progress=progress, lm=lm, llm_config=llm_cfg,
+                                  llm_options=llm_options)
                     try:
                         if len(layers) > 1:
                             ids = er.layer_sweep(store, layers=layers, **kwargs)
@@ -109,6 +152,8 @@ with tab_run:
                         for rid in ids:
                             info = db.get_eval_run(store, rid)
                             st.success(f"Run #{rid} {info.status}: {info.n_results} results stored.")
+                            if info.timing.get("warning"):
+                                st.warning(f"Run #{rid}: {info.timing['warning']}.")
                         st.session_state["ev_view_run"] = ids[-1]
 
     unfinished = [r for r in db.list_eval_runs(store, corpus_id=corpus.id) if r.status != "done"]
@@ -121,7 +166,7 @@ with tab_run:
                 bar, progress = _progress_runner()
                 try:
                     er.resume_evaluation(store, r.id, lm=get_model(r.config.get("model", "minilm")),
-                                         progress=progress)
+                                         progress=progress, llm_config=llm_cfg)
                 except er.EvaluationInputError as exc:
                     st.error(str(exc))
                 else:
@@ -139,6 +184,7 @@ with tab_view:
             "strategies": ", ".join(r.config.get("strategies", [])), "c": r.config.get("c"),
             "k_max": r.config.get("k_max"), "w": r.config.get("w"), "seed": r.seed, "status": r.status,
             "results": r.n_results, "seconds": round(float(r.timing.get("total_s", 0.0)), 1),
+            "LLM tokens": int(r.llm_usage.get("total", {}).get("tokens", 0)),
             "created": r.created_at,
         } for r in runs])
         st.dataframe(table, hide_index=True, width="stretch")
@@ -151,6 +197,14 @@ with tab_view:
         if m.per_query.empty:
             st.info("This run has no stored results yet.")
         else:
+            st.subheader("Accuracy and cost")
+            st.caption("Means over all scored queries at k = each query's number of aspects. LLM-assisted "
+                       "strategies trade tokens for recall: tokens = prompt + completion tokens of their "
+                       "expansions (cached answers counted at what they cost once), tokens spent = sent by this "
+                       "run, LLM s = seconds waited for answers.")
+            st.dataframe(er.accuracy_and_cost(m), hide_index=True, key="ev_cost", column_config=COST_FORMAT)
+            if chosen.timing.get("warning"):
+                st.warning(chosen.timing["warning"])
             aspects = sorted(int(n) for n in m.summary["n_aspects"].unique())
             st.subheader("Success ratio vs k")
             n_sel = st.selectbox("Aspect count", aspects, key="ev_view_n")
@@ -218,7 +272,8 @@ with tab_compare:
         k_mode = c2.number_input("k (0 = number of aspects)", min_value=0, value=0, step=1, key="ev_cmp_k")
         if len(picked) >= 2:
             try:
-                means, tests = er.compare_runs(store, picked, metric=metric, k=int(k_mode) or None)
+                loaded = {rid: er.load_run_metrics(store, rid) for rid in dict.fromkeys(r for r, _ in picked)}
+                means, tests = er.compare_runs(store, picked, metric=metric, k=int(k_mode) or None, metrics=loaded)
             except er.EvaluationInputError as exc:
                 st.error(str(exc))
             else:
@@ -227,6 +282,13 @@ with tab_compare:
                 pivot = means.pivot(index="n_aspects", columns="item", values=metric)
                 st.markdown(f"**Mean {metric} per aspect count**")
                 st.dataframe(pivot)
+                st.markdown(f"**{metric} over all paired queries, next to the LLM cost**")
+                overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
+                cost = er.items_cost(store, picked, metrics=loaded)
+                cost.insert(1, metric, cost["item"].map(overall))
+                st.dataframe(cost[["item", metric, "tokens_per_query", "tokens", "spent_tokens", "llm_s", "failed"]],
+                             hide_index=True, key="ev_cmp_cost",
+                             column_config={**COST_FORMAT, metric: st.column_config.NumberColumn(format="%.3f")})
                 cmp_fig = px.bar(means[means["n_aspects"] != "all"], x="n_aspects",
                                  y=metric, color="item", barmode="group", title=f"{metric} per aspect count")
                 st.plotly_chart(cmp_fig, key="ev_cmp_fig")
@@ -236,13 +298,23 @@ with tab_compare:
                 st.dataframe(tests.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}", "mean_diff": "{:+.3f}"}),
                              hide_index=True)
                 st.markdown("**Per-query drill-down**")
-                pq = er.per_query_comparison(store, picked, k=int(k_mode) or None)
+                pq = er.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)
                 st.dataframe(pq, hide_index=True)
                 if not pq.empty:
                     qid = st.selectbox("Query", pq["query_id"].tolist(), key="ev_cmp_query",
                                        format_func=lambda q: f"#{q}: {pq.set_index('query_id').loc[q, 'text'][:90]}")
                     st.markdown(f"<div>{escape(pq.set_index('query_id').loc[qid, 'text'])}</div>",
                                 unsafe_allow_html=True)
+                    for rid, strat in picked:
+                        llm = (loaded[rid].details.get((strat, int(qid))) or {}).get("llm")
+                        if isinstance(llm, dict):
+                            state = (f"failed ({md_plain(llm['error'])}); searched with the query text" if llm.get("error")
+                                     else "from the cache" if llm.get("cached") else f"{llm.get('latency_s', 0):.2f} s")
+                            st.caption(f"#{rid} {strat}: {len(llm.get('texts', []))} LLM text(s), "
+                                       f"{llm.get('prompt_tokens', 0) + llm.get('completion_tokens', 0)} tokens, {state}")
+                            if llm.get("texts"):
+                                st.dataframe(pd.DataFrame({"text": llm["texts"]}), hide_index=True,
+                                             key=f"ev_cmp_llm_{rid}_{strat}")
                     if st.button("Open this query in Compare", key="ev_cmp_open"):
                         st.session_state["compare_query_id"] = int(qid)
                         target = Path(__file__).resolve().parent / "5_Compare.py"

@@ -24,7 +24,17 @@ _FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.DOTALL)
 
 
 class ExpansionError(ValueError):
-    """The LLM answered, but not in a usable form (message says which expansion and shows the answer's start)."""
+    """The LLM answered, but not in a usable form (message says which expansion and shows the answer's start).
+
+    When raised by :func:`ask_and_parse`, ``prompt_tokens`` / ``completion_tokens`` /
+    ``latency_s`` are those of the rejected answer (tokens were spent even though
+    the answer is unusable); ``answer`` is its text. They are 0 / ``""`` otherwise.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    answer: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,8 @@ def ask_and_parse(
     """Ask (through the cache), parse, and wrap as :class:`Expansion`.
 
     ``parse`` must return a non-empty list or raise :class:`ExpansionError`.
-    Replies that ``parse`` rejects are not cached.
+    Replies that ``parse`` rejects are not cached; the error raised then carries the
+    rejected reply's token counts and latency.
     """
 
     def accept(reply: LLMReply) -> bool:
@@ -82,9 +93,14 @@ def ask_and_parse(
         client, cache, kind, messages,
         temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, accept=accept,
     )
-    texts = parse(reply.text)
-    if not texts:
-        raise ExpansionError(f"The {kind} expansion produced no text from the LLM answer {preview(reply.text)!r}.")
+    try:
+        texts = parse(reply.text)
+        if not texts:
+            raise ExpansionError(f"The {kind} expansion produced no text from the LLM answer {preview(reply.text)!r}.")
+    except ExpansionError as exc:
+        exc.prompt_tokens, exc.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        exc.latency_s, exc.answer = reply.latency_s, reply.text
+        raise
     return Expansion(
         texts=list(texts),
         prompt_tokens=reply.prompt_tokens,

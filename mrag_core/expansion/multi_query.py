@@ -2,8 +2,8 @@
 
 The answer is expected one query per line; it is parsed with
 :func:`~mrag_core.querygen.checks.clean_subqueries` (numbering, bullets, quotes
-and preamble lines removed), de-duplicated (normalised text) and clamped to
-``n`` queries. Cache kind: ``'multi-query'``.
+and preamble lines removed; items without a letter dropped), de-duplicated
+(normalised text) and clamped to ``n`` queries. Cache kind: ``'multi-query'``.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ def rewrite_messages(question: str, n: int) -> list[dict[str, str]]:
 
 
 def parse_rewrites(text: str, n: int) -> list[str]:
-    """Clean, de-duplicate and clamp to ``n``; raise :class:`ExpansionError` if no query remains."""
-    queries = dedupe(clean_subqueries(text))[:n]
+    """Clean, drop items without a letter (bare numbering such as ``2.``), de-duplicate and clamp
+    to ``n``; raise :class:`ExpansionError` if no query remains."""
+    queries = dedupe([q for q in clean_subqueries(text) if any(ch.isalpha() for ch in q)])[:n]
     if not queries:
         raise ExpansionError(f"The LLM answer contains no search queries: {preview(text)!r}")
     return queries

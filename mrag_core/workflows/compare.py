@@ -2,11 +2,14 @@
 
 Flow (no Streamlit): :func:`resolve_subqueries` picks the Fusion sub-queries (the query's stored
 list, an LLM when configured, or one per sentence as an offline fallback, labelled as such);
-:func:`embed_query` embeds the query and its sub-queries in ONE forward pass; :func:`compare`
-runs the chosen strategies on a loaded :class:`~mrag_core.workflows.indexing.IndexBundle` and
-returns, per strategy, the top-k rows (rank, title, category, score, ground-truth mark) and
-RSR / CSR / weighted at that k, plus the MRAG evidence: a heads x documents matrix of ranks
-and vote contributions, and which ground-truth aspect each head found.
+:func:`resolve_expansions` asks the LLM for the expansions of the LLM-assisted strategies
+(Multi-Query, HyDE, intent queries; cached); :func:`embed_query_and_texts` embeds the query, its
+sub-queries and all expansion texts in ONE forward pass; :func:`compare` runs the chosen
+strategies on a loaded :class:`~mrag_core.workflows.indexing.IndexBundle` and returns, per
+strategy, the top-k rows (rank, title, category, score, ground-truth mark) and RSR / CSR /
+weighted at that k, plus the MRAG evidence: a heads x documents matrix of ranks and vote
+contributions, and which ground-truth aspect each head found. LLM strategies carry their
+expansion (texts, tokens, latency, cache hit) in ``StrategyOutcome.llm``.
 
 Index rows vs document ids: the engine works on index rows ``0..n-1``; ``bundle.doc_ids[row]``
 is the store's document id. Ground truth comes in as document ids and is mapped to rows here.
@@ -17,12 +20,23 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from mrag_core.evaluation import set_ratios
 from mrag_core.extraction import Embeddings, embed_texts
+from mrag_core.llm.concurrency import run_concurrent
+from mrag_core.llm_strategies import (
+    LLM_STRATEGIES,
+    LLM_STRATEGY_LABELS,
+    ExpansionOutcome,
+    LLMOptions,
+    expand_one,
+    families_for,
+    family_of,
+    llm_search,
+)
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.models.loader import LoadedModel
 from mrag_core.strategies import (
@@ -43,6 +57,9 @@ STRATEGY_LABELS: dict[str, str] = {
     "fusion-mrag": "Fusion MRAG",
 }
 FUSION_STRATEGIES = ("fusion", "fusion-mrag")
+# The LLM-assisted strategies (extra columns when an endpoint is configured).
+ALL_STRATEGY_LABELS: dict[str, str] = {**STRATEGY_LABELS, **LLM_STRATEGY_LABELS}
+LLM_STRATEGY_NAMES = tuple(LLM_STRATEGIES)
 
 # Ground-truth marks of a result row.
 MARK_EXACT = "exact"            # the document is a ground-truth document
@@ -81,6 +98,7 @@ class StrategyOutcome:
     csr: float | None
     weighted: float | None
     seconds: float
+    llm: ExpansionOutcome | None = None   # the expansion an LLM strategy searched with
 
 
 @dataclass
@@ -127,6 +145,7 @@ class Comparison:
     evidence: HeadEvidence | None = None
     aspects: list[HeadAspect] = field(default_factory=list)
     embed_seconds: float = 0.0
+    expansions: dict[str, ExpansionOutcome] = field(default_factory=dict)
 
 
 def sentence_split(text: str) -> list[str]:
@@ -171,6 +190,47 @@ def embed_query(lm: LoadedModel, layer: int, query: str, subqueries: Sequence[st
     emb = embed_texts(lm, texts, kind="query", layer=layer, batch_size=len(texts), sort_by_length=False)
     seconds = time.perf_counter() - t0
     return emb.take([0]), emb.take(list(range(1, len(texts)))), seconds
+
+
+def resolve_expansions(
+    llm_client: object,
+    query: str,
+    families: Sequence[str],
+    *,
+    llm_cache: object | None = None,
+    options: LLMOptions = LLMOptions(),
+) -> dict[str, ExpansionOutcome]:
+    """The expansion of ``query`` for each LLM family (requests in parallel, through ``llm_cache``).
+
+    Never raises for a bad answer or a failed request: that family's outcome has ``error`` set
+    (the caller shows it and leaves its strategies out).
+    """
+    fams = list(dict.fromkeys(families))
+    if not fams:
+        return {}
+    outcomes = run_concurrent(fams, lambda f: expand_one(llm_client, f, query, options, llm_cache),  # type: ignore[arg-type]
+                              limit=len(fams))
+    return {f: (o.value if o.ok and o.value is not None else ExpansionOutcome(f, (), error=o.error or "failed"))
+            for f, o in zip(fams, outcomes)}
+
+
+def embed_query_and_texts(
+    lm: LoadedModel, layer: int, query: str, subqueries: Sequence[str] = (),
+    expansions: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[Embeddings, Embeddings, dict[str, Embeddings], float]:
+    """The query, its sub-queries and every expansion family's texts in ONE forward pass:
+    (query [1], sub-queries [m], {family: texts' embeddings}, seconds)."""
+    expansions = {f: list(t) for f, t in (expansions or {}).items()}
+    texts = [query, *subqueries]
+    spans: dict[str, list[int]] = {}
+    for fam, fam_texts in expansions.items():
+        spans[fam] = list(range(len(texts), len(texts) + len(fam_texts)))
+        texts.extend(fam_texts)
+    t0 = time.perf_counter()
+    emb = embed_texts(lm, texts, kind="query", layer=layer, batch_size=len(texts), sort_by_length=False)
+    seconds = time.perf_counter() - t0
+    subs = emb.take(list(range(1, 1 + len(subqueries))))
+    return emb.take([0]), subs, {f: emb.take(rows) for f, rows in spans.items()}, seconds
 
 
 def mark_rows(rows: Sequence[int], labels: Sequence[str], gt_rows: Sequence[int]) -> list[str]:
@@ -242,24 +302,40 @@ def compare(
     query: str = "",
     subqueries: Sequence[str] = (),
     subquery_source: str = "",
+    expansions: Mapping[str, ExpansionOutcome] | None = None,
+    expansion_embeddings: Mapping[str, Embeddings] | None = None,
+    llm_options: LLMOptions = LLMOptions(),
 ) -> Comparison:
     """Run ``strategies`` for one query embedding ``q`` (and sub-queries ``subs`` for Fusion).
 
-    ``ground_truth`` are document ids (those not in the index are ignored). MRAG and Fusion
-    MRAG use ``variant``; Split RAG uses the authors' default vote (2^-rank).
+    ``ground_truth`` are document ids (those not in the index are ignored). MRAG, Fusion MRAG and
+    the ``-mrag`` LLM strategies use ``variant``; Split RAG uses the authors' default vote (2^-rank).
+    LLM strategies need their family's successful outcome in ``expansions`` and its texts'
+    embeddings in ``expansion_embeddings`` (ValueError otherwise); see
+    :func:`~mrag_core.llm_strategies.llm_search`.
     """
-    unknown = [s for s in strategies if s not in STRATEGY_LABELS]
+    unknown = [s for s in strategies if s not in ALL_STRATEGY_LABELS]
     if unknown:
-        raise ValueError(f"unknown strategies {unknown}: use {', '.join(STRATEGY_LABELS)}")
+        raise ValueError(f"unknown strategies {unknown}: use {', '.join(ALL_STRATEGY_LABELS)}")
+    expansions = dict(expansions or {})
+    expansion_embeddings = dict(expansion_embeddings or {})
+    missing = [s for s in families_for(strategies)
+               if s not in expansion_embeddings or s not in expansions or not expansions[s].ok]
+    if missing:
+        raise ValueError(f"LLM strategies need the expansions of {', '.join(missing)}")
     index, doc_ids, labels, titles = bundle
     k = max(1, min(int(k), index.n_docs))
     c = max(1, min(int(c), index.n_docs))
     row_of = {d: i for i, d in enumerate(doc_ids)}
     gt_rows = [row_of[d] for d in ground_truth if d in row_of]
-    cmp = Comparison(query, list(subqueries), subquery_source, k, c, variant, gt_rows)
+    cmp = Comparison(query, list(subqueries), subquery_source, k, c, variant, gt_rows,
+                     expansions={f: expansions[f] for f in families_for(strategies)})
     for key in strategies:
         t0 = time.perf_counter()
-        if key == "standard":
+        family = family_of(key)
+        if family is not None:
+            res = llm_search(index, key, q, expansion_embeddings[family], k, c, variant, llm_options)
+        elif key == "standard":
             res = standard_search(index, q, k)[0]
         elif key == "mrag":
             res = mrag_search(index, q, k, c, variant)[0]
@@ -277,7 +353,8 @@ def compare(
         if gt_rows:
             rsr, csr = set_ratios(res.doc_ids, gt_rows, labels)
             weighted = weighted_success_ratio(rsr, csr, 2.0)
-        cmp.outcomes[key] = StrategyOutcome(key, STRATEGY_LABELS[key], res, rows, rsr, csr, weighted, seconds)
+        cmp.outcomes[key] = StrategyOutcome(key, ALL_STRATEGY_LABELS[key], res, rows, rsr, csr, weighted, seconds,
+                                            expansions.get(family) if family is not None else None)
         if key == "mrag":
             cmp.evidence = head_evidence(res, index.head_importance.score)
             # Aspects each head finds among its own strongest k hits (its top-c list is in ``evidence``).

@@ -16,6 +16,13 @@ Which queries are scored: status ``ok`` or ``flagged``, with text and at least o
 document. Fusion strategies use each query's stored sub-queries; a query without any is searched
 with its own text as the only sub-query (``details.fusion_fallback`` marks it).
 
+LLM strategies (Multi-Query, HyDE, intent queries; :mod:`mrag_core.llm_strategies`) expand each
+query through the configured endpoint, cached in the store (a rerun or a resume sends no request
+for a query already expanded); all expansion texts are embedded in one batched pass. Per result,
+``details.llm`` holds the texts, tokens, latency and cache hit of its expansion (``error`` and
+``fallback`` when it failed: the query is then searched with its own text); per run,
+``llm_usage`` holds the totals per family and overall (:func:`~mrag_core.llm_strategies.cost_summary`).
+
 Labels: a document's effective label, ``(unlabeled)`` when it has none (as the index loader does).
 No Streamlit here.
 """
@@ -27,7 +34,7 @@ import json
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -41,10 +48,21 @@ from mrag_core.evaluation import (
     EvaluationResult,
     QueryCase,
     StrategyResult,
+    StrategySpec,
     authors_layout,
     evaluate,
 )
 from mrag_core.extraction import ExtractionCancelled
+from mrag_core.llm.config import LLMConfig, LLMConfigError
+from mrag_core.llm_strategies import (
+    ExpansionOutcome,
+    LLMOptions,
+    TextBatch,
+    cost_summary,
+    expand_many,
+    families_for,
+    is_llm_strategy,
+)
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.significance import paired_test
 
@@ -56,6 +74,9 @@ DEFAULT_BATCH = 64
 __all__ = [
     "EvaluationInputError",
     "RunMetrics",
+    "accuracy_and_cost",
+    "items_cost",
+    "llm_cost",
     "authors_json",
     "compare_runs",
     "evaluable_queries",
@@ -127,12 +148,51 @@ def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategie
     return corpus, qs
 
 
+NO_ENDPOINT = ("{names} need an OpenAI-compatible LLM endpoint, and none is configured: set MRAG_LLM_BASE_URL and "
+               "MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one), or [llm] in .streamlit/secrets.toml")
+
+
+def _endpoint_for(strategies: Sequence[str], llm_config: LLMConfig | None) -> LLMConfig | None:
+    """The endpoint the LLM strategies among ``strategies`` will use (``llm_config``, else the
+    environment's); ``None`` when none is requested. Raises :class:`EvaluationInputError` when
+    they are requested and no usable endpoint is configured."""
+    names = [s for s in strategies if is_llm_strategy(s)]
+    if not names:
+        return None
+    cfg = llm_config
+    if cfg is None:
+        try:
+            cfg = LLMConfig.from_env()
+        except LLMConfigError as exc:
+            raise EvaluationInputError(f"the LLM endpoint settings are unusable: {exc}") from exc
+    if cfg is None:
+        raise EvaluationInputError(NO_ENDPOINT.format(names=", ".join(names)))
+    return cfg
+
+
+def check_llm_options(options: LLMOptions) -> None:
+    """Raise :class:`EvaluationInputError` for out-of-range LLM options (rewrites 1..10, answers 1..8)."""
+    from mrag_core.expansion.intent import MAX_ANSWERS
+    from mrag_core.expansion.multi_query import MAX_REWRITES
+
+    if not 1 <= options.n_rewrites <= MAX_REWRITES:
+        raise EvaluationInputError(f"the number of rewrites must be between 1 and {MAX_REWRITES} (got {options.n_rewrites})")
+    if not 1 <= options.n_answers <= MAX_ANSWERS:
+        raise EvaluationInputError(
+            f"the number of intent answers must be between 1 and {MAX_ANSWERS} (got {options.n_answers})")
+
+
 def validate_request(store: db.Store, *, corpus_id: int, query_set_id: int, strategies: Sequence[str],
-                     c: int = 32, k_max: int = 32, variant: str = "importance", w: float = 2.0) -> list[str]:
+                     c: int = 32, k_max: int = 32, variant: str = "importance", w: float = 2.0,
+                     llm_config: LLMConfig | None = None, llm_options: LLMOptions | None = None) -> list[str]:
     """Check a request without running it (before loading a model); returns the strategies with the
-    variant applied. Raises :class:`EvaluationInputError` with a one-line reason."""
+    variant applied. LLM strategies need ``llm_config`` or an endpoint in the environment.
+    Raises :class:`EvaluationInputError` with a one-line reason."""
     final = apply_variant(list(strategies), variant)
     _check_request(store, corpus_id, query_set_id, final, c, k_max, w)
+    if families_for(final):
+        check_llm_options(llm_options or LLMOptions())
+    _endpoint_for(final, llm_config)
     if not evaluable_queries(store, query_set_id):
         raise EvaluationInputError("the query set has no query with text and ground truth to evaluate")
     return final
@@ -193,6 +253,60 @@ def _load_model(model_name: str, lm: Any | None) -> Any:
         raise EvaluationInputError(str(exc)) from exc
 
 
+def _llm_failed_queries(store: db.Store, run_id: int, strategy: str) -> set[int]:
+    """Queries of ``strategy`` whose stored result marks a failed LLM expansion (redone on resume)."""
+    return {r.query_id for r in db.load_eval_results(store, run_id, strategy)
+            if isinstance(r.details, dict) and isinstance(r.details.get("llm"), dict) and r.details["llm"].get("error")}
+
+
+def _expand_queries(cfg: LLMConfig, store: db.Store, families: Sequence[str], wanted: dict[str, list[db.QueryRow]],
+                    options: LLMOptions, stage: Callable[[str], Any], cancel: threading.Event | None,
+                    out: dict[tuple[str, int], ExpansionOutcome]) -> None:
+    """Expansions of the ``wanted`` queries per family, through the store's LLM cache, into ``out`` keyed
+    ``(family, query id)`` (filled family by family, so a cancel keeps the finished families' costs).
+    Raises :class:`EvaluationCancelled` when ``cancel`` is set meanwhile."""
+    from mrag_core.llm.client import LLMClient
+    from mrag_core.workflows.compare import StoreLLMCache
+
+    cache = StoreLLMCache(store)
+    with LLMClient(cfg) as client:
+        for fam in families:
+            qs = wanted.get(fam, [])
+            if not qs:
+                continue
+            outcomes = expand_many(client, fam, [q.text for q in qs], options, cache, progress=stage(f"LLM {fam}"),
+                                   cancel=cancel)
+            out.update({(fam, q.id): o for q, o in zip(qs, outcomes) if not o.cancelled})
+            if cancel is not None and cancel.is_set():
+                raise EvaluationCancelled(f"cancelled during the {fam} expansions")
+
+
+def _add_usage(prior: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Numbers of ``new`` added to those of ``prior`` (nested dicts added key by key); the rest replaced."""
+    out = dict(prior)
+    for key, value in new.items():
+        old = out.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            out[key] = _add_usage(old, value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(old, (int, float)):
+            out[key] = old + value
+        else:
+            out[key] = value
+    return out
+
+
+def _usage_of_session(expanded: dict[tuple[str, int], ExpansionOutcome], cfg: LLMConfig | None) -> dict[str, Any]:
+    """``llm_usage`` of this session: per family :func:`cost_summary` plus the totals (``total``)."""
+    if not expanded:
+        return {}
+    per_family = {fam: cost_summary(o.record() for (f, _), o in expanded.items() if f == fam)
+                  for fam in dict.fromkeys(f for f, _ in expanded)}
+    usage: dict[str, Any] = {"families": per_family, "total": cost_summary(o.record() for o in expanded.values())}
+    if cfg is not None:
+        usage["model"] = cfg.model
+    return usage
+
+
 def run_evaluation(
     store: db.Store,
     *,
@@ -214,14 +328,25 @@ def run_evaluation(
     embedding_run_id: int | None = None,
     batch_size: int = DEFAULT_BATCH,
     extra_config: dict[str, Any] | None = None,
+    llm_config: LLMConfig | None = None,
+    llm_options: LLMOptions | None = None,
 ) -> int:
     """Create (or, with ``run_id``, resume) an evaluation run and score it; returns the run id.
 
     With ``run_id`` the stored configuration is used and the other settings are ignored.
-    ``progress(stage, done, total)`` with stage ``documents`` / ``queries`` / ``sub-queries`` /
-    ``evaluation``; ``cancel`` (checked between batches) leaves the run ``cancelled`` and
-    resumable. ``lm`` is an already loaded model (else ``model_name`` is loaded). Bad input
-    raises :class:`EvaluationInputError` before anything is written.
+    ``progress(stage, done, total)`` with stage ``documents`` / ``queries`` / ``LLM <family>`` /
+    ``sub-queries`` / ``expansions`` / ``evaluation``; ``cancel`` (checked between batches) leaves
+    the run ``cancelled`` and resumable. ``lm`` is an already loaded model (else ``model_name`` is
+    loaded). Bad input raises :class:`EvaluationInputError` before anything is written.
+
+    LLM strategies (``multi-query``, ``hyde``, ``intent`` and ``-mrag`` forms) need an endpoint:
+    ``llm_config``, else the environment's (:meth:`LLMConfig.from_env`); ``llm_options`` (default
+    :class:`LLMOptions`) is stored in ``config["llm"]``. Answers are cached in the store, so a rerun
+    or resume sends no request for a question already expanded. Every such result's
+    ``details["llm"]`` records the expansion texts, its tokens, latency and cache hit; an unusable
+    answer or a failed request for one query is recorded there as ``error`` and that query is
+    searched with its own text as the only sub-query (counted in ``llm_usage`` as ``failed``,
+    redone on resume). Run totals (this session's added to earlier sessions') are in ``llm_usage``.
     """
     if run_id is not None:
         try:
@@ -234,10 +359,16 @@ def run_evaluation(
         strategies, c, k_max = list(cfg["strategies"]), int(cfg["c"]), int(cfg["k_max"])
         w, seed = float(cfg.get("w", 2.0)), int(info.seed or 0)
         embedding_run_id = cfg.get("embedding_run_id") or embedding_run_id
+        llm_options = LLMOptions.from_dict(cfg.get("llm"))
         _check_request(store, corpus_id, query_set_id, strategies, c, k_max, w)
     else:
         strategies = apply_variant(list(strategies), variant)
         corpus, _ = _check_request(store, corpus_id, query_set_id, strategies, c, k_max, w)
+    options = llm_options or LLMOptions()
+    families = families_for(strategies)
+    if families:
+        check_llm_options(options)
+    endpoint = _endpoint_for(strategies, llm_config)
     queries = evaluable_queries(store, query_set_id)
     if not queries:
         raise EvaluationInputError("the query set has no query with text and ground truth to evaluate")
@@ -253,6 +384,7 @@ def run_evaluation(
             "model": model_name, "layer": layer_idx, "layer_requested": layer, "pooling": lm.head_pooling,
             "strategies": list(strategies), "variant": variant, "c": min(c, n_docs), "c_requested": c,
             "k_max": k_max, "w": w, "n_queries": len(queries), "corpus_version": corpus.version,
+            **({"llm": {"model": endpoint.model, **options.to_dict()}} if endpoint is not None else {}),
             **(extra_config or {}),
         }
         info = db.create_eval_run(store, corpus_id=corpus_id, query_set_id=query_set_id,
@@ -262,12 +394,18 @@ def run_evaluation(
         c = config["c"]
     else:
         db.finish_eval_run(store, run_id, status="running")
-    prior = db.get_eval_run(store, run_id).timing
+    prior_info = db.get_eval_run(store, run_id)
+    prior, prior_usage = prior_info.timing, prior_info.llm_usage
     t_start = time.perf_counter()
     timing: dict[str, Any] = {}
+    expanded: dict[tuple[str, int], ExpansionOutcome] = {}
 
     def stage(label: str) -> Callable[[int, int], None] | None:
         return (lambda done, total: progress(label, done, total)) if progress else None
+
+    def usage() -> dict[str, Any] | None:
+        session = _usage_of_session(expanded, endpoint)
+        return _add_usage(prior_usage, session) if session else None
 
     try:
         prepared, qlm = _prepare_index(store, corpus_id, lm, layer_idx, seed, embedding_run_id, stage, cancel,
@@ -275,6 +413,9 @@ def run_evaluation(
         timing.update(prepared.timing)
         row_of = {d: i for i, d in enumerate(prepared.doc_ids)}
         todo = {s: db.completed_queries(store, run_id, s) for s in strategies}
+        for s in strategies:
+            if NAMED_STRATEGIES[s].llm:
+                todo[s] -= _llm_failed_queries(store, run_id, s)
         pending_q = [q for q in queries if any(q.id not in done for done in todo.values())]
         total = sum(1 for s in strategies for q in queries if q.id not in todo[s])
         done_count = 0
@@ -282,7 +423,18 @@ def run_evaluation(
             t0 = time.perf_counter()
             qemb, _ = cached_embed(qlm, [q.text for q in pending_q], kind="query", layer=layer_idx,
                                    batch_size=16, progress=stage("queries"), cancel=cancel)
-            need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") for s in strategies)
+            timing["embed_queries"] = time.perf_counter() - t0
+            if families:
+                assert endpoint is not None
+                t0 = time.perf_counter()
+                wanted = {fam: [q for q in pending_q if any(q.id not in todo[s] for s in strategies
+                                                            if NAMED_STRATEGIES[s].source == fam)]
+                          for fam in families}
+                _expand_queries(endpoint, store, families, wanted, options, stage, cancel, expanded)
+                timing["llm_expansions_s"] = float(prior.get("llm_expansions_s", 0.0)) + time.perf_counter() - t0
+            t0 = time.perf_counter()
+            need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") and not NAMED_STRATEGIES[s].llm
+                              for s in strategies)
             sub_texts: list[str] = []
             sub_rows: dict[int, tuple[int, ...]] = {}
             fallback: set[int] = set()
@@ -296,11 +448,22 @@ def run_evaluation(
                     sub_texts.extend(subs)
                 subemb, _ = cached_embed(qlm, sub_texts, kind="query", layer=layer_idx, batch_size=16,
                                          progress=stage("sub-queries"), cancel=cancel)
-            timing["embed_queries"] = time.perf_counter() - t0
+            # All expansion texts of every family in one batched pass; a failed expansion -> the query's text.
+            exp_texts = TextBatch()
+            text_of = {q.id: q.text for q in pending_q}
+            for (fam, qid), outcome in expanded.items():
+                exp_texts.add((fam, qid), list(outcome.texts) if outcome.ok else [text_of[qid]])
+            exp_rows = exp_texts.rows
+            expemb = None
+            if exp_texts.texts:
+                expemb, _ = cached_embed(qlm, exp_texts.texts, kind="query", layer=layer_idx, batch_size=16,
+                                         progress=stage("expansions"), cancel=cancel)
+            timing["embed_queries"] += time.perf_counter() - t0
             qrow = {q.id: i for i, q in enumerate(pending_q)}
             eval_s: dict[str, float] = {}
             skipped_gt = 0
             for s in strategies:
+                spec = NAMED_STRATEGIES[s]
                 rest = [q for q in pending_q if q.id not in todo[s]]
                 for start in range(0, len(rest), batch_size):
                     if cancel is not None and cancel.is_set():
@@ -309,27 +472,34 @@ def run_evaluation(
                     cases: list[QueryCase] = []
                     rows: list[int] = []
                     sub_take: list[int] = []
+                    exp_take: list[int] = []
                     for q in batch:
                         relevant = tuple(row_of[d] for d in q.ground_truth if d in row_of)
                         if len(relevant) < len(q.ground_truth):
                             skipped_gt += 1
                         srows: tuple[int, ...] = ()
-                        if need_fusion:
+                        erows: dict[str, tuple[int, ...]] = {}
+                        if spec.kind.startswith("fusion") and not spec.llm:
                             srows = tuple(range(len(sub_take), len(sub_take) + len(sub_rows[q.id])))
                             sub_take.extend(sub_rows[q.id])
-                        cases.append(QueryCase(relevant, q.n_aspects, srows))
+                        elif spec.llm:
+                            mine = exp_rows[(spec.source, q.id)]
+                            erows[spec.source] = tuple(range(len(exp_take), len(exp_take) + len(mine)))
+                            exp_take.extend(mine)
+                        cases.append(QueryCase(relevant, q.n_aspects, srows, erows))
                         rows.append(qrow[q.id])
                     t0 = time.perf_counter()
                     res = evaluate(prepared.index, qemb.take(rows), cases, prepared.labels, [s], k_max=k_max, c=c,
-                                   subqueries=subemb.take(sub_take) if need_fusion else None, cancel=cancel)
+                                   subqueries=subemb.take(sub_take) if sub_take else None,
+                                   expansions=expemb.take(exp_take) if exp_take and expemb is not None else None,
+                                   hyde_with_query=options.hyde_with_query, cancel=cancel)
                     eval_s[s] = eval_s.get(s, 0.0) + time.perf_counter() - t0
                     sr = res.strategies[s]
                     db.save_eval_results(store, run_id, [
                         {"strategy": s, "query_id": q.id,
                          "retrieved": [prepared.doc_ids[r] for r in sr.retrieved[i][:k_max]],
                          "rsr": sr.rsr[i].tolist(), "csr": sr.csr[i].tolist(),
-                         "details": {"fusion_fallback": True} if q.id in fallback and
-                         NAMED_STRATEGIES[s].kind.startswith("fusion") else None}
+                         "details": _details(spec, q.id, fallback, expanded)}
                         for i, q in enumerate(batch)
                     ])
                     done_count += len(batch)
@@ -337,31 +507,57 @@ def run_evaluation(
                         progress("evaluation", done_count, total)
             timing["evaluate"] = {k: float(prior.get("evaluate", {}).get(k, 0.0)) + v for k, v in eval_s.items()} \
                 if isinstance(prior.get("evaluate"), dict) else eval_s
+            warnings = []
             if skipped_gt:
-                timing["warning"] = f"{skipped_gt} query result(s) had ground-truth documents missing from the index"
+                warnings.append(f"{skipped_gt} query result(s) had ground-truth documents missing from the index")
+            failed = sum(1 for o in expanded.values() if not o.ok)
+            if failed:
+                warnings.append(f"{failed} LLM expansion(s) failed; those queries were searched with their own text")
+            if warnings:
+                timing["warning"] = "; ".join(warnings)
         timing["total_s"] = float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start
-        db.finish_eval_run(store, run_id, status="done", timing=timing)
+        db.finish_eval_run(store, run_id, status="done", timing=timing, llm_usage=usage())
         return run_id
     except (EvaluationCancelled, ExtractionCancelled):
-        db.finish_eval_run(store, run_id, status="cancelled", timing=timing)
+        db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage())
         return run_id
     except Exception as exc:
-        db.finish_eval_run(store, run_id, status="failed", timing=timing, error=f"{type(exc).__name__}: {exc}")
+        db.finish_eval_run(store, run_id, status="failed", timing=timing, error=f"{type(exc).__name__}: {exc}",
+                           llm_usage=usage())
         raise
     except BaseException:  # interrupted (Streamlit rerun / stop, Ctrl-C): resumable, not failed
         try:
-            db.finish_eval_run(store, run_id, status="cancelled", timing=timing)
+            db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage())
         finally:
             raise
 
 
+def _details(spec: StrategySpec, query_id: int, fallback: set[int],
+             expanded: dict[tuple[str, int], ExpansionOutcome]) -> dict[str, Any] | None:
+    """A result's ``details``: ``fusion_fallback`` for Fusion without stored sub-queries; ``llm`` (the
+    expansion record, ``fallback`` when it failed) for LLM strategies."""
+    if spec.llm:
+        outcome = expanded.get((spec.source, query_id))
+        if outcome is None:
+            return None
+        record = outcome.record()
+        if not outcome.ok:
+            record["fallback"] = "query text"
+        return {"llm": record}
+    if spec.kind.startswith("fusion") and query_id in fallback:
+        return {"fusion_fallback": True}
+    return None
+
+
 def resume_evaluation(store: db.Store, run_id: int, *, lm: Any | None = None,
-                      progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> int:
-    """Continue a cancelled / failed / interrupted run from where its saved results stop."""
+                      progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+                      llm_config: LLMConfig | None = None) -> int:
+    """Continue a cancelled / failed / interrupted run from where its saved results stop
+    (LLM strategies: ``llm_config`` or the environment's endpoint; cached answers cost nothing)."""
     info = db.get_eval_run(store, run_id)
     return run_evaluation(store, corpus_id=info.corpus_id, query_set_id=info.query_set_id,
                           model_name=info.config.get("model", "minilm"), run_id=run_id, lm=lm,
-                          progress=progress, cancel=cancel)
+                          progress=progress, cancel=cancel, llm_config=llm_config)
 
 
 def layer_sweep(
@@ -380,9 +576,12 @@ def layer_sweep(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     lm: Any | None = None,
+    llm_config: LLMConfig | None = None,
+    llm_options: LLMOptions | None = None,
 ) -> list[int]:
     """One run per layer of one model (same strategies and settings); the runs share a
-    ``config.sweep`` id. Stops after the run during which ``cancel`` was set."""
+    ``config.sweep`` id. Stops after the run during which ``cancel`` was set. LLM expansions are
+    asked once: the later layers' runs read them from the cache."""
     if not layers:
         raise EvaluationInputError("choose at least one layer")
     lm = _load_model(model_name, lm)
@@ -396,7 +595,7 @@ def layer_sweep(
         ids.append(run_evaluation(store, corpus_id=corpus_id, query_set_id=query_set_id, model_name=model_name,
                                   layer=layer, strategies=strategies, c=c, k_max=k_max, variant=variant, w=w,
                                   seed=seed, progress=prog, cancel=cancel, lm=lm,
-                                  extra_config={"sweep": sweep}))
+                                  extra_config={"sweep": sweep}, llm_config=llm_config, llm_options=llm_options))
         if cancel is not None and cancel.is_set():
             break
     return ids
@@ -412,7 +611,8 @@ class RunMetrics:
     * ``per_query``: one row per (strategy, query, k): ``strategy, query_id, n_aspects, k, rsr, csr, weighted``;
     * ``summary``: means over queries per (strategy, n_aspects, k) with ``n_queries``;
     * ``queries``: ``query_id, text, n_aspects, ground_truth`` of the scored queries;
-    * ``retrieved``: ``{(strategy, query_id): [doc ids]}``.
+    * ``retrieved``: ``{(strategy, query_id): [doc ids]}``;
+    * ``details``: ``{(strategy, query_id): details}`` for results that have details (LLM cost, fallbacks).
     """
 
     run: db.EvalRunInfo
@@ -420,6 +620,7 @@ class RunMetrics:
     summary: pd.DataFrame
     queries: pd.DataFrame
     retrieved: dict[tuple[str, int], list[int]]
+    details: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def strategies(self) -> list[str]:
@@ -444,7 +645,10 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
     qrows = {q.id: q for q in db.list_queries(store, run.query_set_id)}
     recs: dict[str, list[Any]] = {k: [] for k in ("strategy", "query_id", "n_aspects", "k", "rsr", "csr")}
     retrieved: dict[tuple[str, int], list[int]] = {}
+    details: dict[tuple[str, int], dict[str, Any]] = {}
     for r in results:
+        if r.details:
+            details[(r.strategy, r.query_id)] = r.details
         n = qrows[r.query_id].n_aspects if r.query_id in qrows else 0
         kk = len(r.rsr)
         recs["strategy"].extend([r.strategy] * kk)
@@ -467,7 +671,55 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
                              "n_aspects": qrows[q].n_aspects if q in qrows else 0,
                              "ground_truth": qrows[q].ground_truth if q in qrows else []} for q in scored],
                            columns=["query_id", "text", "n_aspects", "ground_truth"])
-    return RunMetrics(run, per_query, summary, queries, retrieved)
+    return RunMetrics(run, per_query, summary, queries, retrieved, details)
+
+
+COST_COLUMNS = ["queries", "prompt_tokens", "completion_tokens", "tokens", "tokens_per_query", "spent_tokens",
+                "llm_s", "cached", "failed"]
+
+
+def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
+    """LLM cost of one strategy of a run, from its results' ``details["llm"]``
+    (:func:`~mrag_core.llm_strategies.cost_summary`; all zeros for a strategy without an LLM).
+    ``tokens`` counts what the expansions cost (cache hits at their original cost),
+    ``spent_tokens`` / ``llm_s`` what was sent / waited for when the results were computed."""
+    records = [d["llm"] for (s, _), d in metrics.details.items() if s == strategy and isinstance(d.get("llm"), dict)]
+    summary = cost_summary(records)
+    return {"queries": summary["expansions"], "prompt_tokens": summary["prompt_tokens"],
+            "completion_tokens": summary["completion_tokens"], "tokens": summary["tokens"],
+            "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
+            "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]}
+
+
+def accuracy_and_cost(metrics: RunMetrics, *, k: int | None = None) -> pd.DataFrame:
+    """Per strategy: mean RSR / CSR / weighted at k (default k = each query's aspect count) over all
+    scored queries, the search seconds (``timing.evaluate``) and the LLM cost (:func:`llm_cost`):
+    strategies that trade tokens for recall side by side with those that spend none."""
+    pq = metrics.per_query
+    search_s = metrics.run.timing.get("evaluate", {})
+    rows = []
+    for strat in metrics.strategies:
+        sub = pq[pq["strategy"] == strat]
+        want = sub["n_aspects"].map(lambda n, _km=metrics.k_max: _k_for(int(n), k, _km))
+        at = sub[sub["k"] == want]
+        rows.append({"strategy": strat, "rsr": float(at["rsr"].mean()), "csr": float(at["csr"].mean()),
+                     "weighted": float(at["weighted"].mean()),
+                     "search_s": float(search_s.get(strat, 0.0)) if isinstance(search_s, dict) else 0.0,
+                     **llm_cost(metrics, strat)})
+    return pd.DataFrame(rows, columns=["strategy", "rsr", "csr", "weighted", "search_s", *COST_COLUMNS])
+
+
+def items_cost(store: db.Store, items: Sequence[tuple[int, str]], *,
+               metrics: dict[int, RunMetrics] | None = None) -> pd.DataFrame:
+    """LLM cost (:func:`llm_cost`) of each (run, strategy) item, labelled ``#run strategy`` as in
+    :func:`compare_runs`."""
+    cache = dict(metrics or {})
+    rows = []
+    for run_id, strat in items:
+        if run_id not in cache:
+            cache[run_id] = load_run_metrics(store, run_id)
+        rows.append({"item": f"#{run_id} {strat}", **llm_cost(cache[run_id], strat)})
+    return pd.DataFrame(rows, columns=["item", *COST_COLUMNS])
 
 
 def to_evaluation_result(metrics: RunMetrics) -> EvaluationResult:

@@ -155,3 +155,51 @@ def test_non_positive_sizes_are_refused(option: str, value: str, capsys) -> None
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "must be 1 or more" in err and "Traceback" not in err
+
+
+def test_bench_llm_strategies_through_fake_endpoint(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    a, q = write_dataset(tmp_path)
+    args = ["bench", "--articles", str(a), "--queries", str(q), "--model", "minilm", "--device", "cpu",
+            "--threads", "1", "--k-max", "6", "--c", "6", "--strategies", "standard,multi-query,intent-mrag",
+            "--json", str(tmp_path / "out.json")]
+    assert main(args) == 2  # no endpoint configured
+    assert "need an OpenAI-compatible LLM endpoint" in _only_error_line(capsys.readouterr().err)
+
+    def answer(prompt: str) -> Reply:
+        question = prompt.rsplit("Question: ", 1)[1]
+        if "diverse search queries" in prompt:
+            return Reply.ok(f"1. {question}\n2. more on {question}", prompt_tokens=20, completion_tokens=6)
+        if "Chess" in question:
+            return Reply.ok("no idea", prompt_tokens=9, completion_tokens=2)  # unusable intent answer
+        return Reply.ok(json.dumps({"statements": [question, f"facts: {question}"]}), prompt_tokens=30,
+                        completion_tokens=10)
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
+        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        assert main(args) == 0
+        assert len(server.requests) == 8  # 4 queries x 2 families
+        captured = capsys.readouterr()
+        assert main(args) == 0  # again: answers from $MRAG_CACHE_DIR/llm_cache.json
+        assert len(server.requests) == 9  # only the unusable answer (never cached) again
+        again = capsys.readouterr()
+    assert "1 failed (searched with the query text)" in captured.err
+    lines = captured.out.splitlines()
+    head = lines.index("LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)")
+    assert {ln.split()[0] for ln in lines[1:head] if ln.strip()} == {"standard", "multi-query", "intent-mrag"}
+    assert lines[head + 2].split()[:5] == ["multi-query", "4", "104", "26.0", "104"]
+    intent = lines[head + 3].split()
+    assert intent[:5] == ["intent-mrag", "4", str(3 * 40 + 11), f"{(3 * 40 + 11) / 4:.1f}", str(3 * 40 + 11)]
+    assert intent[-1] == "1"  # failed
+    rerun = again.out.splitlines()
+    assert rerun[head + 2].split()[4] == "0" and rerun[head + 3].split()[4] == "11"  # spent: only the retry
+    layout = json.loads((tmp_path / "out.json").read_text())
+    assert list(layout) == ["standard", "multi-query", "intent-mrag"]
+    assert len(layout["multi-query"]["2"]["success_ratio"]) == 6
+    assert lines[:head] == rerun[:head]  # same scores from the cached answers

@@ -84,3 +84,69 @@ def test_cli_database_option_and_errors(url: str, capsys) -> None:
     store = db.open_store(url)
     assert db.list_eval_runs(store) == []
     store.close()
+
+
+def _llm_env(monkeypatch: pytest.MonkeyPatch, base_url: str | None) -> None:
+    for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    if base_url is not None:
+        monkeypatch.setenv("MRAG_LLM_BASE_URL", base_url)
+        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
+        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+
+
+def test_cli_llm_strategies_write_a_run_and_print_tokens(url: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    def answer(prompt: str) -> Reply:
+        question = prompt.rsplit("Question: ", 1)[1]
+        if "diverse search queries" in prompt:
+            return Reply.ok(f"{question}\n{question} facts", prompt_tokens=20, completion_tokens=5)
+        return Reply.ok(f"{question} is told in this passage of an encyclopedia.", prompt_tokens=30,
+                        completion_tokens=10)
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        _llm_env(monkeypatch, server.base_url)
+        args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                     "standard,multi-query,hyde-mrag", "--c", "4", "--k-max", "3", "--rewrites", "2",
+                                     "--no-hyde-with-query", "--database", url])
+        assert cmd_eval(args) == 0
+        assert len(server.requests) == 4  # 2 queries x (rewrites, passage)
+        out = capsys.readouterr().out
+        # Same run again: the answers come from the database cache, nothing is sent.
+        assert cmd_eval(args) == 0
+        assert len(server.requests) == 4
+        again = capsys.readouterr().out
+    store = db.open_store(url)
+    first = db.list_eval_runs(store)[-1]
+    assert first.status == "done" and first.n_results == 6
+    assert first.config["llm"] == {"model": "fake-model", "n_rewrites": 2, "n_answers": 3, "hyde_with_query": False}
+    assert first.llm_usage["total"]["spent_tokens"] == 2 * 25 + 2 * 40
+    store.close()
+    lines = out.splitlines()
+    head = lines.index("LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)")
+    assert lines[head + 1].split() == ["strategy", "queries", "tokens", "tok/query", "spent", "LLM", "s", "cached",
+                                       "failed"]
+    assert lines[head + 2].split()[:5] == ["multi-query", "2", "50", "25.0", "50"]
+    assert lines[head + 3].split()[:5] == ["hyde-mrag", "2", "80", "40.0", "80"]
+    assert [ln.split()[0] for ln in lines[2:head] if ln.strip()][::4] == ["standard", "multi-query", "hyde-mrag"]
+    rerun = again.splitlines()
+    head = rerun.index("LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)")
+    mq = rerun[head + 2].split()
+    assert mq[:5] == ["multi-query", "2", "50", "25.0", "0"] and mq[-2:] == ["2", "0"]  # 2 cached, 0 failed
+
+
+def test_cli_llm_strategies_without_endpoint(url: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    _llm_env(monkeypatch, None)
+    args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                 "standard,intent", "--k-max", "3", "--database", url])
+    assert cmd_eval(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: intent need an OpenAI-compatible LLM endpoint") and "MRAG_LLM_BASE_URL" in err
+    args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies", "intent",
+                                 "--intent-answers", "9", "--k-max", "3", "--database", url])
+    assert cmd_eval(args) == 2
+    assert "between 1 and 8" in capsys.readouterr().err
+    store = db.open_store(url)
+    assert db.list_eval_runs(store) == []
+    store.close()

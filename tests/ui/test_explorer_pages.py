@@ -174,6 +174,82 @@ def test_compare_page_typed_query_uses_sentence_fallback(built):
     assert len(lists) == 5 and all("mark" not in f.columns for f in lists)  # no ground truth, no marks
 
 
+def test_compare_page_llm_hint_without_endpoint(built):
+    at = ok(page("5_Compare.py").run())
+    assert "Multi-Query RAG" not in at.multiselect(key="compare_strategies").options
+    assert any("need an OpenAI-compatible endpoint" in c and "MRAG_LLM_BASE_URL" in c for c in texts(at.caption))
+    assert not [m for m in at.multiselect if m.key == "compare_llm_strategies"]
+
+
+def test_compare_page_llm_strategies_with_texts_and_cost(built, monkeypatch):
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    def answer(prompt: str) -> Reply:
+        if "diverse search queries" in prompt:
+            return Reply.ok("1. <b>lighthouse</b> history\n2. **cheese** making", prompt_tokens=40, completion_tokens=9)
+        if "encyclopedia" in prompt:
+            return Reply.ok("A lighthouse guides ships <script>x</script> and cheese ripens in caves.",
+                            prompt_tokens=30, completion_tokens=14)
+        return Reply.ok("1.\n2.", prompt_tokens=20, completion_tokens=2)  # unusable intent answer
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
+        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        at = ok(page("5_Compare.py").run())
+        at.multiselect(key="compare_strategies").set_value(["standard", "mrag"])
+        at.multiselect(key="compare_llm_strategies").set_value(
+            ["multi-query", "multi-query-mrag", "hyde", "hyde-mrag", "intent", "intent-mrag"]).run()
+        at.number_input(key="compare_llm_n").set_value(2)
+        five_aspect_compare(at)
+        assert len(server.requests) == 3  # one per family, shared by the plain and the +MRAG strategy
+        errors = texts(at.error)
+        assert len(errors) == 1 and errors[0].startswith("Intent statements: unusable LLM answer")
+        metrics = next(d.value for d in at.dataframe if "RSR" in d.value.columns)
+        assert list(metrics["strategy"]) == ["Standard RAG", "MRAG", "Multi-Query RAG", "Multi-Query MRAG", "HyDE",
+                                             "HyDE + MRAG"]
+        assert metrics["LLM tokens"].tolist()[2:] == [49, 49, 44, 44]
+        assert metrics["LLM tokens"].isna().tolist()[:2] == [True, True]
+        lists = [d.value for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
+        assert len(lists) == 6 and all(len(f) == 5 for f in lists)
+        labels = [e.label for e in at.expander]
+        assert any(lb.startswith("Multi-query rewrites (2) — 49 tokens (40 prompt + 9 completion)") for lb in labels)
+        assert any(lb.startswith("HyDE passage (1) — 44 tokens") for lb in labels)
+        # the generated texts are shown as plain text (a dataframe cell), markup included verbatim
+        rewrites, passage = [d.value for d in at.dataframe if list(d.value.columns) == ["text"]]  # family order
+        assert rewrites["text"].tolist() == ["<b>lighthouse</b> history", "**cheese** making"]
+        assert passage["text"].tolist() == ["A lighthouse guides ships <script>x</script> and cheese ripens in caves."]
+        assert any(c.startswith("LLM: 49 tokens") for c in texts(at.caption))
+        # a rerun (k changed) sends nothing for the families that succeeded
+        at.number_input(key="compare_k").set_value(3).run()
+        ok(at)
+        assert len(server.requests) == 4  # only the unusable intent answer is asked again
+
+
+def test_compare_page_preselects_drilldown_query(built):
+    import db
+
+    store = db.open_store()
+    corpus = db.list_corpora(store)[0]
+    qs = db.list_query_sets(store, corpus.id)[0]
+    target = [q for q in db.list_queries(store, qs.id) if q.n_aspects == 3][-1]
+    store.close()
+    at = page("5_Compare.py")
+    at.session_state["compare_query_id"] = target.id
+    ok(at.run())
+    assert at.radio(key="compare_source").value == "From a query set"
+    assert at.selectbox(key="compare_qs").value.id == qs.id
+    assert at.selectbox(key="compare_query").value.id == target.id
+    assert "compare_query_id" not in at.session_state  # read once
+    metrics = next(d.value for d in at.dataframe if "RSR" in d.value.columns)  # results shown straight away
+    assert len(metrics) == 5
+    lists = [d.value for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
+    assert all(len(f) == 3 for f in lists)  # k follows its 3 aspects
+    # the choice stays on the next rerun
+    at.number_input(key="compare_c").set_value(16).run()
+    assert at.selectbox(key="compare_query").value.id == target.id
+
+
 def test_attention_page(built):
     at = ok(page("6_Attention.py").run())
     charts = at.get("plotly_chart")

@@ -88,6 +88,74 @@ def test_evaluation_page_rejects_bad_layers() -> None:
     store.close()
 
 
+def test_evaluation_page_llm_strategies_disabled_without_endpoint() -> None:
+    at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="ev_llm_strats").disabled
+    assert "hyde-mrag" in at.multiselect(key="ev_llm_strats").options
+    assert "hyde" not in at.multiselect(key="ev_strats").options
+    assert any("need an OpenAI-compatible endpoint" in c.value and "MRAG_LLM_BASE_URL" in c.value for c in at.caption)
+
+
+def test_evaluation_page_llm_strategies_with_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    sent: dict[str, int] = {"multi-query": 0, "hyde": 0}
+
+    def answer(prompt: str) -> Reply:
+        question = prompt.rsplit("Question: ", 1)[1]
+        if "diverse search queries" in prompt:
+            sent["multi-query"] += 30 + 8
+            return Reply.ok(f"{question}\nabout {question}", prompt_tokens=30, completion_tokens=8)
+        sent["hyde"] += 25 + 15
+        return Reply.ok(f"{question} - this passage answers it in a few words.", prompt_tokens=25, completion_tokens=15)
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
+        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+        assert not at.exception, at.exception
+        assert not at.multiselect(key="ev_llm_strats").disabled
+        at.multiselect(key="ev_strats").set_value(["standard"])
+        at.multiselect(key="ev_llm_strats").set_value(["multi-query", "hyde-mrag"]).run()
+        assert any("Answers are cached in the database" in c.value for c in at.caption)
+        at.number_input(key="ev_llm_n").set_value(2)
+        at.number_input(key="ev_kmax").set_value(8)
+        at.button(key="ev_start").click().run()
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error]
+        assert any("done: 72 results" in s.value for s in at.success)
+        assert len(server.requests) == 48  # 24 demo queries x (rewrites, passage)
+    store = _store()
+    (run,) = db.list_eval_runs(store)
+    assert run.config["strategies"] == ["standard", "multi-query", "hyde-mrag"]
+    assert run.config["llm"]["n_rewrites"] == 2 and run.llm_usage["total"]["spent_tokens"] == sum(sent.values())
+    store.close()
+    # The run view: accuracy next to tokens, equal to what the server reported.
+    cost = _frame_with(at, "tokens_per_query").set_index("strategy")
+    assert list(cost.index) == ["standard", "multi-query", "hyde-mrag"]
+    assert cost.loc["multi-query", "tokens"] == sent["multi-query"] and cost.loc["hyde-mrag", "tokens"] == sent["hyde"]
+    assert cost.loc["standard", "tokens"] == 0 and cost["weighted"].between(0, 1).all()
+    assert cost.loc["multi-query", "tokens_per_query"] == pytest.approx(38)
+    assert _frame_with(at, "LLM tokens")["LLM tokens"].tolist() == [sum(sent.values())]
+    # Compare runs: standard vs multi-query of that run, with the cost beside the metric.
+    cmp = _frame_with(at, "tokens_per_query")
+    for df in at.dataframe:
+        if "item" in df.value.columns and "tokens_per_query" in df.value.columns:
+            cmp = df.value
+    assert cmp["item"].tolist() == [f"#{run.id} standard", f"#{run.id} multi-query"]
+    assert cmp["tokens"].tolist() == [0, sent["multi-query"]] and cmp["weighted"].between(0, 1).all()
+    # The per-query drill-down shows the stored rewrites of the selected query and their cost.
+    qid = at.selectbox(key="ev_cmp_query").value
+    store = _store()
+    text = db.get_query(store, qid).text
+    store.close()
+    assert any(c.value.startswith(f"#{run.id} multi-query: 2 LLM text(s), 38 tokens") for c in at.caption)
+    assert any(df.value.columns.tolist() == ["text"] and df.value["text"].tolist() == [text, f"about {text}"]
+               for df in at.dataframe)
+
+
 def _demo_set_ids(store: db.Store) -> tuple[int, dict[str, int]]:
     corpus = db.list_corpora(store)[0]
     return corpus.id, {s.name: s.id for s in db.list_query_sets(store, corpus.id)}

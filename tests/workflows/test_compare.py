@@ -182,3 +182,62 @@ def test_llm_subqueries_through_fake_endpoint(tmp_path):
                                       llm_cache=cache, n=2)
         assert again == subs and len(server.requests) == n_requests  # served from the store cache
     store.close()
+
+
+def test_llm_strategies_side_by_side(setup, lm, monkeypatch):
+    import json
+
+    from mrag_core.llm.client import LLMClient
+    from mrag_core.llm_strategies import LLM_STRATEGIES
+    from mrag_core.workflows.compare import StoreLLMCache, embed_query_and_texts, resolve_expansions
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    store, _, run, bundle = setup
+    gt_ids = [bundle.doc_ids[0], bundle.doc_ids[1]]
+    doc_texts = [r.text for r in db.get_documents(store, gt_ids)]
+    query = "which documents talk about rivers and violins"
+
+    def answer(prompt: str) -> Reply:
+        if "diverse search queries" in prompt:  # the rewrites are the two ground-truth documents' texts
+            return Reply.ok(f"1. {doc_texts[0]}\n2. {doc_texts[1]}", prompt_tokens=40, completion_tokens=14)
+        if "encyclopedia" in prompt:
+            return Reply.ok(f"<b>Passage:</b> {doc_texts[0]} and more words here.", prompt_tokens=30,
+                            completion_tokens=12)
+        return Reply.ok("1.\n2.", prompt_tokens=20, completion_tokens=5)  # unusable intent answer (numbering only)
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        client = LLMClient(server.llm_config(max_retries=0), sleep=lambda s: None)
+        cache = StoreLLMCache(store)
+        exp = resolve_expansions(client, query, ["multi-query", "hyde", "intent"], llm_cache=cache)
+        assert len(server.requests) == 3
+        assert exp["multi-query"].texts == tuple(doc_texts) and exp["multi-query"].tokens == 54
+        assert exp["hyde"].ok and not exp["intent"].ok and "unusable" in exp["intent"].error
+        again = resolve_expansions(client, query, ["multi-query", "hyde"], llm_cache=cache)
+        assert len(server.requests) == 3 and again["multi-query"].cached and again["hyde"].cached
+
+    calls: list[list[str]] = []
+    real = cmpmod.embed_texts
+
+    def spy(lm_, texts, **kw):
+        calls.append(list(texts))
+        return real(lm_, texts, **kw)
+
+    monkeypatch.setattr(cmpmod, "embed_texts", spy)
+    ok = {f: o for f, o in exp.items() if o.ok}
+    lmr = model_for_run(lm, run)
+    q, subs, emb, _ = embed_query_and_texts(lmr, run.layer, query, ["sub a"], {f: o.texts for f, o in ok.items()})
+    assert calls == [[query, "sub a", *doc_texts, exp["hyde"].texts[0]]]  # one forward pass
+    assert len(q) == 1 and len(subs) == 1 and len(emb["multi-query"]) == 2 and len(emb["hyde"]) == 1
+    names = [n for n in LLM_STRATEGIES if not n.startswith("intent")]
+    out = compare(bundle, q, subs, strategies=["standard", *names], k=4, c=8, ground_truth=gt_ids,
+                  expansions=ok, expansion_embeddings=emb)
+    assert list(out.outcomes) == ["standard", *names]
+    assert out.outcomes["multi-query"].label == "Multi-Query RAG" and out.outcomes["hyde-mrag"].label == "HyDE + MRAG"
+    mq = out.outcomes["multi-query"]
+    # each rewrite is a ground-truth document's own text: both lists start with it, RRF keeps both on top
+    assert [r[0] for r in mq.retrieved.sub_rankings] == [0, 1] and mq.rsr == 1.0
+    assert mq.llm is exp["multi-query"] and out.outcomes["standard"].llm is None
+    assert out.outcomes["hyde"].retrieved.sub_rankings[1][0] == 0  # the query's list first, then the passage's
+    assert set(out.expansions) == {"multi-query", "hyde"}
+    with pytest.raises(ValueError, match="intent"):
+        compare(bundle, q, subs, strategies=["intent"], k=4, expansions=exp, expansion_embeddings=emb)

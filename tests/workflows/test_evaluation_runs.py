@@ -195,3 +195,156 @@ def test_compare_and_layer_sweep(store, setup, lm) -> None:
     _, same = er.compare_runs(store, [(ids[0], "standard"), (ids[1], "standard")])
     tot = same[same["n_aspects"] == "all"].iloc[0]
     assert (tot["ties"], tot["t_p"]) == (6, 1.0)
+
+
+# --------------------------------------------------------------------------- LLM-assisted strategies
+
+from tests.support.openai_server import Reply, by_content, fake_openai  # noqa: E402
+
+__all__ = ["fake_openai"]  # re-exported fixture
+
+LLM_COSTS = {"multi-query": (40, 12), "hyde": (30, 20), "intent": (50, 25), "broken": (11, 1)}
+
+
+def _llm_responder(sent: list[tuple[int, int]]):
+    """Fixed answers built from the question; the derby question's rewrites are unusable (numbering only)."""
+
+    def answer(prompt: str) -> Reply:
+        question = prompt.rsplit("Question: ", 1)[1].strip()
+        if "diverse search queries" in prompt:
+            family, text = "multi-query", f"1. {question}\n\n2. {question} explained\n3. facts about {question}"
+            if "derby" in question:
+                family, text = "broken", "1.\n\n2.\n"
+        elif "encyclopedia" in prompt:
+            family, text = "hyde", f"Passage: {question} is described in this short encyclopedia passage."
+        else:
+            family = "intent"
+            text = json.dumps({"answers": [{"answer": "x", "statements": [question, f"{question} in brief"]}]})
+        p, c = LLM_COSTS[family]
+        sent.append((p, c))
+        return Reply.ok(text, prompt_tokens=p, completion_tokens=c)
+
+    return by_content(answer)
+
+
+LLM_RUN = ["standard", "multi-query", "multi-query-mrag", "hyde", "intent-mrag"]
+
+
+def test_llm_strategies_run_costs_cache_and_failures(store, setup, lm, fake_openai, monkeypatch) -> None:
+    corpus, qs, labels = setup
+    sent: list[tuple[int, int]] = []
+    server = fake_openai(_llm_responder(sent))
+    embedded: list[list[str]] = []
+    real = er.cached_embed
+
+    def spy(lm_, texts, **kw):
+        embedded.append(list(texts))
+        return real(lm_, texts, **kw)
+
+    monkeypatch.setattr(er, "cached_embed", spy)
+    stages: list[str] = []
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=LLM_RUN, c=8, k_max=6,
+                               lm=lm, llm_config=server.llm_config(max_retries=0),
+                               progress=lambda s, d, t: stages.append(s))
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "done" and info.n_results == 6 * len(LLM_RUN)
+    assert {"LLM multi-query", "LLM hyde", "LLM intent", "expansions"} <= set(stages)
+    assert info.config["llm"] == {"model": "fake-model", "n_rewrites": 4, "n_answers": 3, "hyde_with_query": True}
+    # one request per (query, family): multi-query and multi-query-mrag share their rewrites
+    assert len(server.requests) == 18
+    # Token totals stored equal what the server reported.
+    total = info.llm_usage["total"]
+    assert total["spent_tokens"] == total["tokens"] == sum(p + c for p, c in sent)
+    assert (total["prompt_tokens"], total["completion_tokens"]) == (sum(p for p, _ in sent), sum(c for _, c in sent))
+    assert (total["expansions"], total["requests"], total["cached"], total["failed"]) == (18, 18, 0, 1)
+    fams = info.llm_usage["families"]
+    assert fams["multi-query"]["tokens"] == 5 * 52 + 12 and fams["multi-query"]["failed"] == 1
+    assert fams["hyde"]["tokens"] == 6 * 50 and fams["intent"]["tokens"] == 6 * 75
+    assert info.llm_usage["model"] == "fake-model" and info.timing["llm_expansions_s"] > 0
+    assert "1 LLM expansion(s) failed" in info.timing["warning"]
+    # All expansion texts (every family, the failed query's fallback text included) in one embedding call.
+    exp_calls = [t for t in embedded if any("encyclopedia passage" in x for x in t)]
+    assert len(exp_calls) == 1
+    assert len(exp_calls[0]) == 5 * 3 + 1 + 6 + 6 * 2
+    # Per-result details: texts and cost; the unusable answer is recorded and the query text searched.
+    queries = {q.text: q for q in er.evaluable_queries(store, qs.id)}
+    derby = queries["Fans at the derby eating cake"].id
+    results = {(r.strategy, r.query_id): r for r in db.load_eval_results(store, run_id)}
+    bad = results[("multi-query", derby)].details["llm"]
+    assert bad["error"].startswith("unusable LLM answer") and bad["fallback"] == "query text" and bad["texts"] == []
+    assert (bad["prompt_tokens"], bad["completion_tokens"]) == (11, 1)
+    comet = queries["a comet with a glowing tail"].id
+    good = results[("multi-query-mrag", comet)].details["llm"]
+    assert good["texts"] == ["a comet with a glowing tail", "a comet with a glowing tail explained",
+                             "facts about a comet with a glowing tail"]
+    assert (good["prompt_tokens"], good["completion_tokens"], good["cached"]) == (40, 12, False)
+    assert results[("standard", comet)].details is None
+    # Stored scores are those of the stored lists (fused per k; k_max list scored at k_max).
+    _recompute([r for (s, _), r in results.items() if s == "hyde"], list(queries.values()), labels, 6, prefix=False)
+    # The view: accuracy next to tokens per strategy.
+    m = er.load_run_metrics(store, run_id)
+    table = er.accuracy_and_cost(m).set_index("strategy")
+    assert list(table.index) == LLM_RUN
+    assert table.loc["standard", "tokens"] == 0 and table.loc["multi-query", "tokens"] == 272
+    assert table.loc["multi-query", "failed"] == 1 and table.loc["intent-mrag", "tokens_per_query"] == 75
+    assert 0 <= table.loc["hyde", "weighted"] <= 1
+    cost = er.items_cost(store, [(run_id, "hyde"), (run_id, "standard")])
+    assert cost["tokens"].tolist() == [300, 0]
+
+    # A second run with the same settings: every usable answer comes from the store's cache.
+    n = len(server.requests)
+    again = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=LLM_RUN, c=8, k_max=6,
+                              lm=lm, llm_config=server.llm_config(max_retries=0))
+    assert len(server.requests) == n + 1  # only the unusable answer (never cached) is asked again
+    usage = db.get_eval_run(store, again).llm_usage["total"]
+    assert (usage["spent_tokens"], usage["cached"], usage["failed"]) == (12, 17, 1)
+    a = {(r.strategy, r.query_id): r.retrieved for r in db.load_eval_results(store, run_id)}
+    b = {(r.strategy, r.query_id): r.retrieved for r in db.load_eval_results(store, again)}
+    assert a == b
+
+
+def test_llm_run_cancel_resume_costs_no_tokens(store, setup, lm, fake_openai) -> None:
+    corpus, qs, _ = setup
+    sent: list[tuple[int, int]] = []
+    server = fake_openai(_llm_responder(sent))
+    cancel = threading.Event()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "evaluation" and done >= 2:
+            cancel.set()
+
+    cfg = server.llm_config(max_retries=0)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde", "multi-query"],
+                               c=8, k_max=5, lm=lm, llm_config=cfg, progress=progress, cancel=cancel, batch_size=2)
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "cancelled" and info.n_results == 2
+    assert len(server.requests) == 12 and info.llm_usage["total"]["spent_tokens"] == sum(p + c for p, c in sent)
+    first_spent = info.llm_usage["total"]["spent_tokens"]
+    er.resume_evaluation(store, run_id, lm=lm, llm_config=cfg)
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "done" and info.n_results == 12
+    # The resume asked only the unusable answer again; everything else came from the cache.
+    assert len(server.requests) == 13
+    assert info.llm_usage["total"]["spent_tokens"] == first_spent + 12  # totals add up over sessions
+    # resumed: 4 hyde queries (2 were saved) + 6 multi-query queries, 9 of them cache hits
+    assert info.llm_usage["total"]["cached"] == 9 and info.llm_usage["total"]["expansions"] == 12 + 10
+
+
+def test_llm_strategies_need_an_endpoint(store, setup, lm, monkeypatch) -> None:
+    corpus, qs, _ = setup
+    for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(er.EvaluationInputError, match="hyde, intent-mrag need an OpenAI-compatible LLM endpoint"):
+        er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "hyde", "intent-mrag"],
+                            c=8, k_max=5)
+    with pytest.raises(er.EvaluationInputError, match="MRAG_LLM_BASE_URL"):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["multi-query"], c=8, k_max=5,
+                          lm=lm)
+    monkeypatch.setenv("MRAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # a URL but no model
+    with pytest.raises(er.EvaluationInputError, match="unusable"):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["multi-query"], c=8, k_max=5,
+                          lm=lm)
+    assert db.list_eval_runs(store) == []
+    # Strategies without an LLM never need one.
+    assert er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
+                               k_max=5) == ["standard"]

@@ -55,6 +55,19 @@ def test_rewrite_queries_unparseable_raises_and_is_not_cached() -> None:
         assert len(server.requests) == 3
 
 
+def test_rewrite_numbering_only_is_unusable_and_the_error_carries_its_cost() -> None:
+    from mrag_core.expansion.multi_query import parse_rewrites
+
+    assert parse_rewrites("1.\n\n2) planets without moons\n3.\n-", 5) == ["planets without moons"]
+    with FakeOpenAIServer(scripted([Reply.ok("1.\n\n2.\n", prompt_tokens=17, completion_tokens=3)])) as server:
+        client, cache = client_for(server), MemoryCache()
+        with pytest.raises(ExpansionError, match="no search queries") as info:
+            rewrite_queries(client, Q, cache=cache)
+        assert (info.value.prompt_tokens, info.value.completion_tokens) == (17, 3)
+        assert info.value.answer == "1.\n\n2.\n" and info.value.latency_s > 0
+        assert len(cache) == 0
+
+
 def test_rewrite_queries_validates_arguments() -> None:
     with FakeOpenAIServer(scripted([])) as server:
         with pytest.raises(ValueError, match="between 1 and 10"):

@@ -1,0 +1,319 @@
+"""LLM-assisted retrieval strategies: Multi-Query RAG, HyDE and intent-aware hypothetical queries.
+
+Each strategy has an LLM *family* (the expansion it needs) and a search mode:
+
+* ``multi-query`` / ``multi-query-mrag``: the LLM writes ``n_rewrites`` (3-5 recommended) diverse
+  rewrites of the question (:func:`~mrag_core.expansion.rewrite_queries`); every rewrite is searched.
+* ``hyde`` / ``hyde-mrag``: the LLM writes one hypothetical answer passage
+  (:func:`~mrag_core.expansion.hypothetical_passage`); the passage is searched and, with
+  ``hyde_with_query`` (default True: one invented passage can drift off the question), so is
+  the original query.
+* ``intent`` / ``intent-mrag``: the LLM hypothesises ``n_answers`` plausible answers, each
+  decomposed into short intent-specific statements (MuISQA,
+  :func:`~mrag_core.expansion.intent_statements`); every statement is searched.
+
+Search mode: plain names search each text in the standard space (depth ``c``) like Fusion RAG;
+``-mrag`` names run MRAG voting per text (per-head depth ``c``, top ``c``) like Fusion MRAG.
+The lists are merged by Reciprocal Rank Fusion, ``score(d) = sum_lists 1 / (60 + rank(d))``
+with rank from 1 (:mod:`mrag_core.rrf`), and the first ``k`` are returned.
+
+LLM answers go through :func:`~mrag_core.llm.cache.cached_complete` (key = model, prompt and
+generation parameters), so a repeated run costs no tokens. An unusable answer or a transport
+failure for one question becomes a failed :class:`ExpansionOutcome` (``error`` set, tokens of a
+rejected answer still counted); it never raises out of :func:`expand_many`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from mrag_core.corpus_index import CorpusIndex
+from mrag_core.expansion import (
+    Expansion,
+    ExpansionError,
+    hypothetical_passage,
+    intent_statements,
+    rewrite_queries,
+)
+from mrag_core.extraction import Embeddings
+from mrag_core.llm.cache import LLMCache
+from mrag_core.llm.client import LLMClient, LLMError
+from mrag_core.llm.concurrency import run_concurrent
+from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
+
+__all__ = [
+    "LLM_FAMILIES",
+    "LLM_STRATEGIES",
+    "LLM_STRATEGY_LABELS",
+    "FAMILY_LABELS",
+    "ExpansionOutcome",
+    "LLMOptions",
+    "TextBatch",
+    "cost_summary",
+    "expand",
+    "expand_many",
+    "expand_one",
+    "families_for",
+    "family_of",
+    "is_llm_strategy",
+    "llm_search",
+    "uses_query",
+]
+
+LLM_FAMILIES = ("multi-query", "hyde", "intent")
+
+# strategy name -> (LLM family, MRAG voting per sub-query)
+LLM_STRATEGIES: dict[str, tuple[str, bool]] = {
+    "multi-query": ("multi-query", False),
+    "multi-query-mrag": ("multi-query", True),
+    "hyde": ("hyde", False),
+    "hyde-mrag": ("hyde", True),
+    "intent": ("intent", False),
+    "intent-mrag": ("intent", True),
+}
+
+LLM_STRATEGY_LABELS: dict[str, str] = {
+    "multi-query": "Multi-Query RAG",
+    "multi-query-mrag": "Multi-Query MRAG",
+    "hyde": "HyDE",
+    "hyde-mrag": "HyDE + MRAG",
+    "intent": "Intent queries",
+    "intent-mrag": "Intent queries + MRAG",
+}
+
+FAMILY_LABELS: dict[str, str] = {
+    "multi-query": "Multi-query rewrites",
+    "hyde": "HyDE passage",
+    "intent": "Intent statements",
+}
+
+
+@dataclass(frozen=True)
+class LLMOptions:
+    """Settings of the LLM expansions (part of a run's configuration).
+
+    ``n_rewrites``: rewrites asked for by Multi-Query (1..10); ``n_answers``: plausible answers
+    asked for by the intent strategy (1..8); ``hyde_with_query``: HyDE fuses the passage's list
+    with the original query's list (RRF of two lists) instead of searching the passage alone.
+    """
+
+    n_rewrites: int = 4
+    n_answers: int = 3
+    hyde_with_query: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (stored in a run's ``config["llm"]``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "LLMOptions":
+        """Inverse of :meth:`to_dict`; missing keys take the defaults, unknown keys are ignored."""
+        data = data or {}
+        d = cls()
+        return cls(n_rewrites=int(data.get("n_rewrites", d.n_rewrites)),
+                   n_answers=int(data.get("n_answers", d.n_answers)),
+                   hyde_with_query=bool(data.get("hyde_with_query", d.hyde_with_query)))
+
+
+def is_llm_strategy(name: str) -> bool:
+    """Whether ``name`` needs LLM expansions."""
+    return name in LLM_STRATEGIES
+
+
+def family_of(name: str) -> str | None:
+    """The LLM family of a strategy name (``None`` for strategies without an LLM)."""
+    entry = LLM_STRATEGIES.get(name)
+    return entry[0] if entry else None
+
+
+def families_for(strategies: Iterable[str]) -> list[str]:
+    """The LLM families the ``strategies`` need, in :data:`LLM_FAMILIES` order."""
+    wanted = {family_of(s) for s in strategies}
+    return [f for f in LLM_FAMILIES if f in wanted]
+
+
+def uses_query(family: str, options: LLMOptions) -> bool:
+    """Whether the original query's own list joins the fusion (HyDE with ``hyde_with_query``)."""
+    return family == "hyde" and options.hyde_with_query
+
+
+# --------------------------------------------------------------------------- expansions
+
+
+@dataclass(frozen=True)
+class ExpansionOutcome:
+    """One question's expansion for one family, or its failure.
+
+    ``texts`` is empty when it failed (``error`` set). Token counts are those of the answer (of
+    a cache hit: what it cost once; of a rejected answer: what was spent on it); ``cached`` means
+    no request was sent now (``latency_s == 0``).
+    """
+
+    family: str
+    texts: tuple[str, ...]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None
+    cancelled: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.cancelled and bool(self.texts)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def spent_tokens(self) -> int:
+        """Tokens this call actually spent (0 for a cache hit)."""
+        return 0 if self.cached else self.tokens
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready record for a result's ``details["llm"]``."""
+        out: dict[str, Any] = {
+            "family": self.family, "texts": list(self.texts), "prompt_tokens": int(self.prompt_tokens),
+            "completion_tokens": int(self.completion_tokens), "latency_s": float(self.latency_s),
+            "cached": bool(self.cached),
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+    @classmethod
+    def from_expansion(cls, family: str, exp: Expansion) -> "ExpansionOutcome":
+        return cls(family, tuple(exp.texts), exp.prompt_tokens, exp.completion_tokens, exp.latency_s, exp.cached)
+
+
+def expand(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
+           cache: LLMCache | None = None) -> Expansion:
+    """The expansion of ``question`` for ``family`` (raises ExpansionError / LLMError / ValueError)."""
+    if family == "multi-query":
+        return rewrite_queries(client, question, options.n_rewrites, cache)
+    if family == "hyde":
+        return hypothetical_passage(client, question, cache)
+    if family == "intent":
+        return intent_statements(client, question, options.n_answers, cache)
+    raise ValueError(f"unknown LLM family {family!r}: use {', '.join(LLM_FAMILIES)}")
+
+
+def expand_one(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
+               cache: LLMCache | None = None) -> ExpansionOutcome:
+    """:func:`expand` that never raises for a bad answer or a failed request: a failed outcome instead."""
+    try:
+        return ExpansionOutcome.from_expansion(family, expand(client, family, question, options, cache))
+    except ExpansionError as exc:
+        return ExpansionOutcome(family, (), exc.prompt_tokens, exc.completion_tokens, exc.latency_s, False,
+                                f"unusable LLM answer: {exc}")
+    except (LLMError, ValueError) as exc:
+        return ExpansionOutcome(family, (), error=f"{type(exc).__name__}: {exc}")
+
+
+def expand_many(
+    client: LLMClient,
+    family: str,
+    questions: Sequence[str],
+    options: LLMOptions = LLMOptions(),
+    cache: LLMCache | None = None,
+    *,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> list[ExpansionOutcome]:
+    """Expand every question (``limit`` requests in flight, default the client's concurrency),
+    one outcome per question in input order. Questions not started when ``cancel`` is set come
+    back with ``cancelled=True``."""
+    outcomes = run_concurrent(list(questions), lambda q: expand_one(client, family, q, options, cache),
+                              limit=limit or client.config.concurrency, progress=progress, cancel=cancel)
+    out: list[ExpansionOutcome] = []
+    for o in outcomes:
+        if o.cancelled:
+            out.append(ExpansionOutcome(family, (), error="cancelled", cancelled=True))
+        elif not o.ok or o.value is None:  # expand_one does not raise; kept for safety
+            out.append(ExpansionOutcome(family, (), error=o.error or "failed"))
+        else:
+            out.append(o.value)
+    return out
+
+
+def cost_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Totals over expansion records (:meth:`ExpansionOutcome.record` dicts).
+
+    ``prompt_tokens`` / ``completion_tokens`` / ``tokens``: what the expansions cost (cache hits
+    counted at their original cost); ``spent_tokens``: tokens sent now (cache misses only);
+    ``latency_s``: LLM seconds now; ``requests``: expansions asked now (cache misses, failed ones included); ``cached`` / ``failed``:
+    counts; ``tokens_per_query`` = tokens / expansions.
+    """
+    n = prompt = completion = spent = requests = cached = failed = 0
+    latency = 0.0
+    for r in records:
+        n += 1
+        p, c = int(r.get("prompt_tokens", 0)), int(r.get("completion_tokens", 0))
+        prompt += p
+        completion += c
+        latency += float(r.get("latency_s", 0.0))
+        if r.get("cached"):
+            cached += 1
+        else:
+            spent += p + c
+            requests += 1
+        if r.get("error") is not None:
+            failed += 1
+    return {"expansions": n, "prompt_tokens": prompt, "completion_tokens": completion, "tokens": prompt + completion,
+            "spent_tokens": spent, "latency_s": latency, "requests": requests, "cached": cached, "failed": failed,
+            "tokens_per_query": (prompt + completion) / n if n else 0.0}
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _concat(a: Embeddings, b: Embeddings) -> Embeddings:
+    return Embeddings(np.concatenate([a.standard, b.standard]), np.concatenate([a.heads, b.heads]))
+
+
+def llm_search(
+    index: CorpusIndex,
+    strategy: str,
+    query: Embeddings,
+    texts: Embeddings,
+    k: int,
+    c: int = 32,
+    variant: str = "importance",
+    options: LLMOptions = LLMOptions(),
+) -> Retrieved:
+    """One LLM strategy for ONE query: ``query`` [1] and its expansion texts' embeddings ``texts`` [m].
+
+    Every text (plus the query for HyDE with ``hyde_with_query``) is searched - standard space to
+    depth ``c``, or MRAG per text (top ``c``) for ``-mrag`` names - and the lists are fused by RRF
+    (1/(60 + rank)); the first ``k`` are returned, ``sub_rankings`` holding the per-text lists
+    (the query's first when it takes part). No text (a failed expansion) gives an empty list.
+    """
+    if strategy not in LLM_STRATEGIES:
+        raise ValueError(f"unknown LLM strategy {strategy!r}: use {', '.join(LLM_STRATEGIES)}")
+    family, mrag = LLM_STRATEGIES[strategy]
+    if len(texts) == 0:
+        return Retrieved(strategy, [], [])
+    subs = _concat(query.take([0]), texts) if uses_query(family, options) else texts
+    res = fusion_mrag_search(index, subs, k, c, variant) if mrag else fusion_search(index, subs, k, c)
+    return replace(res, strategy=strategy)
+
+
+@dataclass
+class TextBatch:
+    """Texts of several owners (e.g. ``(family, query id)``) laid out as rows of one embedding batch."""
+
+    texts: list[str] = field(default_factory=list)
+    rows: dict[Any, tuple[int, ...]] = field(default_factory=dict)
+
+    def add(self, key: Any, texts: Sequence[str]) -> tuple[int, ...]:
+        """Append ``texts`` as ``key``'s rows; returns the row numbers."""
+        rows = tuple(range(len(self.texts), len(self.texts) + len(texts)))
+        self.texts.extend(texts)
+        self.rows[key] = rows
+        return rows
