@@ -100,7 +100,7 @@ def format_cost_table(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'strategy':<18}{'queries':>8}{'tokens':>9}{'tok/query':>11}{'spent':>8}{'LLM s':>8}"
              f"{'cached':>8}{'failed':>8}"]
     for r in rows:
-        lines.append(f"{r['strategy']:<18}{r['queries']:>8}{r['tokens']:>9}{r['tokens_per_query']:>11.1f}"
+        lines.append(f"{r['strategy']:<18}{r['llm_queries']:>8}{r['tokens']:>9}{r['tokens_per_query']:>11.1f}"
                      f"{r['spent_tokens']:>8}{r['llm_s']:>8.2f}{r['cached']:>8}{r['failed']:>8}")
     return "\n".join(lines)
 
@@ -227,7 +227,7 @@ def _bench_llm(lm: Any, data: Any, index: Any, names: Sequence[str], cfg: Any, o
     costs = []
     for name in names:
         summary = cost_summary(records[NAMED_STRATEGIES[name].source])
-        costs.append({"strategy": name, "queries": summary["expansions"], "tokens": summary["tokens"],
+        costs.append({"strategy": name, "llm_queries": summary["expansions"], "tokens": summary["tokens"],
                       "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
                       "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]})
     return result, costs

@@ -24,7 +24,20 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["PairedTest", "paired_test", "win_tie_loss"]
+__all__ = ["PairedTest", "paired_test", "significance_mark", "win_tie_loss"]
+
+SIGNIFICANCE_LEVELS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
+
+
+def significance_mark(p: float) -> str:
+    """Conventional stars for a p-value: ``***`` p < 0.001, ``**`` p < 0.01, ``*`` p < 0.05,
+    ``n.s.`` otherwise; ``""`` when there is no p-value (nan: fewer than 2 paired queries)."""
+    if p is None or math.isnan(p):
+        return ""
+    for level, mark in SIGNIFICANCE_LEVELS:
+        if p < level:
+            return mark
+    return "n.s."
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import streamlit as st
 
 import db
 from mrag_core.workflows import annotation as aw
+from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.render import highlight
 from ui.state import corpus_picker, get_model, llm_config, open_store_page
@@ -54,7 +55,7 @@ def make_annotator(use_llm: bool) -> aw.Annotator:
 
         cfg = llm_config()
         assert cfg is not None
-        return aw.LLMAnnotator(LLMClient(cfg), cache=aw.StoreLLMCache(store))
+        return aw.LLMAnnotator(LLMClient(cfg), cache=StoreLLMCache(store))
     from mrag_core.extraction import embed_texts
 
     lm = get_model(ZERO_SHOT_MODEL)
@@ -216,11 +217,14 @@ def review_view() -> None:
                          key=f"rv_label_{doc.id}")
             st.text_input("Note (optional; Enter saves)", key=f"rv_note_{doc.id}")
             shown = (sug.id, sug.category_id) if sug is not None and sug.category_id is not None else None
-            b1, b2, b3 = st.columns(3)
-            b1.form_submit_button("Save & Next", type="primary", on_click=save_decision, args=(doc.id, "save", shown))
-            b2.form_submit_button("Accept suggestion", on_click=save_decision, args=(doc.id, "accept", shown),
-                                  disabled=shown is None)
-            b3.form_submit_button("Skip", on_click=save_decision, args=(doc.id, "skip", shown))
+            buttons = st.container(horizontal=True)  # content-width buttons, wrapped when narrow
+            buttons.form_submit_button("Save & Next", type="primary", on_click=save_decision, args=(doc.id, "save", shown),
+                                  shortcut="Alt+N")
+            buttons.form_submit_button("Accept suggestion", on_click=save_decision, args=(doc.id, "accept", shown),
+                                  disabled=shown is None, shortcut="Alt+A")
+            buttons.form_submit_button("Skip", on_click=save_decision, args=(doc.id, "skip", shown), shortcut="Alt+S")
+            st.caption("Keys: Alt+N save & next · Alt+A accept the suggestion · Alt+S skip · Tab moves between "
+                       "fields, arrow keys pick a label")
         if st.session_state.get("rv_conflict") == doc.id:
             st.button("Reload this document", key="rv_reload", on_click=reload_document, args=(doc.id,))
     with left:

@@ -30,13 +30,14 @@ from mrag_core.workflows.compare import (
     STRATEGY_LABELS,
     SUBQUERY_SOURCES,
     Comparison,
-    StoreLLMCache,
     compare,
     embed_query_and_texts,
     resolve_expansions,
     resolve_subqueries,
 )
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from mrag_core.workflows.llm_cache import StoreLLMCache
+from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.state import finished_runs_or_stop, get_model, get_store, llm_config, open_corpus_page
 
 st.set_page_config(page_title="Compare · MRAG Studio", page_icon="🧭", layout="wide")
@@ -336,7 +337,9 @@ for start in range(0, len(items), PER_ROW):
                                         "title": st.column_config.TextColumn(width="medium")})
 
 # --- Reader panel --------------------------------------------------------------------------------
-# Reader panel: the lead adds the reader (ui/reader_panel.py) here, fed with `result` and `bundle`.
+with st.expander("Reader: answer the query from two strategies' documents", expanded=False):
+    reader_panel(store, query_text, comparison_lists(store, result), key="compare_reader", default_k=int(k),
+                 labels=comparison_labels(result))
 
 # --- MRAG evidence -------------------------------------------------------------------------------
 if result.evidence is not None:

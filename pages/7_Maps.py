@@ -120,6 +120,12 @@ if todo and method == "umap" and not st.session_state.get(f"maps_go_{run.id}_{se
         st.session_state[f"maps_go_{run.id}_{seed}"] = True
         st.rerun()
     st.stop()
+if todo and method == "umap":
+    # A click during the computation interrupts this script run at the next progress update; the rerun
+    # sees the click, stops asking for maps and keeps the ones already stored (computing resumes later).
+    if st.button("Cancel", key="maps_cancel"):
+        st.session_state[f"maps_go_{run.id}_{seed}"] = False
+        st.rerun()
 if todo:
     bar = st.progress(0.0, text=f"Computing {len(todo)} {method.upper()} maps (stored per space)…")
     maps = ensure_maps(store, run.id, method, seed=seed,

@@ -17,6 +17,7 @@ import db
 from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.workflows import evaluation_runs as er
+from ui.chart_export import figure_png
 from ui.render import escape
 from ui.state import get_model, llm_config, open_corpus_page
 
@@ -37,7 +38,8 @@ COST_FORMAT = {"rsr": st.column_config.NumberColumn(format="%.3f"), "csr": st.co
                "search_s": st.column_config.NumberColumn("search s", format="%.2f"),
                "tokens_per_query": st.column_config.NumberColumn("tokens / query", format="%.1f"),
                "spent_tokens": st.column_config.NumberColumn("tokens spent"),
-               "llm_s": st.column_config.NumberColumn("LLM s", format="%.2f")}
+               "llm_s": st.column_config.NumberColumn("LLM s", format="%.2f"),
+               "llm_queries": st.column_config.NumberColumn("LLM-expanded queries")}
 
 
 def md_plain(text: str) -> str:
@@ -47,8 +49,11 @@ def md_plain(text: str) -> str:
 
 
 def _html_download(fig, name: str, key: str) -> None:
-    st.download_button("Download chart (HTML)", data=lambda: fig.to_html(include_plotlyjs=True),
+    c1, c2 = st.columns(2)
+    c1.download_button("Download chart (HTML)", data=lambda: fig.to_html(include_plotlyjs=True),
                        file_name=f"{name}.html", mime="text/html", key=key)
+    c2.download_button("Download chart (PNG)", data=lambda: figure_png(fig), file_name=f"{name}.png",
+                       mime="image/png", key=f"{key}_png")
 
 
 def _progress_runner():
@@ -133,8 +138,10 @@ with tab_run:
                 except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
                     st.error(f"Cannot start: {exc}")
                 else:
-                    st.button("Stop", key="ev_stop",
-                              help="stops after the current batch; saved results are kept and the run can be resumed")
+                    stop_slot = st.empty()
+                    stop_slot.button("Stop", key="ev_stop",
+                                     help="stops after the current batch; saved results are kept and the run can be "
+                                          "resumed")
                     bar, progress = _progress_runner()
                     kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
                                   strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
@@ -149,6 +156,7 @@ with tab_run:
                         st.error(str(exc))
                     else:
                         bar.empty()
+                        stop_slot.empty()
                         for rid in ids:
                             info = db.get_eval_run(store, rid)
                             st.success(f"Run #{rid} {info.status}: {info.n_results} results stored.")
@@ -294,7 +302,8 @@ with tab_compare:
                 st.plotly_chart(cmp_fig, key="ev_cmp_fig")
                 _html_download(cmp_fig, "comparison", "ev_cmp_dl")
                 st.markdown("**Paired significance against the reference** (t-test and Wilcoxon p-values, "
-                            "win / tie / loss per query)")
+                            "win / tie / loss per query; \\* p < 0.05, \\*\\* p < 0.01, \\*\\*\\* p < 0.001, "
+                            "n.s. not significant)")
                 st.dataframe(tests.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}", "mean_diff": "{:+.3f}"}),
                              hide_index=True)
                 st.markdown("**Per-query drill-down**")

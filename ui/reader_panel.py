@@ -25,7 +25,8 @@ import streamlit as st
 
 import db
 from mrag_core.reader import Answer, FactCount, LocalGenerator, ReaderDoc, ReaderError, RemoteGenerator, count_facts
-from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison, StoreLLMCache
+from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison
+from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.render import escape, highlight
 from ui.state import llm_config
 

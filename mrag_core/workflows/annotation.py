@@ -30,7 +30,7 @@ from mrag_core.annotate import (
 )
 from mrag_core.annotate.types import validate_categories
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient, LLMReply
+from mrag_core.llm.client import LLMClient
 
 __all__ = [
     "Annotator",
@@ -39,7 +39,6 @@ __all__ = [
     "Neighbour",
     "PreannotateSummary",
     "ReviewItem",
-    "StoreLLMCache",
     "ZeroShotAnnotator",
     "accept_rows",
     "apply_label",
@@ -114,29 +113,6 @@ class LLMAnnotator:
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
     ) -> list[Suggestion]:
         return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel, cache=self.cache)
-
-
-class StoreLLMCache:
-    """:class:`mrag_core.llm.cache.LLMCache` on the store's ``llm_cache`` table (survives restarts)."""
-
-    def __init__(self, store: db.Store) -> None:
-        self._store = store
-
-    def get(self, key: str) -> LLMReply | None:
-        hit = db.llm_cache_get(self._store, key)
-        if hit is None:
-            return None
-        return LLMReply(
-            text=hit.response_text, prompt_tokens=int(hit.prompt_tokens or 0),
-            completion_tokens=int(hit.completion_tokens or 0), latency_s=float(hit.latency_s or 0.0), model=hit.model,
-        )  # fmt: skip
-
-    def put(self, key: str, kind: str, model: str, reply: LLMReply) -> None:
-        db.llm_cache_put(
-            self._store, key, model=model, kind=kind, request={"kind": kind, "model": model},
-            response_text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-            latency_s=reply.latency_s,
-        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- pre-annotation

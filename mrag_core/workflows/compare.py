@@ -360,28 +360,3 @@ def compare(
             # Aspects each head finds among its own strongest k hits (its top-c list is in ``evidence``).
             cmp.aspects = head_aspects(res, index.head_importance.score, labels, gt_rows, k) if gt_rows else []
     return cmp
-
-
-class StoreLLMCache:
-    """The :class:`~mrag_core.llm.cache.LLMCache` protocol on the app's store (``db.llm_cache_*``)."""
-
-    def __init__(self, store: object) -> None:
-        self.store = store
-
-    def get(self, key: str):  # noqa: ANN201 - LLMReply
-        import db
-        from mrag_core.llm.client import LLMReply
-
-        hit = db.llm_cache_get(self.store, key)  # type: ignore[arg-type]
-        if hit is None:
-            return None
-        return LLMReply(text=hit.response_text, prompt_tokens=int(hit.prompt_tokens or 0),
-                        completion_tokens=int(hit.completion_tokens or 0), latency_s=float(hit.latency_s or 0.0),
-                        model=hit.model)
-
-    def put(self, key: str, kind: str, model: str, reply: object) -> None:
-        import db
-
-        db.llm_cache_put(self.store, key, model=model, kind=kind, request={"kind": kind},  # type: ignore[arg-type]
-                         response_text=reply.text, prompt_tokens=reply.prompt_tokens,  # type: ignore[attr-defined]
-                         completion_tokens=reply.completion_tokens, latency_s=reply.latency_s)  # type: ignore[attr-defined]

@@ -64,7 +64,7 @@ from mrag_core.llm_strategies import (
     is_llm_strategy,
 )
 from mrag_core.metrics.weighted import weighted_success_ratio
-from mrag_core.significance import paired_test
+from mrag_core.significance import paired_test, significance_mark
 
 ProgressFn = Callable[[str, int, int], None]
 UNLABELED = "(unlabeled)"
@@ -242,6 +242,29 @@ def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: i
     return _Prepared(index, [d.id for d in docs], [d.label or UNLABELED for d in docs], None, timing), lm
 
 
+def topic_units(sources: Sequence[str], labels: Sequence[str]) -> list[int] | None:
+    """Scoring units per index row for topic-level scoring (the MRAG legal / accident layout).
+
+    Documents imported from that layout name their topic in ``source``; the documents of one
+    (category, topic) share a unit, every other document is its own unit, so RSR counts topics
+    found: |units(R_k) ∩ units(G)| / |units(G)|. ``None`` (document-level scoring) when no
+    document has a topic.
+    """
+    from mrag_core.ingest.benchmarks import topic_of_source
+
+    topics = [topic_of_source(s) for s in sources]
+    if not any(topics):
+        return None
+    ids: dict[tuple[str, str], int] = {}
+    units: list[int] = []
+    for row, (topic, label) in enumerate(zip(topics, labels)):
+        if topic:
+            units.append(ids.setdefault((label, topic), len(sources) + len(ids)))
+        else:
+            units.append(row)
+    return units
+
+
 def _load_model(model_name: str, lm: Any | None) -> Any:
     if lm is not None:
         return lm
@@ -266,7 +289,7 @@ def _expand_queries(cfg: LLMConfig, store: db.Store, families: Sequence[str], wa
     ``(family, query id)`` (filled family by family, so a cancel keeps the finished families' costs).
     Raises :class:`EvaluationCancelled` when ``cancel`` is set meanwhile."""
     from mrag_core.llm.client import LLMClient
-    from mrag_core.workflows.compare import StoreLLMCache
+    from mrag_core.workflows.llm_cache import StoreLLMCache
 
     cache = StoreLLMCache(store)
     with LLMClient(cfg) as client:
@@ -412,6 +435,7 @@ def run_evaluation(
                                        batch_size=16)
         timing.update(prepared.timing)
         row_of = {d: i for i, d in enumerate(prepared.doc_ids)}
+        units = topic_units([d.source for d in db.get_documents(store, prepared.doc_ids)], prepared.labels)
         todo = {s: db.completed_queries(store, run_id, s) for s in strategies}
         for s in strategies:
             if NAMED_STRATEGIES[s].llm:
@@ -492,7 +516,7 @@ def run_evaluation(
                     res = evaluate(prepared.index, qemb.take(rows), cases, prepared.labels, [s], k_max=k_max, c=c,
                                    subqueries=subemb.take(sub_take) if sub_take else None,
                                    expansions=expemb.take(exp_take) if exp_take and expemb is not None else None,
-                                   hyde_with_query=options.hyde_with_query, cancel=cancel)
+                                   hyde_with_query=options.hyde_with_query, cancel=cancel, units=units)
                     eval_s[s] = eval_s.get(s, 0.0) + time.perf_counter() - t0
                     sr = res.strategies[s]
                     db.save_eval_results(store, run_id, [
@@ -674,18 +698,18 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
     return RunMetrics(run, per_query, summary, queries, retrieved, details)
 
 
-COST_COLUMNS = ["queries", "prompt_tokens", "completion_tokens", "tokens", "tokens_per_query", "spent_tokens",
+COST_COLUMNS = ["llm_queries", "prompt_tokens", "completion_tokens", "tokens", "tokens_per_query", "spent_tokens",
                 "llm_s", "cached", "failed"]
 
 
 def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
     """LLM cost of one strategy of a run, from its results' ``details["llm"]``
     (:func:`~mrag_core.llm_strategies.cost_summary`; all zeros for a strategy without an LLM).
-    ``tokens`` counts what the expansions cost (cache hits at their original cost),
+    ``llm_queries`` = queries expanded by the LLM; ``tokens`` counts what the expansions cost (cache hits at their original cost),
     ``spent_tokens`` / ``llm_s`` what was sent / waited for when the results were computed."""
     records = [d["llm"] for (s, _), d in metrics.details.items() if s == strategy and isinstance(d.get("llm"), dict)]
     summary = cost_summary(records)
-    return {"queries": summary["expansions"], "prompt_tokens": summary["prompt_tokens"],
+    return {"llm_queries": summary["expansions"], "prompt_tokens": summary["prompt_tokens"],
             "completion_tokens": summary["completion_tokens"], "tokens": summary["tokens"],
             "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
             "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]}
@@ -844,7 +868,8 @@ def compare_runs(
         for label, s in series[1:]:
             t = paired_test(s.loc[ids].to_numpy(), ref.loc[ids].to_numpy())
             test_rows.append({"item": label, "reference": ref_label, "n_aspects": n, "queries": t.n,
-                              "mean_diff": t.mean_diff, "t_p": t.t_pvalue, "wilcoxon_p": t.wilcoxon_pvalue,
+                              "mean_diff": t.mean_diff, "t_p": t.t_pvalue, "t_sig": significance_mark(t.t_pvalue),
+                              "wilcoxon_p": t.wilcoxon_pvalue, "wilcoxon_sig": significance_mark(t.wilcoxon_pvalue),
                               "wins": t.wins, "ties": t.ties, "losses": t.losses, "note": t.note})
     return pd.DataFrame(means_rows), pd.DataFrame(test_rows)
 

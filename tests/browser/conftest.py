@@ -26,43 +26,68 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory):
-    """Base URL of a headless Streamlit server running this app on an empty temporary database."""
-    tmp = tmp_path_factory.mktemp("browser")
-    port = _free_port()
-    env = {**os.environ, "MRAG_DATABASE_URL": f"sqlite:///{tmp / 't.db'}", "MRAG_CACHE_DIR": str(tmp / "cache"),
-           "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
-    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        env.pop(name, None)
-    log = open(tmp / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
+class AppServer:
+    """``streamlit run app.py`` on a free port, its database and caches under ``folder``.
+    Stopping and starting again on the same folder is an app restart with the data kept."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        port = _free_port()
+        env = {**os.environ, "MRAG_DATABASE_URL": f"sqlite:///{self.folder / 't.db'}",
+               "MRAG_CACHE_DIR": str(self.folder / "cache"), "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
+        for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+            env.pop(name, None)
+        log_path = self.folder / "streamlit.log"
+        with open(log_path, "a") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+                 str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            )
+        self.url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 90
         while time.time() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited early:\n{(tmp / 'streamlit.log').read_text()}")
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited early:\n{log_path.read_text()}")
             try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:
-                        break
+                        return self.url
             except OSError:
                 time.sleep(0.5)
-        else:
-            raise RuntimeError("streamlit did not become healthy in 90 s")
-        yield url
-    finally:
-        proc.terminate()
+        self.stop()
+        raise RuntimeError("streamlit did not become healthy in 90 s")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
         try:
-            proc.wait(timeout=15)
+            self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            self.proc.kill()
+        self.proc = None
+
+
+@pytest.fixture(scope="module")
+def app_instance(tmp_path_factory):
+    """A headless Streamlit server running this app on an empty temporary database (restartable)."""
+    server = AppServer(tmp_path_factory.mktemp("browser"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def app_server(app_instance):
+    """Base URL of :func:`app_instance`."""
+    return app_instance.url
 
 
 @pytest.fixture(scope="module")

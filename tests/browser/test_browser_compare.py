@@ -48,3 +48,56 @@ def test_build_index_then_compare_five_aspect_query(app_server, browser_page):
     page.wait_for_timeout(500)
     page.screenshot(path=str(ARTIFACTS / "browser_compare.png"), full_page=True)
     assert (ARTIFACTS / "browser_compare.png").stat().st_size > 10_000
+
+
+def test_attention_heatmaps_and_maps_with_selection(app_server, browser_page):
+    """Runs after the index test above (same server and database): the Attention page draws both
+    heatmaps for a demo document; the Maps page draws the PCA small multiples, places a demo query,
+    and a box selection on a map filters the document table."""
+    page = browser_page
+    page.set_default_timeout(120_000)
+
+    page.goto(f"{app_server}/Attention")
+    page.get_by_text(re.compile(r"^Layer \d+ of 6 · 12 heads · \d+ tokens$")).wait_for()
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.nth(1).locator(".main-svg").first.wait_for()  # the plotly bundle loads lazily
+    assert charts.count() == 2
+    assert page.locator(".stException").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "browser_attention.png"), full_page=True)
+
+    page.goto(f"{app_server}/Maps")
+    page.get_by_text("Select points on the maps (box or lasso) to filter this table.").wait_for()
+    page.get_by_text("From a query set").click()
+    page.get_by_text(re.compile(r"at k=\d+: RSR \d\.\d\d · CSR \d\.\d\d")).wait_for()
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.locator(".main-svg").first.wait_for()
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    picked = page.get_by_text(re.compile(r"^\d+ selected document\(s\)"))
+    for attempt in range(3):  # a rerun that redraws the chart mid-drag loses the selection: drag again
+        _box_select(page, chart)
+        try:
+            picked.wait_for(timeout=30_000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError
+            page.screenshot(path=str(ARTIFACTS / f"browser_maps_attempt{attempt}.png"))
+    picked.wait_for(timeout=1000)
+    assert 0 < int(picked.inner_text().split()[0]) < 96
+    assert page.locator(".stException").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "browser_maps.png"), full_page=True)
+
+
+def _box_select(page, chart) -> None:
+    """Pick plotly's box-select tool (the modebar shows on hover) and drag across the first subplot."""
+    chart.hover()
+    chart.locator('.modebar-btn[data-val="select"]').first.click()
+    plot = chart.locator(".nsewdrag").first
+    plot.scroll_into_view_if_needed()
+    page.mouse.wheel(0, -150)  # clear of Streamlit's sticky header
+    page.wait_for_timeout(500)
+    box = plot.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + 0.05 * box["width"], box["y"] + 0.05 * box["height"])
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.7, steps=12)
+    page.mouse.up()

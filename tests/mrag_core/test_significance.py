@@ -70,3 +70,11 @@ def test_win_tie_loss_tolerance_and_bad_input() -> None:
         paired_test([1.0, 2.0], [1.0])
     single = paired_test([1.0], [0.0])
     assert math.isnan(single.t_pvalue) and single.wins == 1
+
+
+def test_significance_marks_at_the_conventional_levels() -> None:
+    from mrag_core.significance import significance_mark
+
+    assert [significance_mark(p) for p in (0.0004, 0.001, 0.009, 0.01, 0.049, 0.05, 0.7)] == \
+        ["***", "**", "**", "*", "*", "n.s.", "n.s."]
+    assert significance_mark(float("nan")) == ""

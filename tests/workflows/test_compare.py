@@ -167,7 +167,7 @@ def test_subquery_sources():
 
 def test_llm_subqueries_through_fake_endpoint(tmp_path):
     from mrag_core.llm.client import LLMClient
-    from mrag_core.workflows.compare import StoreLLMCache
+    from mrag_core.workflows.llm_cache import StoreLLMCache
     from tests.support.openai_server import FakeOpenAIServer
 
     store = db.open_store(f"sqlite:///{tmp_path / 'c.db'}")
@@ -185,11 +185,10 @@ def test_llm_subqueries_through_fake_endpoint(tmp_path):
 
 
 def test_llm_strategies_side_by_side(setup, lm, monkeypatch):
-    import json
-
     from mrag_core.llm.client import LLMClient
     from mrag_core.llm_strategies import LLM_STRATEGIES
-    from mrag_core.workflows.compare import StoreLLMCache, embed_query_and_texts, resolve_expansions
+    from mrag_core.workflows.compare import embed_query_and_texts, resolve_expansions
+    from mrag_core.workflows.llm_cache import StoreLLMCache
     from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
 
     store, _, run, bundle = setup

@@ -17,6 +17,7 @@ from mrag_core.ingest import ColumnMapping, sniff_columns, suggest_mapping
 from mrag_core.llm.client import LLMClient
 from mrag_core.workflows import annotation as ann
 from mrag_core.workflows import corpus as cw
+from mrag_core.workflows.llm_cache import StoreLLMCache
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
 
 
@@ -305,7 +306,7 @@ def test_preannotate_llm_path_with_fake_server(store: db.Store, small_corpus: db
 
     with FakeOpenAIServer(by_content(answer)) as server:
         client = LLMClient(server.llm_config(), sleep=lambda s: None)
-        annotator = ann.LLMAnnotator(client, cache=ann.StoreLLMCache(store))
+        annotator = ann.LLMAnnotator(client, cache=StoreLLMCache(store))
         summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=4)
         assert (summary.ok, summary.failed) == (6, 1)
         n_requests = len(server.requests)

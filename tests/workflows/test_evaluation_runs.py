@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -348,3 +347,37 @@ def test_llm_strategies_need_an_endpoint(store, setup, lm, monkeypatch) -> None:
     # Strategies without an LLM never need one.
     assert er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
                                k_max=5) == ["standard"]
+
+
+def test_topic_units_pure() -> None:
+    from mrag_core.ingest.benchmarks import topic_source
+
+    sources = [topic_source("legal", "wills"), "upload.csv row 2", topic_source("legal", "wills"),
+               topic_source("legal", "leases"), topic_source("legal", "wills")]
+    labels = ["law", "law", "law", "law", "other"]
+    # rows 0 and 2 share (law, wills); row 4 is wills in another category; row 1 is its own unit
+    assert er.topic_units(sources, labels) == [5, 1, 5, 6, 7]
+    assert er.topic_units(["a.csv row 1", "b.txt"], ["x", "y"]) is None
+
+
+def test_topic_layout_queries_are_scored_per_topic(store, lm) -> None:
+    """Ground truth = every document of two topics: finding any one document of a topic counts it."""
+    from mrag_core.ingest.benchmarks import topic_source
+
+    corpus = db.create_corpus(store, "Legal")
+    docs = [{"title": f"{cat} {i}", "text": text, "label": cat, "source": topic_source("legal", f"{cat}-{i // 2}")}
+            for cat, texts in TOPICS.items() for i, text in enumerate(texts)]
+    ids = db.add_documents(store, corpus.id, docs).document_ids
+    topic_of = {d: doc["source"] for d, doc in zip(ids, docs)}
+    qs = db.create_query_set(store, corpus.id, "Topics")
+    gt = [d for d in ids if topic_of[d] in (topic_source("legal", "astronomy-0"), topic_source("legal", "cooking-1"))]
+    assert len(gt) == 4
+    db.add_queries(store, qs.id, [{"text": "A comet over the kitchen while tomatoes simmer", "ground_truth": gt,
+                                   "n_aspects": 2}])
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
+                               k_max=8, lm=lm)
+    (res,) = db.load_eval_results(store, run_id, "standard")
+    for k in range(1, 9):
+        found = {topic_of[d] for d in res.retrieved[:k] if d in gt}
+        assert res.rsr[k - 1] == pytest.approx(len(found) / 2)  # per topic, not len(hits) / 4
+    assert res.rsr[-1] in (0.0, 0.5, 1.0)

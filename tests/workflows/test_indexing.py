@@ -7,7 +7,6 @@ workflow stores must equal a direct ``embed_texts`` of the same documents.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest

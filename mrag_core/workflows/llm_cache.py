@@ -1,0 +1,35 @@
+"""The LLM answer cache on the app's store: one class for every workflow that calls the LLM."""
+
+from __future__ import annotations
+
+import db
+from mrag_core.llm.client import LLMReply
+
+__all__ = ["StoreLLMCache"]
+
+
+class StoreLLMCache:
+    """:class:`mrag_core.llm.cache.LLMCache` on the store's ``llm_cache`` table (survives restarts).
+
+    Keys come from :func:`mrag_core.llm.cache.cache_key` (model, messages, parameters); the table
+    holds the answer text, its token counts and latency, never the API key.
+    """
+
+    def __init__(self, store: db.Store) -> None:
+        self._store = store
+
+    def get(self, key: str) -> LLMReply | None:
+        hit = db.llm_cache_get(self._store, key)
+        if hit is None:
+            return None
+        return LLMReply(
+            text=hit.response_text, prompt_tokens=int(hit.prompt_tokens or 0),
+            completion_tokens=int(hit.completion_tokens or 0), latency_s=float(hit.latency_s or 0.0), model=hit.model,
+        )  # fmt: skip
+
+    def put(self, key: str, kind: str, model: str, reply: LLMReply) -> None:
+        db.llm_cache_put(
+            self._store, key, model=model, kind=kind, request={"kind": kind, "model": model},
+            response_text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+            latency_s=reply.latency_s,
+        )  # fmt: skip

@@ -1,0 +1,54 @@
+"""The review queue in a real browser, driven by its keyboard shortcuts only: Alt+S skips to the
+next document, Alt+N saves the chosen label and moves on; the decision is in the database."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+POSITION = re.compile(r"^Document (\d+) of (\d+) in the queue · id (\d+) ·")
+
+
+def _position(page, n: int) -> int:
+    """Wait for the queue to show its ``n``-th document with its buttons and the script run to end;
+    that document's id."""
+    caption = page.get_by_text(re.compile(rf"^Document {n} of \d+ in the queue · id \d+ ·"))
+    caption.wait_for(timeout=30_000)
+    page.get_by_role("button", name=re.compile("^Skip")).wait_for()
+    page.wait_for_timeout(300)
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached")
+    return int(POSITION.match(caption.inner_text()).group(3))
+
+
+def test_review_queue_by_keyboard(app_instance, browser_page):
+    import db
+
+    page = browser_page
+    page.set_default_timeout(120_000)
+    page.goto(f"{app_instance.url}/Annotate_and_Review")
+    page.locator('[data-testid="stRadioOption"]').filter(has_text="Review queue").click()
+    page.get_by_text(POSITION).wait_for(timeout=180_000)
+    first = _position(page, 1)
+    store = db.open_store(f"sqlite:///{app_instance.folder / 't.db'}")
+    first_decisions = len(db.list_decisions(store, first))
+
+    page.locator("h3").first.click()  # focus the page (the title), not a field
+    page.keyboard.press("Alt+s")
+    second = _position(page, 2)
+    assert second != first
+    second_decisions = len(db.list_decisions(store, second))  # the demo import's label
+
+    page.keyboard.press("Alt+n")
+    page.get_by_text(re.compile(r"^Saved '.+' for '")).wait_for()
+    assert _position(page, 3) not in (first, second)
+    page.screenshot(path=str(ARTIFACTS / "browser_review.png"), full_page=True)
+
+    assert len(db.list_decisions(store, first)) == first_decisions  # skipped: nothing saved
+    decisions = db.list_decisions(store, second)
+    assert len(decisions) == second_decisions + 1
+    assert decisions[-1].annotator == "reviewer"
