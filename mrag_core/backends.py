@@ -58,6 +58,8 @@ def _prepare(vectors: np.ndarray, metric: str) -> np.ndarray:
     if vectors.ndim == 2:
         vectors = vectors[:, None, :]
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    if not np.isfinite(vectors).all():
+        raise ValueError("the vectors contain NaN or infinite values (a broken embedding?); nothing was searched")
     return normalize_spaces(vectors) if metric == "cosine" else vectors
 
 

@@ -128,12 +128,13 @@ if HAVE_NUMBA:
 
 def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
     """Top ``c`` per row of ``scores`` [r, n] (float32): ``(ids [r, c] int64, values [r, c])``, best
-    first; equal scores are ordered by the smaller column id. ``c`` is clamped to ``n``."""
+    first; equal scores are ordered by the smaller column id. ``c`` is clamped to ``n``. Scores
+    must be finite (the backends reject NaN / inf vectors when they are indexed or queried)."""
     scores = np.ascontiguousarray(scores, dtype=np.float32)
     if scores.ndim != 2:
         raise ValueError(f"scores must be 2-D [rows, n], got shape {scores.shape}")
     c = min(int(c), scores.shape[1])
-    if not HAVE_NUMBA or c <= 0 or scores.shape[0] == 0 or np.isnan(scores).any():
+    if not HAVE_NUMBA or c <= 0 or scores.shape[0] == 0:
         return top_c_rows_reference(scores, c)
     return _top_c_rows(scores, c)
 

@@ -92,3 +92,16 @@ def test_errors_and_helpers() -> None:
     assert n.dtype == np.float32
     np.testing.assert_allclose(similarity_to_distance(np.array([1.0, 0.25]), "cosine"), [0.0, 0.75])
     np.testing.assert_allclose(similarity_to_distance(np.array([2.0, -1.0]), "ip"), [-2.0, 1.0])
+
+
+def test_non_finite_vectors_are_refused_with_a_clear_message() -> None:
+    from mrag_core.backends import build_index
+
+    bad = np.ones((4, 2, 3), np.float32)
+    bad[2, 1, 0] = np.nan
+    for backend in ("torch", "faiss-flat"):
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            build_index(bad, backend)
+        index = build_index(np.ones((4, 2, 3), np.float32), backend)
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            index.search(np.full((1, 2, 3), np.inf, np.float32), 2)

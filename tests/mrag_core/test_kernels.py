@@ -50,11 +50,26 @@ def test_top_c_on_continuous_scores_matches_torch_topk() -> None:
     np.testing.assert_array_equal(vals, top.values.numpy())
 
 
-def test_top_c_rejects_bad_shapes_and_handles_nan() -> None:
+def test_top_c_rejects_bad_shapes() -> None:
     with pytest.raises(ValueError, match="2-D"):
         top_c_rows(np.zeros(5, np.float32), 2)
-    ids, _ = top_c_rows(np.array([[0.5, np.nan, 0.7]], np.float32), 1)
-    assert ids.shape == (1, 1)
+
+
+@pytest.mark.parametrize("n", [64, 511, 512, 513, 1000, 4099])
+@pytest.mark.parametrize("c", [1, 3, 16, 32])
+def test_top_c_is_exact_with_ties_at_many_sizes(n: int, c: int) -> None:
+    """Few distinct values so that ties decide the boundary; the best values at the end of a row,
+    a row of equal values (-> the c smallest ids), and the best values spread at a stride."""
+    rng = np.random.default_rng(n * 100 + c)
+    scores = rng.integers(0, 7, size=(5, n)).astype(np.float32)
+    scores[1, -(n % 16 or 1):] = 9.0  # row 1: the maxima sit in the tail
+    scores[2] = 3.0  # row 2: all equal -> the c smallest ids
+    scores[3, ::16] = 8.0  # row 3: one group holds many of the best
+    ids, vals = top_c_rows(scores, c)
+    ref_ids, ref_vals = top_c_rows_reference(scores, c)
+    np.testing.assert_array_equal(ids, ref_ids)
+    np.testing.assert_array_equal(vals, ref_vals)
+    assert ids[2].tolist() == list(range(min(c, n)))
 
 
 def test_sum_votes_hand_worked() -> None:
