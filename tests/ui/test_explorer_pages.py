@@ -150,14 +150,11 @@ def test_compare_page_side_by_side_with_evidence(built):
     assert len(subs) >= 2  # the demo query's stored fusion sub-queries
     assert any("stored with the query" in e.label for e in at.expander)
 
-    # warm rerun (k changed): cached index and model, well under a second of work
-    t0 = time.perf_counter()
+    # a rerun with k changed reuses the cached index and query embeddings (timed in bench/ui_rerun.py)
     at.number_input(key="compare_k").set_value(3).run()
-    warm = time.perf_counter() - t0
     ok(at)
     lists = [d.value for d in at.dataframe if {"rank", "mark"} <= set(d.value.columns)]
     assert all(len(f) == 3 for f in lists)
-    assert warm < 2.5, warm
 
 
 def test_compare_page_typed_query_uses_sentence_fallback(built):
