@@ -14,6 +14,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
+from ui.query_widgets import query_picker
 from ui.state import finished_runs_or_stop, get_model, get_store, open_corpus_page
 
 K_MAX = 20
@@ -55,28 +56,8 @@ except (ModelLoadError, ValueError) as exc:
 bundle = get_bundle(run.id)
 
 # --- query -------------------------------------------------------------------------------------
-stored_fusion: list[str] = []
-ground_truth: list[int] = []
-source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key="reader_source")
-if source == "From a query set":
-    sets = db.list_query_sets(store, corpus.id)
-    if not sets:
-        st.info("This corpus has no query set: type a query instead.")
-        st.stop()
-    qs = st.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key="reader_qs")
-    queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed"]
-    if not queries:
-        st.info("This query set is empty.")
-        st.stop()
-    q = st.selectbox("Query", queries, key="reader_query",
-                     format_func=lambda q: f"[{q.n_aspects} aspect{'s' if q.n_aspects != 1 else ''}] {q.text[:110]}")
-    query_text = q.text
-    stored_fusion = list(q.fusion)
-    ground_truth = list(q.ground_truth)
-    st.text_area("Query text", query_text, height=110, disabled=True, key=f"reader_qtext_{q.id}")
-else:
-    query_text = st.text_area("Query text", height=110, key="reader_typed",
-                              placeholder="A question touching several unrelated topics…").strip()
+picked = query_picker(store, corpus.id, key="reader")
+query_text, stored_fusion, ground_truth = picked.text, picked.fusion, picked.ground_truth
 if not query_text:
     st.info("Type a query (or pick one from a query set) to read its retrieved documents.")
     st.stop()

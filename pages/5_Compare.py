@@ -38,6 +38,7 @@ from mrag_core.workflows.compare import (
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
+from ui.query_widgets import query_picker
 from ui.state import finished_runs_or_stop, get_model, get_store, llm_config, open_corpus_page
 
 st.set_page_config(page_title="Compare · MRAG Studio", page_icon="🧭", layout="wide")
@@ -149,39 +150,13 @@ bundle = get_bundle(run.id, backend)
 index = bundle.index
 
 # --- query -------------------------------------------------------------------------------------
-stored_fusion: list[str] = []
-ground_truth: list[int] = []
-source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key="compare_source")
-if source == "From a query set":
-    sets = db.list_query_sets(store, corpus.id)
-    if not sets:
-        st.info("This corpus has no query set: type a query instead.")
-        st.stop()
-    if drilldown is not None:
-        st.session_state["compare_qs"] = next((s for s in sets if s.id == drilldown[0]), sets[0])
-    qs = st.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key="compare_qs")
-    queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed"]
-    if not queries:
-        st.info("This query set is empty.")
-        st.stop()
-    if drilldown is not None:
-        picked = [q for q in queries if q.id == drilldown[1]]
-        if picked:
-            st.session_state["compare_query"] = picked[0]
-    q = st.selectbox("Query", queries, key="compare_query",
-                     format_func=lambda q: f"[{q.n_aspects} aspect{'s' if q.n_aspects != 1 else ''}] {q.text[:110]}")
-    query_text = q.text
-    stored_fusion = list(q.fusion)
-    ground_truth = list(q.ground_truth)
-    st.text_area("Query text", query_text, height=110, disabled=True, key=f"compare_qtext_{q.id}")
-    if ground_truth:
-        gt_docs = db.get_documents(store, ground_truth)
-        st.caption(f"Ground truth: {len(gt_docs)} document(s), one per aspect")
-        st.dataframe(pd.DataFrame({"title": [d.title for d in gt_docs], "category": [d.label or "" for d in gt_docs]}),
-                     hide_index=True, key="compare_gt")
-else:
-    query_text = st.text_area("Query text", height=110, key="compare_typed",
-                              placeholder="A question touching several unrelated topics…").strip()
+picked = query_picker(store, corpus.id, key="compare", preselect=drilldown)
+query_text, stored_fusion, ground_truth = picked.text, picked.fusion, picked.ground_truth
+if ground_truth:
+    gt_docs = db.get_documents(store, ground_truth)
+    st.caption(f"Ground truth: {len(gt_docs)} document(s), one per aspect")
+    st.dataframe(pd.DataFrame({"title": [d.title for d in gt_docs], "category": [d.label or "" for d in gt_docs]}),
+                 hide_index=True, key="compare_gt")
 
 # --- controls ----------------------------------------------------------------------------------
 default_k = max(1, min(len(ground_truth) or 5, 20))
