@@ -10,12 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 import db
-from mrag_core.models.loader import ModelLoadError
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
-from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, get_model, get_store, open_corpus_page
+from ui.state import finished_runs_or_stop, get_store, open_corpus_page, run_model_or_stop
 
 K_MAX = 20
 
@@ -46,13 +45,7 @@ run_ids = [r.id for r in runs]
 wanted = st.session_state.get("run_id")
 run = st.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
                    format_func=run_label, key="reader_run")
-if db.is_stale(store, run):
-    st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Rebuild it on the Index page.")
-try:
-    lm = model_for_run(get_model(run.model_name), run)
-except (ModelLoadError, ValueError) as exc:
-    st.error(f"The index's model could not be loaded: {exc}")
-    st.stop()
+lm = run_model_or_stop(store, run)
 bundle = get_bundle(run.id)
 
 # --- query -------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from plotly.subplots import make_subplots
 import db
 from mrag_core.backends import BACKENDS
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
-from mrag_core.models.loader import ModelLoadError
 from mrag_core.voting import VARIANTS
 from mrag_core.workflows.compare import (
     ALL_STRATEGY_LABELS,
@@ -35,11 +34,11 @@ from mrag_core.workflows.compare import (
     resolve_expansions,
     resolve_subqueries,
 )
-from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, get_model, get_store, llm_config, open_corpus_page
+from ui.state import finished_runs_or_stop, get_store, llm_config, open_corpus_page, run_model_or_stop
 
 st.set_page_config(page_title="Compare · MRAG Studio", page_icon="🧭", layout="wide")
 st.title("Compare")
@@ -138,14 +137,7 @@ run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if
                    format_func=run_label, key="compare_run")
 backend_default = st.session_state.get("run_backend", "torch")
 backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend")
-if db.is_stale(store, run):
-    st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Rebuild it on the Index page.")
-
-try:
-    lm = model_for_run(get_model(run.model_name), run)
-except (ModelLoadError, ValueError) as exc:
-    st.error(f"The index's model could not be loaded: {exc}")
-    st.stop()
+lm = run_model_or_stop(store, run)
 bundle = get_bundle(run.id, backend)
 index = bundle.index
 

@@ -100,3 +100,18 @@ def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.Emb
         st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")
         st.stop()
     return runs
+
+
+def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
+    """The loaded model of an index (embedding run) for embedding queries; warns when the index is
+    stale, and stops the page with the reason when the model cannot be loaded."""
+    from mrag_core.models.loader import ModelLoadError
+    from mrag_core.workflows.indexing import model_for_run
+
+    if db.is_stale(store, run):
+        st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Rebuild it on the Index page.")
+    try:
+        return model_for_run(get_model(run.model_name), run)
+    except (ModelLoadError, ValueError) as exc:
+        st.error(f"The index's model could not be loaded: {exc}")
+        st.stop()
