@@ -22,6 +22,7 @@ from mrag_core.evaluation import (
 from mrag_core.extraction import Embeddings
 from mrag_core.importance import HeadImportance
 from mrag_core.strategies import fusion_mrag_search, fusion_search, mrag_search, standard_search
+from tests.support.angles import angle_embeddings
 
 torch.set_num_threads(1)
 
@@ -65,16 +66,6 @@ def test_set_ratios_match_last_prefix() -> None:
 
 
 # --------------------------------------------------------------------------- evaluate on a hand-built index
-
-
-def unit(deg: float) -> list[float]:
-    r = np.deg2rad(deg)
-    return [float(np.cos(r)), float(np.sin(r))]
-
-
-def angle_embeddings(rows: list[list[float]]) -> Embeddings:
-    heads = np.array([[unit(a) for a in row] for row in rows], dtype=np.float32)
-    return Embeddings(heads.reshape(len(rows), -1).copy(), heads)
 
 
 # Documents (angles in head space 0, head space 1); standard = concat, so split pieces = head spaces.

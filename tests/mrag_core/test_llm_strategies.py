@@ -24,21 +24,12 @@ from mrag_core.llm_strategies import (
     family_of,
     llm_search,
 )
+from tests.support.angles import angle_embeddings
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai, last_user_message
 
 __all__ = ["fake_openai"]  # re-exported fixture
 
 torch.set_num_threads(1)
-
-
-def unit(deg: float) -> list[float]:
-    r = np.deg2rad(deg)
-    return [float(np.cos(r)), float(np.sin(r))]
-
-
-def angle_embeddings(rows: list[list[float]]) -> Embeddings:
-    heads = np.array([[unit(a) for a in row] for row in rows], dtype=np.float32)
-    return Embeddings(heads.reshape(len(rows), -1).copy(), heads)
 
 
 # Documents as angles in (head 0, head 1); the standard vector is their concatenation, so its cosine

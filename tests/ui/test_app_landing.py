@@ -14,16 +14,7 @@ from mrag_core.demo import DEMO_CORPUS_NAME, load_demo
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-@pytest.fixture(autouse=True)
-def fresh_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp_path / 't.db'}")
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
-    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    st.cache_resource.clear()
-    yield
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
 def test_landing_loads_demo_without_llm_key(tmp_path: Path) -> None:

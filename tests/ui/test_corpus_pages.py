@@ -9,7 +9,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import db
@@ -22,16 +21,7 @@ AGREEMENT_PAGE = str(ROOT / "pages" / "3_Agreement_and_Export.py")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-@pytest.fixture(autouse=True)
-def fresh_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp_path / 't.db'}")
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
 def _store(tmp_path: Path) -> db.Store:

@@ -19,16 +19,7 @@ EVAL_PAGE = str(ROOT / "pages" / "9_Evaluation_Runs.py")
 QUERY_PAGE = str(ROOT / "pages" / "8_Query_Builder.py")
 
 
-@pytest.fixture(autouse=True)
-def _fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp_path / 't.db'}")
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
 def _frame_with(at: AppTest, column: str):

@@ -11,7 +11,6 @@ import pytest
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
@@ -27,16 +26,7 @@ DOCS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp_path / 't.db'}")
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
 @pytest.fixture
