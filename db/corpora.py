@@ -581,6 +581,13 @@ def get_document(store: Store, document_id: int) -> DocumentRow:
     return rows[0]
 
 
+def document_sources(store: Store, corpus_id: int) -> dict[int, str]:
+    """``{document id: source}`` of a corpus, without loading texts or labels (one narrow query)."""
+    with store.session(readonly=True) as session:
+        rows = session.execute(select(Document.id, Document.source).where(Document.corpus_id == corpus_id))
+        return {int(i): src or "" for i, src in rows}
+
+
 def get_documents(store: Store, document_ids: Sequence[int]) -> list[DocumentRow]:
     """Documents by id, in the order asked (unknown ids are left out)."""
     ids = [int(i) for i in document_ids]

@@ -435,7 +435,8 @@ def run_evaluation(
                                        batch_size=16)
         timing.update(prepared.timing)
         row_of = {d: i for i, d in enumerate(prepared.doc_ids)}
-        units = topic_units([d.source for d in db.get_documents(store, prepared.doc_ids)], prepared.labels)
+        sources = db.document_sources(store, corpus_id)
+        units = topic_units([sources.get(d, "") for d in prepared.doc_ids], prepared.labels)
         todo = {s: db.completed_queries(store, run_id, s) for s in strategies}
         for s in strategies:
             if NAMED_STRATEGIES[s].llm:

@@ -322,3 +322,13 @@ def test_delete_documents_only_touches_the_given_corpus(store: Store) -> None:
     assert db.get_corpus(store, c.id).version == 3
     assert db.delete_documents(store, c.id, [12345]) == 0
     assert db.get_corpus(store, c.id).version == 3
+
+
+def test_document_sources_of_one_corpus(tmp_path) -> None:
+    store = db.open_store(f"sqlite:///{tmp_path / 'src.db'}")
+    a = db.create_corpus(store, "A")
+    b = db.create_corpus(store, "B")
+    ids = db.add_documents(store, a.id, [{"title": "x", "text": "one", "source": "legal topic wills"},
+                                         {"title": "y", "text": "two"}]).document_ids
+    db.add_documents(store, b.id, [{"title": "z", "text": "three", "source": "other.csv"}])
+    assert db.document_sources(store, a.id) == {ids[0]: "legal topic wills", ids[1]: ""}
