@@ -7,10 +7,16 @@ when numba is unavailable (or ``MRAG_NO_NUMBA=1``) and in tests to prove they ag
 
 * :func:`top_c_rows`: for every row of ``scores`` [r, n], the ``c`` largest values and their
   column ids, best first, in one pass with a size-``c`` min-heap: O(n + c log c) per row, one
-  comparison per element against the heap's root (the current ``c``-th best).
+  comparison per element against the heap's root (the current ``c``-th best). Long rows
+  (n >= 4G, c <= G/2, G = 256) first get a threshold ``t`` that cannot exclude a winner: the rows
+  are cut into G strided groups ``{j : j mod G = g}``; their maxima (one vectorised NumPy max) are
+  G distinct elements, so the ``c``-th largest group maximum ``t`` is <= the row's ``c``-th largest
+  value. Only elements >= ``t`` (about ``c`` of them) reach the heap, instead of the
+  ~``c ln(n/c)`` early insertions of an unseeded heap.
 * :func:`sum_votes`: ``total(d) = sum of weights[j] over j with ids[j] = d`` (ids < 0 ignored),
-  returned for the top ``k`` documents by total, ties broken by the smaller id. Sums run in the
-  input order within each id, so the totals equal ``np.bincount``'s bit for bit.
+  returned for the top ``k`` documents by total, ties broken by the smaller id. Totals are
+  accumulated in a small open-addressing hash table, in the input order within each id, so they
+  equal ``np.bincount``'s bit for bit; the top ``k`` are then picked with a size-``k`` heap.
 """
 
 from __future__ import annotations
@@ -103,27 +109,125 @@ if HAVE_NUMBA:
             return ids, vals
 
         @numba.njit(cache=True, nogil=True)
+        def _top_c_rows_seeded(scores: np.ndarray, group_max: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+            r, n = scores.shape
+            ids = np.empty((r, c), np.int64)
+            vals = np.empty((r, c), np.float32)
+            hv = np.empty(c, np.float32)
+            hi = np.empty(c, np.int64)
+            for row_i in range(r):
+                row = scores[row_i]
+                gm = group_max[row_i]
+                # t = the c-th largest group maximum (a size-c min-heap over the G maxima)
+                for j in range(c):
+                    hv[j] = gm[j]
+                    hi[j] = 0
+                for start in range(c // 2 - 1, -1, -1):
+                    _sift_down(hv, hi, c, start)
+                for j in range(c, gm.shape[0]):
+                    if gm[j] > hv[0]:
+                        hv[0] = gm[j]
+                        _sift_down(hv, hi, c, 0)
+                t = hv[0]
+                # the first c elements >= t fill the heap (there are at least c: the group maxima)
+                filled = 0
+                j = 0
+                while filled < c:
+                    v = row[j]
+                    if v >= t:
+                        hv[filled] = v
+                        hi[filled] = j
+                        filled += 1
+                    j += 1
+                for start in range(c // 2 - 1, -1, -1):
+                    _sift_down(hv, hi, c, start)
+                thr = hv[0]
+                for jj in range(j, n):
+                    v = row[jj]
+                    if v > thr:  # equal scores keep the earlier (smaller) id
+                        hv[0] = v
+                        hi[0] = jj
+                        _sift_down(hv, hi, c, 0)
+                        thr = hv[0]
+                order = np.argsort(hi, kind="mergesort")
+                order = order[np.argsort(-hv[order], kind="mergesort")]
+                for k in range(c):
+                    vals[row_i, k] = hv[order[k]]
+                    ids[row_i, k] = hi[order[k]]
+            return ids, vals
+
+        @numba.njit(cache=True, nogil=True, inline="always")
+        def _ranks_below(t1: float, i1: int, t2: float, i2: int) -> bool:  # pragma: no cover - compiled
+            """(t1, i1) ranks below (t2, i2): a smaller total, or an equal total and a larger id."""
+            return t1 < t2 or (t1 == t2 and i1 > i2)
+
+        @numba.njit(cache=True, nogil=True, inline="always")
+        def _sift_down_ranked(ht: np.ndarray, hi: np.ndarray, k: int, i: int) -> None:  # pragma: no cover - compiled
+            while True:
+                left = 2 * i + 1
+                if left >= k:
+                    return
+                m = left
+                if left + 1 < k and _ranks_below(ht[left + 1], hi[left + 1], ht[left], hi[left]):
+                    m = left + 1
+                if _ranks_below(ht[m], hi[m], ht[i], hi[i]):
+                    ht[m], ht[i] = ht[i], ht[m]
+                    hi[m], hi[i] = hi[i], hi[m]
+                    i = m
+                else:
+                    return
+
+        @numba.njit(cache=True, nogil=True)
         def _sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-            order = np.argsort(ids, kind="mergesort")  # stable: each id's weights keep their input order
-            uniq = np.empty(ids.shape[0], np.int64)
-            totals = np.empty(ids.shape[0], np.float64)
-            m = -1
-            prev = -1
-            for j in order:
+            m = ids.shape[0]
+            size = 16
+            while size < 2 * m:
+                size *= 2
+            mask = size - 1
+            keys = np.full(size, -1, np.int64)
+            slot = np.empty(size, np.int64)
+            uniq = np.empty(m, np.int64)
+            totals = np.empty(m, np.float64)
+            u = 0
+            for j in range(m):  # input order: each id's weights are summed as bincount sums them
                 d = ids[j]
                 if d < 0:
                     continue
-                if m < 0 or d != prev:
-                    m += 1
-                    uniq[m] = d
-                    totals[m] = 0.0
-                    prev = d
-                totals[m] += weights[j]
-            m += 1
-            uniq = uniq[:m]
-            totals = totals[:m]
-            best = np.argsort(-totals, kind="mergesort")[:k]  # uniq ascending + stable sort: ties by smaller id
-            return uniq[best], totals[best]
+                h = (d ^ (d >> 9) ^ (d >> 17)) & mask
+                while keys[h] != -1 and keys[h] != d:
+                    h = (h + 1) & mask
+                if keys[h] == -1:
+                    keys[h] = d
+                    slot[h] = u
+                    uniq[u] = d
+                    totals[u] = 0.0
+                    u += 1
+                totals[slot[h]] += weights[j]
+            k = min(k, u)
+            ht = np.empty(k, np.float64)  # min-heap: the root ranks lowest of the k best so far
+            hi = np.empty(k, np.int64)
+            for j in range(k):
+                ht[j] = totals[j]
+                hi[j] = uniq[j]
+            for start in range(k // 2 - 1, -1, -1):
+                _sift_down_ranked(ht, hi, k, start)
+            for j in range(k, u):
+                if _ranks_below(ht[0], hi[0], totals[j], uniq[j]):
+                    ht[0] = totals[j]
+                    hi[0] = uniq[j]
+                    _sift_down_ranked(ht, hi, k, 0)
+            out_ids = np.empty(k, np.int64)
+            out_totals = np.empty(k, np.float64)
+            for pos in range(k - 1, -1, -1):  # pop the lowest-ranked into the last free place
+                out_totals[pos] = ht[0]
+                out_ids[pos] = hi[0]
+                ht[0] = ht[pos]
+                hi[0] = hi[pos]
+                _sift_down_ranked(ht, hi, pos, 0)
+            return out_ids, out_totals
+
+
+_GROUPS = 256  # strided groups for the seeded top-c threshold
 
 
 def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,9 +237,15 @@ def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
     scores = np.ascontiguousarray(scores, dtype=np.float32)
     if scores.ndim != 2:
         raise ValueError(f"scores must be 2-D [rows, n], got shape {scores.shape}")
-    c = min(int(c), scores.shape[1])
-    if not HAVE_NUMBA or c <= 0 or scores.shape[0] == 0:
+    r, n = scores.shape
+    c = min(int(c), n)
+    if not HAVE_NUMBA or c <= 0 or r == 0:
         return top_c_rows_reference(scores, c)
+    if n >= 4 * _GROUPS and c <= _GROUPS // 2:
+        full = (n // _GROUPS) * _GROUPS
+        group_max = scores[:, :full].reshape(r, full // _GROUPS, _GROUPS).max(axis=1)  # [r, G], strided groups
+        if np.isfinite(group_max).all():
+            return _top_c_rows_seeded(scores, group_max, c)
     return _top_c_rows(scores, c)
 
 

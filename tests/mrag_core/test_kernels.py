@@ -55,7 +55,7 @@ def test_top_c_rejects_bad_shapes() -> None:
         top_c_rows(np.zeros(5, np.float32), 2)
 
 
-@pytest.mark.parametrize("n", [64, 511, 512, 513, 1000, 4099])
+@pytest.mark.parametrize("n", [64, 511, 512, 513, 1000, 1024, 1279, 4099, 10_000])
 @pytest.mark.parametrize("c", [1, 3, 16, 32])
 def test_top_c_is_exact_with_ties_at_many_sizes(n: int, c: int) -> None:
     """Few distinct values so that ties decide the boundary; the best values at the end of a row,
@@ -65,11 +65,35 @@ def test_top_c_is_exact_with_ties_at_many_sizes(n: int, c: int) -> None:
     scores[1, -(n % 16 or 1):] = 9.0  # row 1: the maxima sit in the tail
     scores[2] = 3.0  # row 2: all equal -> the c smallest ids
     scores[3, ::16] = 8.0  # row 3: one group holds many of the best
+    scores[4, 5::256] = 8.5  # row 4: one strided group of the seeded path holds all of the best
     ids, vals = top_c_rows(scores, c)
     ref_ids, ref_vals = top_c_rows_reference(scores, c)
     np.testing.assert_array_equal(ids, ref_ids)
     np.testing.assert_array_equal(vals, ref_vals)
     assert ids[2].tolist() == list(range(min(c, n)))
+
+
+def test_seeded_threshold_never_drops_a_winner() -> None:
+    """The seeded kernel (threshold = c-th largest strided-group maximum) against the reference on
+    rows built to stress the threshold: -inf entries, best values in the tail after the last full
+    group, a single value repeated, and sorted rows (each group's maximum sits in the last block)."""
+    rng = np.random.default_rng(11)
+    n, c = 3000, 32
+    rows = [rng.standard_normal(n), np.sort(rng.standard_normal(n)), np.full(n, 2.0),
+            np.where(rng.random(n) < 0.5, -np.inf, rng.standard_normal(n))]
+    tail = rng.standard_normal(n)
+    tail[-(n % 256):] = 50.0  # 184 entries past the last full group, all winners
+    rows.append(tail)
+    scores = np.asarray(rows, np.float32)
+    assert kernels.HAVE_NUMBA
+    full = (n // 256) * 256
+    group_max = scores[:, :full].reshape(len(rows), full // 256, 256).max(axis=1)
+    ids, vals = kernels._top_c_rows_seeded(scores, group_max, c)
+    ref_ids, ref_vals = top_c_rows_reference(scores, c)
+    np.testing.assert_array_equal(ids, ref_ids)
+    np.testing.assert_array_equal(vals, ref_vals)
+    ids2, _ = top_c_rows(scores, c)  # the public function takes the seeded path here
+    np.testing.assert_array_equal(ids2, ref_ids)
 
 
 def test_sum_votes_hand_worked() -> None:
@@ -99,6 +123,19 @@ def test_sum_votes_equals_the_bincount_reference_bit_for_bit() -> None:
         ref_docs, ref_totals = sum_votes_reference(ids, w, 32)
         np.testing.assert_array_equal(docs, ref_docs)
         np.testing.assert_array_equal(totals, ref_totals)
+
+
+def test_sum_votes_more_k_than_documents_and_heavy_ties() -> None:
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        m = int(rng.integers(1, 400))
+        ids = rng.integers(-1, int(rng.integers(1, 300)), m)
+        w = np.round(rng.random(m), 1)  # few distinct weights: many equal totals
+        k = int(rng.integers(0, 60))
+        docs, totals = sum_votes(ids, w, k)
+        ref_docs, ref_totals = sum_votes_reference(ids, w, k)
+        np.testing.assert_array_equal(docs, ref_docs, err_msg=f"trial {trial}")
+        np.testing.assert_array_equal(totals, ref_totals, err_msg=f"trial {trial}")
 
 
 def test_sum_votes_shape_mismatch() -> None:
