@@ -8,7 +8,10 @@ Backends:
   then the top ``c`` of every row (``torch.topk`` on the GPU; on the CPU the compiled one-pass
   heap of :func:`mrag_core.kernels.top_c_rows`).
 * ``faiss-flat``: exact, one ``IndexFlatIP`` per space (CPU).
-* ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU), ``efSearch >= c``.
+* ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU), ``efSearch = max(64, 2c)``;
+  ``M`` (links per node) 16 for spaces of at most 64 dimensions (head spaces), 32 above: a
+  low-dimensional space reaches the same recall with fewer links, and each link is a distance
+  computation on every visit.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import torch
 
 from mrag_core.device import pick_device
 from mrag_core.kernels import top_c_rows
+from mrag_core.voting import similarity_to_distance  # noqa: F401  (part of this module's interface)
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
 METRICS = ("cosine", "ip")
@@ -96,7 +100,7 @@ class TorchIndex:
 class FaissIndex:
     """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate)."""
 
-    def __init__(self, vectors: np.ndarray, metric: str = "cosine", kind: str = "flat", hnsw_m: int = 32,
+    def __init__(self, vectors: np.ndarray, metric: str = "cosine", kind: str = "flat", hnsw_m: int | None = None,
                  ef_construction: int = 80) -> None:
         import faiss
 
@@ -105,11 +109,13 @@ class FaissIndex:
         self.metric = metric
         self.kind = kind
         self._indexes = []
+        self.ef_search: int | None = None  # HNSW: None -> max(64, 2 * depth) per search
+        self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
         for s in range(self.n_spaces):
             if kind == "flat":
                 index = faiss.IndexFlatIP(self.dim)
             elif kind == "hnsw":
-                index = faiss.IndexHNSWFlat(self.dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+                index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
                 index.hnsw.efConstruction = ef_construction
             else:
                 raise ValueError(f"unknown FAISS index kind '{kind}'")
@@ -117,18 +123,25 @@ class FaissIndex:
             self._indexes.append(index)
 
     def search(self, queries: np.ndarray, depth: int) -> Hits:
+        import faiss
+
         q = _prepare(queries, self.metric)
         depth = min(depth, self.n_docs)
         nq = q.shape[0]
-        ids = np.empty((nq, self.n_spaces, depth), np.int64)
-        scores = np.empty((nq, self.n_spaces, depth), np.float32)
+        per_space = np.ascontiguousarray(q.transpose(1, 0, 2))  # [s, q, d]: each space's queries contiguous
+        ids = np.empty((self.n_spaces, nq, depth), np.int64)
+        scores = np.empty((self.n_spaces, nq, depth), np.float32)
+        if self.kind == "hnsw":
+            ef = self.ef_search if self.ef_search is not None else max(64, 2 * depth)
+            for index in self._indexes:
+                if index.hnsw.efSearch != ef:
+                    index.hnsw.efSearch = ef
+        # the SWIG entry point with preallocated outputs: the Python wrapper's checks and
+        # allocations cost about as much as a small head space's search, once per space
+        ptr = faiss.swig_ptr
         for s, index in enumerate(self._indexes):
-            if self.kind == "hnsw":
-                index.hnsw.efSearch = max(64, 2 * depth)
-            d, i = index.search(np.ascontiguousarray(q[:, s, :]), depth)
-            ids[:, s, :] = i
-            scores[:, s, :] = d
-        return Hits(ids=ids, scores=scores)
+            index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]))
+        return Hits(ids=np.ascontiguousarray(ids.transpose(1, 0, 2)), scores=np.ascontiguousarray(scores.transpose(1, 0, 2)))
 
 
 def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosine", device: str = "auto") -> SpaceIndex:
@@ -141,7 +154,3 @@ def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosi
         return FaissIndex(vectors, metric=metric, kind="hnsw")
     raise ValueError(f"unknown search backend '{backend}': use one of {', '.join(BACKENDS)}")
 
-
-def similarity_to_distance(scores: np.ndarray, metric: str) -> np.ndarray:
-    """Distance used by the 1/distance vote: ``1 - cos`` for cosine, ``-ip`` for inner product."""
-    return 1.0 - scores if metric == "cosine" else -scores

@@ -34,8 +34,8 @@ from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.strategies import head_hits, mrag_search, split_hits, split_search, standard_search
-from mrag_core.voting import reciprocal_rank_fusion, vote, vote_weights
-from mrag_core.backends import Hits, similarity_to_distance
+from mrag_core.voting import reciprocal_rank_fusion, vote_hits
+from mrag_core.backends import Hits
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,7 @@ def _mrag_lists_per_depth(ids: np.ndarray, scores: np.ndarray, imp: np.ndarray, 
     out = []
     for i in range(1, k_max + 1):
         sub_ids = ids[:, :i]  # fewer than i columns when the corpus is smaller than k_max
-        ranks = np.broadcast_to(np.arange(sub_ids.shape[1]), sub_ids.shape)
-        w = vote_weights(ranks, imp, similarity_to_distance(scores[:, :i], metric), variant)
-        out.append(vote(sub_ids, w, i, with_evidence=False).doc_ids.tolist())
+        out.append(vote_hits(sub_ids, scores[:, :i], imp, variant, i, metric, with_evidence=False).doc_ids.tolist())
     return out
 
 

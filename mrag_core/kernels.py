@@ -26,7 +26,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "sum_votes", "sum_votes_reference", "top_c_rows", "top_c_rows_reference", "warm_up"]
+__all__ = ["HAVE_NUMBA", "sum_rank_votes", "sum_votes", "sum_votes_reference", "top_c_rows", "top_c_rows_reference",
+           "warm_up"]
 
 
 def top_c_rows_reference(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,6 +79,17 @@ if HAVE_NUMBA:
                 else:
                     return
 
+        @numba.njit(cache=True, nogil=True, inline="always")
+        def _pop_best_first(hv: np.ndarray, hi: np.ndarray, c: int, out_v: np.ndarray, out_i: np.ndarray) -> None:  # pragma: no cover
+            """Empty the min-heap into ``out`` best first (equal values: smaller id first): the root
+            ranks lowest, so each pop fills the last free place; no allocation, O(c log c)."""
+            for pos in range(c - 1, -1, -1):
+                out_v[pos] = hv[0]
+                out_i[pos] = hi[0]
+                hv[0] = hv[pos]
+                hi[0] = hi[pos]
+                _sift_down(hv, hi, pos, 0)
+
         @numba.njit(cache=True, nogil=True)
         def _top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
             r, n = scores.shape
@@ -101,11 +113,7 @@ if HAVE_NUMBA:
                         _sift_down(hv, hi, c, 0)
                         thr = hv[0]
                 # best first; equal values by smaller id
-                order = np.argsort(hi, kind="mergesort")
-                order = order[np.argsort(-hv[order], kind="mergesort")]
-                for j in range(c):
-                    vals[row_i, j] = hv[order[j]]
-                    ids[row_i, j] = hi[order[j]]
+                _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
             return ids, vals
 
         @numba.njit(cache=True, nogil=True)
@@ -149,11 +157,7 @@ if HAVE_NUMBA:
                         hi[0] = jj
                         _sift_down(hv, hi, c, 0)
                         thr = hv[0]
-                order = np.argsort(hi, kind="mergesort")
-                order = order[np.argsort(-hv[order], kind="mergesort")]
-                for k in range(c):
-                    vals[row_i, k] = hv[order[k]]
-                    ids[row_i, k] = hi[order[k]]
+                _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
             return ids, vals
 
         @numba.njit(cache=True, nogil=True, inline="always")
@@ -226,6 +230,17 @@ if HAVE_NUMBA:
                 _sift_down_ranked(ht, hi, pos, 0)
             return out_ids, out_totals
 
+        @numba.njit(cache=True, nogil=True)
+        def _sum_rank_votes(ids: np.ndarray, scale: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+            s_count, c = ids.shape
+            weights = np.empty(s_count * c, np.float64)
+            for i in range(s_count):
+                w = 1.0
+                for p in range(c):  # scale[i] * 2^-p: halving is exact, as is the product with a power of two
+                    weights[i * c + p] = scale[i] * w
+                    w *= 0.5
+            return _sum_votes(ids.reshape(-1), weights, k)
+
 
 _GROUPS = 256  # strided groups for the seeded top-c threshold
 
@@ -261,7 +276,22 @@ def sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray,
     return _sum_votes(flat_ids, flat_w, int(k))
 
 
+def sum_rank_votes(ids: np.ndarray, scale: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sum_votes` with ``weights[s, p] = scale[s] * 2^-p``: hits ``ids`` [s, c] listed best
+    first per space (``scale`` = head importance for MRAG, ones for the decay vote). The weights are
+    made inside the compiled call, so one query's vote is a single call."""
+    ids2 = np.ascontiguousarray(ids, dtype=np.int64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64).reshape(-1)
+    if ids2.ndim != 2 or scale.shape[0] != ids2.shape[0]:
+        raise ValueError(f"ids must be [spaces, c] with one scale per space, got {np.shape(ids)} and {np.shape(scale)}")
+    if not HAVE_NUMBA or k <= 0:
+        weights = scale[:, None] * np.exp2(-np.arange(ids2.shape[1], dtype=np.float64))
+        return sum_votes_reference(ids2, weights, max(k, 0))
+    return _sum_rank_votes(ids2, scale, int(k))
+
+
 def warm_up() -> None:
-    """Compile (or load from the on-disk cache) both kernels now rather than on the first search."""
+    """Compile (or load from the on-disk cache) the kernels now rather than on the first search."""
     top_c_rows(np.arange(8, dtype=np.float32).reshape(2, 4), 2)
     sum_votes(np.array([[1, 2], [2, -1]]), np.ones((2, 2)), 2)
+    sum_rank_votes(np.array([[1, 2], [2, -1]]), np.ones(2), 2)

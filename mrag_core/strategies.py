@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mrag_core.backends import Hits, similarity_to_distance
+from mrag_core.backends import Hits
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
-from mrag_core.voting import reciprocal_rank_fusion, vote, vote_weights
+from mrag_core.voting import reciprocal_rank_fusion, vote_hits
 
 STRATEGIES = ("standard", "mrag", "split", "fusion", "fusion-mrag")
 
@@ -56,9 +56,7 @@ class Retrieved:
 def _vote_from_hits(ids: np.ndarray, scores: np.ndarray, importance: np.ndarray, variant: str, metric: str,
                     k: int, strategy: str, with_evidence: bool = True) -> Retrieved:
     """Vote over one query's per-space hits ``ids`` / ``scores`` [s, c]."""
-    ranks = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
-    weights = vote_weights(ranks, importance, similarity_to_distance(scores, metric), variant)
-    res = vote(ids, weights, k, with_evidence=with_evidence)
+    res = vote_hits(ids, scores, importance, variant, k, metric, with_evidence=with_evidence)
     evidence = {d: [SpaceHit(s, p, w) for (s, p, w) in hits] for d, hits in res.evidence.items()}
     return Retrieved(strategy, res.doc_ids.tolist(), res.scores.tolist(), evidence, ids, scores)
 

@@ -17,11 +17,12 @@ RRF (``reciprocal_rank_fusion``, from :mod:`mrag_core.rrf`): ``score(d) = sum ov
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Hashable, Sequence  # noqa: F401
 
 import numpy as np
 
-from mrag_core.kernels import sum_votes
+from mrag_core.kernels import sum_rank_votes, sum_votes
 from mrag_core.rrf import reciprocal_rank_fusion  # noqa: F401  (one RRF for every strategy)
 
 VARIANTS = ("importance", "decay", "distance")
@@ -41,6 +42,50 @@ def vote_weights(ranks: np.ndarray, importance: np.ndarray, distances: np.ndarra
     if variant == "distance":
         return 1.0 / np.maximum(distances.astype(np.float64), 1e-6)
     raise ValueError(f"unknown voting variant '{variant}': use one of {', '.join(VARIANTS)}")
+
+
+def similarity_to_distance(scores: np.ndarray, metric: str) -> np.ndarray:
+    """Distance used by the 1/distance vote: ``1 - cos`` for cosine, ``-ip`` for inner product."""
+    return 1.0 - scores if metric == "cosine" else -scores
+
+
+@lru_cache(maxsize=64)
+def _decay_table(c: int) -> np.ndarray:
+    """``2^-p`` for p = 0..c-1 (float64, read-only; shared by every query)."""
+    table = np.exp2(-np.arange(c, dtype=np.float64))
+    table.flags.writeable = False
+    return table
+
+
+def hit_weights(importance: np.ndarray, scores: np.ndarray, variant: str, metric: str = "cosine") -> np.ndarray:
+    """Votes for hits listed best first in each space: column ``p`` of ``scores`` [s, c] is rank ``p``.
+
+    The same numbers as :func:`vote_weights` with ``ranks[s, p] = p`` (``importance``: s_i * 2^-p;
+    ``decay``: 2^-p; ``distance``: 1 / d with d = 1 - cos or -ip from ``scores``), without building
+    the rank matrix or distances the variant does not use: one multiply per query, 2^-p from a table.
+    """
+    s_count, c = scores.shape
+    if variant == "importance":
+        return np.asarray(importance, dtype=np.float64)[:, None] * _decay_table(c)
+    if variant == "decay":
+        return np.broadcast_to(_decay_table(c), (s_count, c))
+    if variant == "distance":
+        return 1.0 / np.maximum(similarity_to_distance(scores, metric).astype(np.float64), 1e-6)
+    raise ValueError(f"unknown voting variant '{variant}': use one of {', '.join(VARIANTS)}")
+
+
+def vote_hits(ids: np.ndarray, scores: np.ndarray, importance: np.ndarray, variant: str, k: int,
+              metric: str = "cosine", *, with_evidence: bool = True) -> "VoteResult":
+    """One query's vote over its hits ``ids`` / ``scores`` [s, c], listed best first per space.
+
+    Equal to ``vote(ids, hit_weights(importance, scores, variant, metric), k)``; without evidence
+    the ``importance`` and ``decay`` votes run as one compiled call (weights made inside it).
+    """
+    if not with_evidence and variant in ("importance", "decay"):
+        scale = importance if variant == "importance" else np.ones(ids.shape[0])
+        doc_ids, totals = sum_rank_votes(ids, scale, k)
+        return VoteResult(doc_ids=doc_ids, scores=totals)
+    return vote(ids, hit_weights(importance, scores, variant, metric), k, with_evidence=with_evidence)
 
 
 @dataclass

@@ -46,6 +46,18 @@ def test_torch_and_faiss_flat_agree_with_brute_force(data, metric: str) -> None:
         assert np.all(np.diff(hits.scores, axis=2) <= 1e-6)  # best first
 
 
+def test_exact_backends_agree_on_a_corpus_large_enough_for_the_seeded_top_c() -> None:
+    # 3,000 documents: the torch CPU path takes the threshold-seeded top-c (n >= 1,024)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3000, 12, 8)).astype(np.float32)
+    q = rng.normal(size=(3, 12, 8)).astype(np.float32)
+    exp_ids, exp_scores = _brute(x, q, 32, "cosine")
+    for backend in ("torch", "faiss-flat"):
+        hits = build_index(x, backend, "cosine", device="cpu").search(q, 32)
+        np.testing.assert_array_equal(hits.ids, exp_ids, err_msg=backend)
+        np.testing.assert_allclose(hits.scores, exp_scores, rtol=1e-4, atol=1e-4)
+
+
 def test_cosine_ignores_scale_ip_does_not() -> None:
     x = np.array([[1.0, 0.0], [10.0, 10.0], [0.0, -1.0]], dtype=np.float32)
     q = np.array([[[1.0, 0.2]]], dtype=np.float32)

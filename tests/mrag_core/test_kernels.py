@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mrag_core import kernels
-from mrag_core.kernels import sum_votes, sum_votes_reference, top_c_rows, top_c_rows_reference
+from mrag_core.kernels import sum_rank_votes, sum_votes, sum_votes_reference, top_c_rows, top_c_rows_reference
 
 
 def test_numba_is_used_here() -> None:
@@ -141,3 +141,12 @@ def test_sum_votes_more_k_than_documents_and_heavy_ties() -> None:
 def test_sum_votes_shape_mismatch() -> None:
     with pytest.raises(ValueError, match="differ in shape"):
         sum_votes(np.array([1, 2]), np.array([1.0]), 1)
+
+
+def test_sum_rank_votes_hand_worked_and_shape_check() -> None:
+    # space 0 (scale 2) ranks 7, 3; space 1 (scale 1) ranks 3, 9: 3 gets 2*0.5 + 1 = 2, 7 gets 2, 9 gets 0.5
+    docs, totals = sum_rank_votes(np.array([[7, 3], [3, 9]]), np.array([2.0, 1.0]), 3)
+    assert docs.tolist() == [3, 7, 9]  # 3 and 7 tie at 2.0: the smaller id first
+    assert totals.tolist() == [2.0, 2.0, 0.5]
+    with pytest.raises(ValueError, match="one scale per space"):
+        sum_rank_votes(np.array([[1, 2]]), np.ones(3), 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mrag_core.voting import RRF_K, reciprocal_rank_fusion, vote, vote_weights
+from mrag_core.voting import RRF_K, hit_weights, reciprocal_rank_fusion, vote, vote_hits, vote_weights
 
 IDS = np.array([[5, 7, 9], [7, 5, 3]])
 RANKS = np.broadcast_to(np.arange(3), IDS.shape)
@@ -62,6 +62,26 @@ def test_missing_hits_are_ignored() -> None:
 def test_unknown_variant() -> None:
     with pytest.raises(ValueError, match="unknown voting variant"):
         vote_weights(RANKS, np.ones(2), np.zeros((2, 3)), "borda")
+    with pytest.raises(ValueError, match="unknown voting variant"):
+        hit_weights(np.ones(2), np.zeros((2, 3)), "borda")
+
+
+@pytest.mark.parametrize("variant", ["importance", "decay", "distance"])
+@pytest.mark.parametrize("metric", ["cosine", "ip"])
+def test_hit_weights_equal_vote_weights_with_column_ranks(variant: str, metric: str) -> None:
+    rng = np.random.default_rng(7)
+    scores = np.sort(rng.uniform(-1, 1, (4, 6)), axis=1)[:, ::-1].astype(np.float32)
+    imp = rng.random(4)
+    ranks = np.broadcast_to(np.arange(6), scores.shape)
+    distances = 1.0 - scores if metric == "cosine" else -scores
+    np.testing.assert_array_equal(hit_weights(imp, scores, variant, metric), vote_weights(ranks, imp, distances, variant))
+
+
+def test_hit_weights_hand_worked() -> None:
+    scores = np.array([[0.9, 0.5, 0.2], [0.8, 0.7, 1.0]])
+    np.testing.assert_allclose(hit_weights(np.array([2.0, 1.0]), scores, "importance"), [[2, 1, 0.5], [1, 0.5, 0.25]])
+    # cosine distances 0.1, 0.5, 0.8 / 0.2, 0.3, 0 (clipped at 1e-6)
+    np.testing.assert_allclose(hit_weights(np.ones(2), scores, "distance"), [[10, 2, 1.25], [5, 1 / 0.3, 1e6]])
 
 
 def test_rrf_hand_worked_with_tie_rule() -> None:
@@ -80,3 +100,20 @@ def test_rrf_order_by_score() -> None:
     fused_k1 = reciprocal_rank_fusion([[1, 2]], k=1)
     np.testing.assert_allclose([s for _, s in fused_k1], [1 / 2, 1 / 3])
     assert reciprocal_rank_fusion([]) == []
+
+
+@pytest.mark.parametrize("variant", ["importance", "decay", "distance"])
+def test_vote_hits_compiled_path_equals_weights_then_vote(variant: str) -> None:
+    """Without evidence the importance/decay votes take one compiled call; totals must be the same
+    numbers, bit for bit, as building the weights and summing them, ties included."""
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        ids = rng.integers(-1, 40, (12, 32))
+        scores = np.sort(rng.uniform(-1, 1, (12, 32)), axis=1)[:, ::-1].astype(np.float32)
+        imp = rng.choice([0.5, 1.0, 1.5], 12)  # repeated importances: equal totals happen
+        fast = vote_hits(ids, scores, imp, variant, 10, with_evidence=False)
+        slow = vote(ids, hit_weights(imp, scores, variant), 10, with_evidence=False)
+        np.testing.assert_array_equal(fast.doc_ids, slow.doc_ids)
+        np.testing.assert_array_equal(fast.scores, slow.scores)
+    with_ev = vote_hits(IDS, np.zeros((2, 3)), np.array([2.0, 1.0]), "importance", 10)
+    assert with_ev.evidence[5] == [(0, 0, 2.0), (1, 1, 0.5)]  # the evidence path is the plain vote
