@@ -64,20 +64,41 @@ if HAVE_NUMBA:
         warnings.simplefilter("ignore")  # a read-only checkout only loses the on-disk cache
 
         @numba.njit(cache=True, nogil=True, inline="always")
+        def _ranks_below(v1: float, i1: int, v2: float, i2: int) -> bool:  # pragma: no cover - compiled
+            """(v1, i1) ranks below (v2, i2): a smaller value, or an equal value and a larger id."""
+            return v1 < v2 or (v1 == v2 and i1 > i2)
+
+        @numba.njit(cache=True, nogil=True, inline="always")
         def _sift_down(hv: np.ndarray, hi: np.ndarray, c: int, i: int) -> None:  # pragma: no cover - compiled
+            """Restore the min-heap (root = the entry that ranks lowest) below position ``i``."""
             while True:
                 left = 2 * i + 1
                 if left >= c:
                     return
                 m = left
-                if left + 1 < c and (hv[left + 1] < hv[left] or (hv[left + 1] == hv[left] and hi[left + 1] > hi[left])):
+                if left + 1 < c and _ranks_below(hv[left + 1], hi[left + 1], hv[left], hi[left]):
                     m = left + 1
-                if hv[m] < hv[i] or (hv[m] == hv[i] and hi[m] > hi[i]):
+                if _ranks_below(hv[m], hi[m], hv[i], hi[i]):
                     hv[m], hv[i] = hv[i], hv[m]
                     hi[m], hi[i] = hi[i], hi[m]
                     i = m
                 else:
                     return
+
+        @numba.njit(cache=True, nogil=True, inline="always")
+        def _heap_scan(row: np.ndarray, hv: np.ndarray, hi: np.ndarray, c: int, start: int) -> None:  # pragma: no cover
+            """Heapify the ``c`` entries in ``hv`` / ``hi`` (a min-heap: root = current c-th best), then
+            offer ``row[start:]``; equal scores keep the earlier (smaller) id already held."""
+            for i in range(c // 2 - 1, -1, -1):
+                _sift_down(hv, hi, c, i)
+            thr = hv[0]
+            for j in range(start, row.shape[0]):
+                v = row[j]
+                if v > thr:
+                    hv[0] = v
+                    hi[0] = j
+                    _sift_down(hv, hi, c, 0)
+                    thr = hv[0]
 
         @numba.njit(cache=True, nogil=True, inline="always")
         def _pop_best_first(hv: np.ndarray, hi: np.ndarray, c: int, out_v: np.ndarray, out_i: np.ndarray) -> None:  # pragma: no cover
@@ -91,95 +112,41 @@ if HAVE_NUMBA:
                 _sift_down(hv, hi, pos, 0)
 
         @numba.njit(cache=True, nogil=True)
-        def _top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+        def _top_c_rows(scores: np.ndarray, group_max: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+            """``group_max`` [r, G >= c] seeds each row's heap with elements >= the c-th largest group
+            maximum; [r, 0] means no seeding (the heap starts from the row's first c elements)."""
             r, n = scores.shape
             ids = np.empty((r, c), np.int64)
             vals = np.empty((r, c), np.float32)
             hv = np.empty(c, np.float32)
             hi = np.empty(c, np.int64)
+            seeded = group_max.shape[1] >= c
             for row_i in range(r):
                 row = scores[row_i]
-                for j in range(c):
-                    hv[j] = row[j]
-                    hi[j] = j
-                for start in range(c // 2 - 1, -1, -1):
-                    _sift_down(hv, hi, c, start)
-                thr = hv[0]
-                for j in range(c, n):
-                    v = row[j]
-                    if v > thr:  # equal scores keep the earlier (smaller) id
-                        hv[0] = v
-                        hi[0] = j
-                        _sift_down(hv, hi, c, 0)
-                        thr = hv[0]
-                # best first; equal values by smaller id
-                _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
-            return ids, vals
-
-        @numba.njit(cache=True, nogil=True)
-        def _top_c_rows_seeded(scores: np.ndarray, group_max: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-            r, n = scores.shape
-            ids = np.empty((r, c), np.int64)
-            vals = np.empty((r, c), np.float32)
-            hv = np.empty(c, np.float32)
-            hi = np.empty(c, np.int64)
-            for row_i in range(r):
-                row = scores[row_i]
-                gm = group_max[row_i]
-                # t = the c-th largest group maximum (a size-c min-heap over the G maxima)
-                for j in range(c):
-                    hv[j] = gm[j]
-                    hi[j] = 0
-                for start in range(c // 2 - 1, -1, -1):
-                    _sift_down(hv, hi, c, start)
-                for j in range(c, gm.shape[0]):
-                    if gm[j] > hv[0]:
-                        hv[0] = gm[j]
-                        _sift_down(hv, hi, c, 0)
-                t = hv[0]
-                # the first c elements >= t fill the heap (there are at least c: the group maxima)
-                filled = 0
-                j = 0
-                while filled < c:
-                    v = row[j]
-                    if v >= t:
-                        hv[filled] = v
-                        hi[filled] = j
-                        filled += 1
-                    j += 1
-                for start in range(c // 2 - 1, -1, -1):
-                    _sift_down(hv, hi, c, start)
-                thr = hv[0]
-                for jj in range(j, n):
-                    v = row[jj]
-                    if v > thr:  # equal scores keep the earlier (smaller) id
-                        hv[0] = v
-                        hi[0] = jj
-                        _sift_down(hv, hi, c, 0)
-                        thr = hv[0]
-                _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
-            return ids, vals
-
-        @numba.njit(cache=True, nogil=True, inline="always")
-        def _ranks_below(t1: float, i1: int, t2: float, i2: int) -> bool:  # pragma: no cover - compiled
-            """(t1, i1) ranks below (t2, i2): a smaller total, or an equal total and a larger id."""
-            return t1 < t2 or (t1 == t2 and i1 > i2)
-
-        @numba.njit(cache=True, nogil=True, inline="always")
-        def _sift_down_ranked(ht: np.ndarray, hi: np.ndarray, k: int, i: int) -> None:  # pragma: no cover - compiled
-            while True:
-                left = 2 * i + 1
-                if left >= k:
-                    return
-                m = left
-                if left + 1 < k and _ranks_below(ht[left + 1], hi[left + 1], ht[left], hi[left]):
-                    m = left + 1
-                if _ranks_below(ht[m], hi[m], ht[i], hi[i]):
-                    ht[m], ht[i] = ht[i], ht[m]
-                    hi[m], hi[i] = hi[i], hi[m]
-                    i = m
+                if seeded:
+                    gm = group_max[row_i]
+                    for j in range(c):
+                        hv[j] = gm[j]
+                    _heap_scan(gm, hv, hi, c, c)
+                    t = hv[0]  # the c-th largest group maximum
+                    # the first c elements >= t fill the heap (there are at least c: the group maxima)
+                    filled = 0
+                    j = 0
+                    while filled < c:
+                        v = row[j]
+                        if v >= t:
+                            hv[filled] = v
+                            hi[filled] = j
+                            filled += 1
+                        j += 1
                 else:
-                    return
+                    for j in range(c):
+                        hv[j] = row[j]
+                        hi[j] = j
+                    j = c
+                _heap_scan(row, hv, hi, c, j)
+                _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
+            return ids, vals
 
         @numba.njit(cache=True, nogil=True)
         def _sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
@@ -214,20 +181,15 @@ if HAVE_NUMBA:
                 ht[j] = totals[j]
                 hi[j] = uniq[j]
             for start in range(k // 2 - 1, -1, -1):
-                _sift_down_ranked(ht, hi, k, start)
+                _sift_down(ht, hi, k, start)
             for j in range(k, u):
                 if _ranks_below(ht[0], hi[0], totals[j], uniq[j]):
                     ht[0] = totals[j]
                     hi[0] = uniq[j]
-                    _sift_down_ranked(ht, hi, k, 0)
+                    _sift_down(ht, hi, k, 0)
             out_ids = np.empty(k, np.int64)
             out_totals = np.empty(k, np.float64)
-            for pos in range(k - 1, -1, -1):  # pop the lowest-ranked into the last free place
-                out_totals[pos] = ht[0]
-                out_ids[pos] = hi[0]
-                ht[0] = ht[pos]
-                hi[0] = hi[pos]
-                _sift_down_ranked(ht, hi, pos, 0)
+            _pop_best_first(ht, hi, k, out_totals, out_ids)
             return out_ids, out_totals
 
         @numba.njit(cache=True, nogil=True)
@@ -260,8 +222,8 @@ def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
         full = (n // _GROUPS) * _GROUPS
         group_max = scores[:, :full].reshape(r, full // _GROUPS, _GROUPS).max(axis=1)  # [r, G], strided groups
         if np.isfinite(group_max).all():
-            return _top_c_rows_seeded(scores, group_max, c)
-    return _top_c_rows(scores, c)
+            return _top_c_rows(scores, group_max, c)
+    return _top_c_rows(scores, np.empty((r, 0), np.float32), c)
 
 
 def sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -88,7 +88,7 @@ def test_seeded_threshold_never_drops_a_winner() -> None:
     assert kernels.HAVE_NUMBA
     full = (n // 256) * 256
     group_max = scores[:, :full].reshape(len(rows), full // 256, 256).max(axis=1)
-    ids, vals = kernels._top_c_rows_seeded(scores, group_max, c)
+    ids, vals = kernels._top_c_rows(scores, group_max, c)
     ref_ids, ref_vals = top_c_rows_reference(scores, c)
     np.testing.assert_array_equal(ids, ref_ids)
     np.testing.assert_array_equal(vals, ref_vals)
