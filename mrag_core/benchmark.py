@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mrag_core.jsonlines import json_lines
+
 __all__ = [
     "Article",
     "BenchQuery",
@@ -246,13 +248,10 @@ def decode_benchmark_bytes(data: bytes, name: str) -> Any:
 
 def _parse_jsonl(text: str, name: str) -> list[Any]:
     out: list[Any] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError as exc:
+    for lineno, item, exc in json_lines(text):
+        if exc is not None:
             raise BenchmarkFormatError(f"{name}: line {lineno} is not valid JSON: {exc.msg}") from exc
+        out.append(item)
     if not out:
         raise BenchmarkFormatError(f"{name}: the file is empty")
     return out
@@ -482,13 +481,9 @@ def read_query_rows(data: bytes, name: str) -> tuple[list[QueryRow], list[RowPro
             return _item_rows((f"item {i}", it) for i, it in enumerate(listed, start=1))
     rows: list[QueryRow] = []
     problems: list[RowProblem] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, item, exc in json_lines(text):
         where = f"line {lineno}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
+        if exc is not None:
             problems.append((where, f"not valid JSON: {exc.msg}"))
             continue
         good, bad = _item_rows([(where, item)])

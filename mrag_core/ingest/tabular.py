@@ -37,6 +37,7 @@ from mrag_core.ingest.records import (
     normalise_text,
     text_problem,
 )
+from mrag_core.jsonlines import json_lines
 
 __all__ = [
     "ColumnMapping",
@@ -175,13 +176,9 @@ def _json_rows(text: str, name: str) -> _Rows:
 
 def _jsonl_rows(text: str, name: str) -> _Rows:
     out = _Rows(columns=[])
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, item, exc in json_lines(text):
         loc = f"line {lineno}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
+        if exc is not None:
             out.rows.append((loc, None))
             out.issues.append(ImportIssue(loc, f"invalid JSON at column {exc.colno}: {exc.msg}", "error"))
             continue
