@@ -24,7 +24,6 @@ import torch
 
 from mrag_core.device import pick_device
 from mrag_core.kernels import top_c_rows
-from mrag_core.voting import similarity_to_distance  # noqa: F401  (part of this module's interface)
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
 METRICS = ("cosine", "ip")

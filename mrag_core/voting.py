@@ -29,21 +29,6 @@ VARIANTS = ("importance", "decay", "distance")
 RRF_K = 60
 
 
-def vote_weights(ranks: np.ndarray, importance: np.ndarray, distances: np.ndarray, variant: str) -> np.ndarray:
-    """Votes for hits at 0-based ``ranks`` [s, c] in spaces with ``importance`` [s].
-
-    ``distances`` [s, c] are only used by the ``distance`` variant (1/d, d clipped at 1e-6).
-    """
-    decay = np.exp2(-ranks.astype(np.float64))
-    if variant == "importance":
-        return importance[:, None] * decay
-    if variant == "decay":
-        return decay
-    if variant == "distance":
-        return 1.0 / np.maximum(distances.astype(np.float64), 1e-6)
-    raise ValueError(f"unknown voting variant '{variant}': use one of {', '.join(VARIANTS)}")
-
-
 def similarity_to_distance(scores: np.ndarray, metric: str) -> np.ndarray:
     """Distance used by the 1/distance vote: ``1 - cos`` for cosine, ``-ip`` for inner product."""
     return 1.0 - scores if metric == "cosine" else -scores
@@ -60,9 +45,9 @@ def _decay_table(c: int) -> np.ndarray:
 def hit_weights(importance: np.ndarray, scores: np.ndarray, variant: str, metric: str = "cosine") -> np.ndarray:
     """Votes for hits listed best first in each space: column ``p`` of ``scores`` [s, c] is rank ``p``.
 
-    The same numbers as :func:`vote_weights` with ``ranks[s, p] = p`` (``importance``: s_i * 2^-p;
-    ``decay``: 2^-p; ``distance``: 1 / d with d = 1 - cos or -ip from ``scores``), without building
-    the rank matrix or distances the variant does not use: one multiply per query, 2^-p from a table.
+    ``importance``: s_i * 2^-p; ``decay``: 2^-p; ``distance``: 1 / d with d = 1 - cos or -ip from
+    ``scores``, clipped at 1e-6. 2^-p comes from a cached table, so the usual vote costs one
+    multiply per query; distances are computed only for the ``distance`` variant.
     """
     s_count, c = scores.shape
     if variant == "importance":

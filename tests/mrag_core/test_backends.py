@@ -11,7 +11,6 @@ from mrag_core.backends import (
     TorchIndex,
     build_index,
     normalize_spaces,
-    similarity_to_distance,
 )
 
 torch.set_num_threads(1)
@@ -102,8 +101,6 @@ def test_errors_and_helpers() -> None:
     n = normalize_spaces(np.array([[3.0, 4.0], [0.0, 0.0]]))
     np.testing.assert_allclose(n, [[0.6, 0.8], [0.0, 0.0]])
     assert n.dtype == np.float32
-    np.testing.assert_allclose(similarity_to_distance(np.array([1.0, 0.25]), "cosine"), [0.0, 0.75])
-    np.testing.assert_allclose(similarity_to_distance(np.array([2.0, -1.0]), "ip"), [-2.0, 1.0])
 
 
 def test_non_finite_vectors_are_refused_with_a_clear_message() -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mrag_core.voting import RRF_K, hit_weights, reciprocal_rank_fusion, vote, vote_hits, vote_weights
+from mrag_core.voting import RRF_K, hit_weights, reciprocal_rank_fusion, similarity_to_distance, vote, vote_hits
 
 IDS = np.array([[5, 7, 9], [7, 5, 3]])
-RANKS = np.broadcast_to(np.arange(3), IDS.shape)
+SCORES = np.zeros((2, 3))  # only the distance vote reads the scores
 
 
 def test_importance_vote_hand_worked() -> None:
-    w = vote_weights(RANKS, np.array([2.0, 1.0]), np.zeros((2, 3)), "importance")
+    w = hit_weights(np.array([2.0, 1.0]), SCORES, "importance")
     np.testing.assert_allclose(w, [[2, 1, 0.5], [1, 0.5, 0.25]])
     res = vote(IDS, w, k=10)
     # 5: 2 + 0.5 = 2.5; 7: 1 + 1 = 2; 9: 0.5; 3: 0.25
@@ -25,7 +25,7 @@ def test_importance_vote_hand_worked() -> None:
 
 
 def test_top_k_and_evidence_only_for_returned() -> None:
-    w = vote_weights(RANKS, np.array([2.0, 1.0]), np.zeros((2, 3)), "importance")
+    w = hit_weights(np.array([2.0, 1.0]), SCORES, "importance")
     res = vote(IDS, w, k=2)
     assert res.doc_ids.tolist() == [5, 7]
     assert set(res.evidence) == {5, 7}
@@ -33,7 +33,7 @@ def test_top_k_and_evidence_only_for_returned() -> None:
 
 
 def test_decay_vote_ties_break_by_smaller_id() -> None:
-    w = vote_weights(RANKS, np.array([2.0, 1.0]), np.zeros((2, 3)), "decay")
+    w = hit_weights(np.array([2.0, 1.0]), SCORES, "decay")
     np.testing.assert_allclose(w, [[1, 0.5, 0.25], [1, 0.5, 0.25]])
     res = vote(IDS, w, k=4)
     # 5: 1.5, 7: 1.5 (tie -> 5 first), 9: 0.25, 3: 0.25 (tie -> 3 first)
@@ -43,7 +43,7 @@ def test_decay_vote_ties_break_by_smaller_id() -> None:
 
 def test_distance_vote_uses_inverse_distance_clipped() -> None:
     d = np.array([[0.5, 0.25, 0.0], [1.0, 2.0, 4.0]])
-    w = vote_weights(RANKS, np.array([2.0, 1.0]), d, "distance")
+    w = hit_weights(np.array([2.0, 1.0]), 1.0 - d, "distance")  # cosine scores whose distances are d
     np.testing.assert_allclose(w, [[2.0, 4.0, 1e6], [1.0, 0.5, 0.25]])
     res = vote(IDS, w, k=4)
     # 9: 1e6; 7: 4 + 1 = 5; 5: 2 + 0.5 = 2.5; 3: 0.25
@@ -61,20 +61,14 @@ def test_missing_hits_are_ignored() -> None:
 
 def test_unknown_variant() -> None:
     with pytest.raises(ValueError, match="unknown voting variant"):
-        vote_weights(RANKS, np.ones(2), np.zeros((2, 3)), "borda")
-    with pytest.raises(ValueError, match="unknown voting variant"):
         hit_weights(np.ones(2), np.zeros((2, 3)), "borda")
 
 
-@pytest.mark.parametrize("variant", ["importance", "decay", "distance"])
-@pytest.mark.parametrize("metric", ["cosine", "ip"])
-def test_hit_weights_equal_vote_weights_with_column_ranks(variant: str, metric: str) -> None:
-    rng = np.random.default_rng(7)
-    scores = np.sort(rng.uniform(-1, 1, (4, 6)), axis=1)[:, ::-1].astype(np.float32)
-    imp = rng.random(4)
-    ranks = np.broadcast_to(np.arange(6), scores.shape)
-    distances = 1.0 - scores if metric == "cosine" else -scores
-    np.testing.assert_array_equal(hit_weights(imp, scores, variant, metric), vote_weights(ranks, imp, distances, variant))
+def test_similarity_to_distance() -> None:
+    np.testing.assert_allclose(similarity_to_distance(np.array([1.0, 0.25]), "cosine"), [0.0, 0.75])
+    np.testing.assert_allclose(similarity_to_distance(np.array([2.0, -1.0]), "ip"), [-2.0, 1.0])
+    # the 1/d vote with inner product: d = -ip, clipped at 1e-6
+    np.testing.assert_allclose(hit_weights(np.ones(1), np.array([[-0.5, 2.0]]), "distance", "ip"), [[2.0, 1e6]])
 
 
 def test_hit_weights_hand_worked() -> None:
