@@ -19,10 +19,10 @@ from mrag_core.evaluation import (
     set_ratios,
     summarize,
 )
-from mrag_core.extraction import Embeddings
 from mrag_core.importance import HeadImportance
 from mrag_core.strategies import fusion_mrag_search, fusion_search, mrag_search, standard_search
 from tests.support.angles import angle_embeddings
+from tests.support.random_embeddings import random_embeddings
 
 torch.set_num_threads(1)
 
@@ -183,9 +183,9 @@ def test_k_max_larger_than_corpus(hand_index, hand_result) -> None:
 def test_evaluate_matches_strategy_definitions_on_random_data() -> None:
     rng = np.random.default_rng(3)
     n = 40
-    docs = Embeddings(rng.normal(size=(n, 16)).astype(np.float32), rng.normal(size=(n, 4, 6)).astype(np.float32))
-    qs = Embeddings(rng.normal(size=(3, 16)).astype(np.float32), rng.normal(size=(3, 4, 6)).astype(np.float32))
-    subs = Embeddings(rng.normal(size=(5, 16)).astype(np.float32), rng.normal(size=(5, 4, 6)).astype(np.float32))
+    docs = random_embeddings(rng, n, 16, 4, 6)
+    qs = random_embeddings(rng, 3, 16, 4, 6)
+    subs = random_embeddings(rng, 5, 16, 4, 6)
     labels = [f"L{i % 7}" for i in range(n)]
     cases = [QueryCase((1, 8, 20), 3, (0, 1)), QueryCase((5, 6), 2, (2, 3, 4)), QueryCase((33,), 1, ())]
     index = CorpusIndex.build(docs, device="cpu", pairs_per_doc=4)

@@ -11,7 +11,6 @@ import torch
 
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.evaluation import NAMED_STRATEGIES, QueryCase, evaluate, set_ratios
-from mrag_core.extraction import Embeddings
 from mrag_core.importance import HeadImportance
 from mrag_core.llm.cache import MemoryCache
 from mrag_core.llm.client import LLMClient
@@ -26,6 +25,7 @@ from mrag_core.llm_strategies import (
 )
 from tests.support.angles import angle_embeddings
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai, last_user_message
+from tests.support.random_embeddings import random_embeddings
 
 __all__ = ["fake_openai"]  # re-exported fixture
 
@@ -105,9 +105,9 @@ def test_hyde_fuses_with_the_query_or_not(index) -> None:
 def test_every_llm_strategy_per_k_matches_its_search_definition() -> None:
     rng = np.random.default_rng(5)
     n = 30
-    docs = Embeddings(rng.normal(size=(n, 12)).astype(np.float32), rng.normal(size=(n, 3, 4)).astype(np.float32))
-    qs = Embeddings(rng.normal(size=(2, 12)).astype(np.float32), rng.normal(size=(2, 3, 4)).astype(np.float32))
-    texts = Embeddings(rng.normal(size=(7, 12)).astype(np.float32), rng.normal(size=(7, 3, 4)).astype(np.float32))
+    docs = random_embeddings(rng, n, 12, 3, 4)
+    qs = random_embeddings(rng, 2, 12, 3, 4)
+    texts = random_embeddings(rng, 7, 12, 3, 4)
     labels = [f"L{i % 5}" for i in range(n)]
     rows = [{"multi-query": (0, 1, 2), "hyde": (3,), "intent": (4, 5)}, {"multi-query": (6,), "hyde": (2,), "intent": ()}]
     cases = [QueryCase((1, 7, 20), 3, (), rows[0]), QueryCase((4, 9), 2, (), rows[1])]

@@ -18,6 +18,7 @@ from mrag_core.strategies import (
     standard_search,
 )
 from mrag_core.voting import reciprocal_rank_fusion
+from tests.support.random_embeddings import random_embeddings
 
 torch.set_num_threads(1)
 
@@ -126,8 +127,8 @@ def test_query_arrays_shapes() -> None:
 @pytest.fixture(scope="module")
 def random_setup() -> tuple[Embeddings, Embeddings, CorpusIndex]:
     rng = np.random.default_rng(0)
-    docs = Embeddings(rng.normal(size=(60, 24)).astype(np.float32), rng.normal(size=(60, 4, 5)).astype(np.float32))
-    qs = Embeddings(rng.normal(size=(3, 24)).astype(np.float32), rng.normal(size=(3, 4, 5)).astype(np.float32))
+    docs = random_embeddings(rng, 60, 24, 4, 5)
+    qs = random_embeddings(rng, 3, 24, 4, 5)
     return docs, qs, CorpusIndex.build(docs, device="cpu", pairs_per_doc=4, seed=1)
 
 

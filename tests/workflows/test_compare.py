@@ -26,6 +26,7 @@ from mrag_core.workflows.compare import (
     sentence_split,
 )
 from mrag_core.workflows.indexing import build_embedding_run, load_corpus_index, model_for_run
+from tests.support.spies import record_texts
 from tests.support.tiny_tokenizer import WordTokenizer
 
 torch.set_num_threads(1)
@@ -139,14 +140,7 @@ def test_marks_and_metrics_with_ground_truth(setup, lm):
 
 def test_one_forward_pass_for_query_and_subqueries(setup, lm, monkeypatch):
     store, _, run, bundle = setup
-    calls: list[list[str]] = []
-    real = cmpmod.embed_texts
-
-    def spy(lm_, texts, **kw):
-        calls.append(list(texts))
-        return real(lm_, texts, **kw)
-
-    monkeypatch.setattr(cmpmod, "embed_texts", spy)
+    calls = record_texts(monkeypatch, cmpmod, "embed_texts")
     q, subs, _ = embed_query(model_for_run(lm, run), run.layer, "main query", ["sub one", "sub two", "sub three"])
     assert calls == [["main query", "sub one", "sub two", "sub three"]]
     assert len(q) == 1 and len(subs) == 3
@@ -214,14 +208,7 @@ def test_llm_strategies_side_by_side(setup, lm, monkeypatch):
         again = resolve_expansions(client, query, ["multi-query", "hyde"], llm_cache=cache)
         assert len(server.requests) == 3 and again["multi-query"].cached and again["hyde"].cached
 
-    calls: list[list[str]] = []
-    real = cmpmod.embed_texts
-
-    def spy(lm_, texts, **kw):
-        calls.append(list(texts))
-        return real(lm_, texts, **kw)
-
-    monkeypatch.setattr(cmpmod, "embed_texts", spy)
+    calls = record_texts(monkeypatch, cmpmod, "embed_texts")
     ok = {f: o for f, o in exp.items() if o.ok}
     lmr = model_for_run(lm, run)
     q, subs, emb, _ = embed_query_and_texts(lmr, run.layer, query, ["sub a"], {f: o.texts for f, o in ok.items()})

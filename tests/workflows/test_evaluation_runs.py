@@ -199,6 +199,7 @@ def test_compare_and_layer_sweep(store, setup, lm) -> None:
 # --------------------------------------------------------------------------- LLM-assisted strategies
 
 from tests.support.openai_server import Reply, by_content, fake_openai  # noqa: E402
+from tests.support.spies import record_texts  # noqa: E402
 
 __all__ = ["fake_openai"]  # re-exported fixture
 
@@ -233,14 +234,7 @@ def test_llm_strategies_run_costs_cache_and_failures(store, setup, lm, fake_open
     corpus, qs, labels = setup
     sent: list[tuple[int, int]] = []
     server = fake_openai(_llm_responder(sent))
-    embedded: list[list[str]] = []
-    real = er.cached_embed
-
-    def spy(lm_, texts, **kw):
-        embedded.append(list(texts))
-        return real(lm_, texts, **kw)
-
-    monkeypatch.setattr(er, "cached_embed", spy)
+    embedded = record_texts(monkeypatch, er, "cached_embed")
     stages: list[str] = []
     run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=LLM_RUN, c=8, k_max=6,
                                lm=lm, llm_config=server.llm_config(max_retries=0),
