@@ -180,9 +180,7 @@ def test_bench_llm_strategies_through_fake_endpoint(tmp_path: Path, capsys, monk
                         completion_tokens=10)
 
     with FakeOpenAIServer(by_content(answer)) as server:
-        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
-        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
-        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        server.set_env(monkeypatch)
         assert main(args) == 0
         assert len(server.requests) == 8  # 4 queries x 2 families
         captured = capsys.readouterr()

@@ -307,6 +307,13 @@ class FakeOpenAIServer:
         values.update(overrides)
         return LLMConfig(**values)
 
+    def set_env(self, monkeypatch: Any) -> None:
+        """Point the app's environment configuration here: ``MRAG_LLM_BASE_URL``, model
+        ``fake-model``, no retries (undone by ``monkeypatch`` at test end)."""
+        monkeypatch.setenv("MRAG_LLM_BASE_URL", self.base_url)
+        monkeypatch.setenv("MRAG_LLM_MODEL", FAKE_MODEL)
+        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+
     @property
     def in_flight(self) -> int:
         with self._lock:

@@ -190,9 +190,7 @@ def test_compare_page_llm_strategies_with_texts_and_cost(built, monkeypatch):
         return Reply.ok("1.\n2.", prompt_tokens=20, completion_tokens=2)  # unusable intent answer
 
     with FakeOpenAIServer(by_content(answer)) as server:
-        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
-        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
-        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        server.set_env(monkeypatch)
         at = ok(page("5_Compare.py").run())
         at.multiselect(key="compare_strategies").set_value(["standard", "mrag"])
         at.multiselect(key="compare_llm_strategies").set_value(

@@ -102,9 +102,7 @@ def test_evaluation_page_llm_strategies_with_cost(monkeypatch: pytest.MonkeyPatc
         return Reply.ok(f"{question} - this passage answers it in a few words.", prompt_tokens=25, completion_tokens=15)
 
     with FakeOpenAIServer(by_content(answer)) as server:
-        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
-        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
-        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        server.set_env(monkeypatch)
         at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
         assert not at.exception, at.exception
         assert not at.multiselect(key="ev_llm_strats").disabled
@@ -203,9 +201,7 @@ def test_query_builder_llm_generation_flags_missing_title(monkeypatch: pytest.Mo
                 " played the main part among many other details worth telling here.")
 
     with FakeOpenAIServer(by_content(story)) as server:
-        monkeypatch.setenv("MRAG_LLM_BASE_URL", server.base_url)
-        monkeypatch.setenv("MRAG_LLM_MODEL", "fake-model")
-        monkeypatch.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        server.set_env(monkeypatch)
         at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()
         assert not at.exception, at.exception
         assert not any("offline composer" in i.value for i in at.info)

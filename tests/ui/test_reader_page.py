@@ -94,9 +94,7 @@ def titled_answer(prompt: str) -> str:
 
 def test_reader_page_side_by_side_answers_with_fact_counts(no_llm):
     with FakeOpenAIServer(by_content(titled_answer)) as server:
-        no_llm.setenv("MRAG_LLM_BASE_URL", server.base_url)
-        no_llm.setenv("MRAG_LLM_MODEL", "fake-model")
-        no_llm.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        server.set_env(no_llm)
         at = pick_five_aspect_query(open_page())
         assert not any("No LLM endpoint is configured" in i.value for i in at.info)
         assert at.radio(key="reader_generator").value == "endpoint"
@@ -136,9 +134,7 @@ def test_reader_page_side_by_side_answers_with_fact_counts(no_llm):
 
 def test_reader_page_shows_endpoint_failure_as_message(no_llm):
     with FakeOpenAIServer(scripted([Reply.error(401, "invalid key")] * 2)) as server:
-        no_llm.setenv("MRAG_LLM_BASE_URL", server.base_url)
-        no_llm.setenv("MRAG_LLM_MODEL", "fake-model")
-        no_llm.setenv("MRAG_LLM_MAX_RETRIES", "0")
+        server.set_env(no_llm)
         at = open_page()
         at.radio(key="reader_source").set_value("Type a query").run()
         ok(at.text_area(key="reader_typed").input("Which violin maker worked in Cremona, and what is a glacier?").run())
