@@ -107,6 +107,7 @@ class FaissIndex:
         self.n_docs, self.n_spaces, self.dim = x.shape
         self.metric = metric
         self.kind = kind
+        self._swig_ptr = faiss.swig_ptr
         self._indexes = []
         self.ef_search: int | None = None  # HNSW: None -> max(64, 2 * depth) per search
         self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
@@ -122,8 +123,6 @@ class FaissIndex:
             self._indexes.append(index)
 
     def search(self, queries: np.ndarray, depth: int) -> Hits:
-        import faiss
-
         q = _prepare(queries, self.metric)
         depth = min(depth, self.n_docs)
         nq = q.shape[0]
@@ -137,7 +136,7 @@ class FaissIndex:
                     index.hnsw.efSearch = ef
         # the SWIG entry point with preallocated outputs: the Python wrapper's checks and
         # allocations cost about as much as a small head space's search, once per space
-        ptr = faiss.swig_ptr
+        ptr = self._swig_ptr
         for s, index in enumerate(self._indexes):
             index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]))
         return Hits(ids=np.ascontiguousarray(ids.transpose(1, 0, 2)), scores=np.ascontiguousarray(scores.transpose(1, 0, 2)))
