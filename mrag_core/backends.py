@@ -8,7 +8,10 @@ Backends:
   then the top ``c`` of every row (``torch.topk`` on the GPU; on the CPU the compiled one-pass
   heap of :func:`mrag_core.kernels.top_c_rows`).
 * ``faiss-flat``: exact, one ``IndexFlatIP`` per space (CPU).
-* ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU), ``efSearch = max(64, 2c)``;
+* ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU). ``efSearch`` is chosen per
+  space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)
+  recall@32 against exact search (:mod:`mrag_core.hnsw_tuning`), so every space, standard or head,
+  answers at the same accuracy; ``target_recall=None`` keeps a fixed ``efSearch = max(64, 2c)``.
   ``M`` (links per node) 16 for spaces of at most 64 dimensions (head spaces), 32 above: a
   low-dimensional space reaches the same recall with fewer links, and each link is a distance
   computation on every visit.
@@ -23,6 +26,7 @@ import numpy as np
 import torch
 
 from mrag_core.device import pick_device
+from mrag_core.hnsw_tuning import Calibration, calibrate
 from mrag_core.kernels import top_c_rows
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
@@ -97,19 +101,27 @@ class TorchIndex:
 
 
 class FaissIndex:
-    """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate)."""
+    """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate).
+
+    HNSW ``efSearch`` per space: ``ef_search`` when set (one value for all spaces), else the
+    build-time :class:`~mrag_core.hnsw_tuning.Calibration` for ``target_recall``, else ``max(64, 2c)``.
+    """
 
     def __init__(self, vectors: np.ndarray, metric: str = "cosine", kind: str = "flat", hnsw_m: int | None = None,
-                 ef_construction: int = 80) -> None:
+                 ef_construction: int = 80, target_recall: float | None = 0.9, calibration_depth: int = 32) -> None:
         import faiss
 
+        if target_recall is not None and not 0.0 < target_recall <= 1.0:
+            raise ValueError(f"the recall target must be in (0, 1], got {target_recall}")
         x = _prepare(vectors, metric)
         self.n_docs, self.n_spaces, self.dim = x.shape
         self.metric = metric
         self.kind = kind
         self._swig_ptr = faiss.swig_ptr
         self._indexes = []
-        self.ef_search: int | None = None  # HNSW: None -> max(64, 2 * depth) per search
+        self.ef_search: int | None = None  # HNSW: one efSearch for every space, over the calibration
+        self.calibration: Calibration | None = None
+        self._hnsw_params: dict[int, object] = {}  # efSearch -> faiss.SearchParametersHNSW
         self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
         for s in range(self.n_spaces):
             if kind == "flat":
@@ -121,6 +133,36 @@ class FaissIndex:
                 raise ValueError(f"unknown FAISS index kind '{kind}'")
             index.add(np.ascontiguousarray(x[:, s, :]))
             self._indexes.append(index)
+        if kind == "hnsw" and target_recall is not None and self.n_docs:
+            self.calibration = calibrate(self._search_space, x, depth=calibration_depth, target=target_recall)
+
+    def _search_space(self, space: int, queries: np.ndarray, depth: int, ef: int) -> np.ndarray:
+        """Ids [q, depth] from one HNSW space searched with ``efSearch = ef`` (for the calibration)."""
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        ids = np.empty((q.shape[0], depth), np.int64)
+        dist = np.empty((q.shape[0], depth), np.float32)
+        ptr = self._swig_ptr
+        self._indexes[space].search_c(q.shape[0], ptr(q), depth, ptr(dist), ptr(ids), self._params(ef))
+        return ids
+
+    def _params(self, ef: int):
+        """Search parameters with ``efSearch = ef`` (one object per value, kept)."""
+        params = self._hnsw_params.get(ef)
+        if params is None:
+            import faiss
+
+            params = faiss.SearchParametersHNSW()
+            params.efSearch = ef
+            self._hnsw_params[ef] = params
+        return params
+
+    def ef_for(self, space: int, depth: int) -> int:
+        """The ``efSearch`` a search of ``depth`` uses in ``space`` (HNSW only)."""
+        if self.ef_search is not None:
+            return self.ef_search
+        if self.calibration is not None:
+            return self.calibration.ef_for(space, depth)
+        return max(64, 2 * depth)
 
     def search(self, queries: np.ndarray, depth: int) -> Hits:
         q = _prepare(queries, self.metric)
@@ -129,26 +171,27 @@ class FaissIndex:
         per_space = np.ascontiguousarray(q.transpose(1, 0, 2))  # [s, q, d]: each space's queries contiguous
         ids = np.empty((self.n_spaces, nq, depth), np.int64)
         scores = np.empty((self.n_spaces, nq, depth), np.float32)
-        if self.kind == "hnsw":
-            ef = self.ef_search if self.ef_search is not None else max(64, 2 * depth)
-            for index in self._indexes:
-                if index.hnsw.efSearch != ef:
-                    index.hnsw.efSearch = ef
         # the SWIG entry point with preallocated outputs: the Python wrapper's checks and
         # allocations cost about as much as a small head space's search, once per space
         ptr = self._swig_ptr
-        for s, index in enumerate(self._indexes):
-            index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]))
+        if self.kind == "hnsw":  # efSearch goes in per call (no shared state: searches may run in parallel threads)
+            for s, index in enumerate(self._indexes):
+                index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), self._params(self.ef_for(s, depth)))
+        else:
+            for s, index in enumerate(self._indexes):
+                index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]))
         return Hits(ids=np.ascontiguousarray(ids.transpose(1, 0, 2)), scores=np.ascontiguousarray(scores.transpose(1, 0, 2)))
 
 
-def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosine", device: str = "auto") -> SpaceIndex:
-    """Build a :class:`SpaceIndex` over ``vectors`` [n, s, d] (or [n, d] for one space)."""
+def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosine", device: str = "auto",
+                target_recall: float | None = 0.9) -> SpaceIndex:
+    """Build a :class:`SpaceIndex` over ``vectors`` [n, s, d] (or [n, d] for one space);
+    ``target_recall`` is the recall@32 each HNSW space is calibrated to (ignored by exact backends)."""
     if backend == "torch":
         return TorchIndex(vectors, metric=metric, device=device)
     if backend == "faiss-flat":
         return FaissIndex(vectors, metric=metric, kind="flat")
     if backend == "faiss-hnsw":
-        return FaissIndex(vectors, metric=metric, kind="hnsw")
+        return FaissIndex(vectors, metric=metric, kind="hnsw", target_recall=target_recall)
     raise ValueError(f"unknown search backend '{backend}': use one of {', '.join(BACKENDS)}")
 

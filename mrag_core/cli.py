@@ -44,6 +44,16 @@ def positive_int(value: str) -> int:
     return n
 
 
+def _recall_target(value: str) -> float:
+    try:
+        r = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 < r <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, not {r}")
+    return r
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m mrag_core", description="MRAG Studio engine, headless.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -60,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
     b.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
     b.add_argument("--backend", choices=("torch", "faiss-flat", "faiss-hnsw"), default="torch")
+    b.add_argument("--target-recall", type=_recall_target, default=0.9,
+                   help="faiss-hnsw: each space's efSearch is the smallest reaching this recall@32 (default 0.9)")
     b.add_argument("--device", default="auto", help="auto | cpu | cuda")
     b.add_argument("--half", action="store_true", help="float16 weights on CUDA")
     b.add_argument("--batch-size", type=positive_int, default=32)
@@ -152,7 +164,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     base = [s for s in args.strategies if not is_llm_strategy(s)]
     out = run_benchmark(lm, data, base, layer=args.layer, c=args.c, k_max=args.k_max,
-                        backend=args.backend, batch_size=args.batch_size, log=log)
+                        backend=args.backend, batch_size=args.batch_size, log=log, target_recall=args.target_recall)
     costs: list[dict[str, Any]] = []
     if llm_names:
         assert llm_cfg is not None

@@ -14,6 +14,7 @@ import numpy as np
 
 from mrag_core.backends import SpaceIndex, build_index
 from mrag_core.extraction import Embeddings
+from mrag_core.hnsw_tuning import describe
 from mrag_core.importance import HeadImportance, head_importance
 
 
@@ -35,13 +36,15 @@ class CorpusIndex:
     def build(
         cls, emb: Embeddings, *, backend: str = "torch", metric: str = "cosine", device: str = "auto",
         pairs_per_doc: int = 16, seed: int = 0, head_importance_override: HeadImportance | None = None,
+        target_recall: float | None = 0.9,
     ) -> "CorpusIndex":
-        """Index ``emb`` with one backend; importances from :func:`head_importance` unless given."""
+        """Index ``emb`` with one backend; importances from :func:`head_importance` unless given;
+        HNSW spaces calibrated to ``target_recall`` (see :mod:`mrag_core.hnsw_tuning`)."""
         split = emb.split()
         return cls(
-            standard=build_index(emb.standard, backend, metric, device),
-            heads=build_index(emb.heads, backend, metric, device),
-            split=build_index(split, backend, metric, device),
+            standard=build_index(emb.standard, backend, metric, device, target_recall),
+            heads=build_index(emb.heads, backend, metric, device, target_recall),
+            split=build_index(split, backend, metric, device, target_recall),
             head_importance=head_importance_override or head_importance(emb.heads, pairs_per_doc=pairs_per_doc, seed=seed),
             split_importance=head_importance(split, pairs_per_doc=pairs_per_doc, seed=seed),
             metric=metric,
@@ -49,6 +52,12 @@ class CorpusIndex:
             n_docs=len(emb),
             n_heads=emb.n_heads,
         )
+
+
+    def calibration_lines(self) -> list[str]:
+        """One line per view whose HNSW efSearch was calibrated (empty for exact backends)."""
+        views = (("standard", self.standard), ("heads", self.heads), ("split", self.split))
+        return [describe(name, cal) for name, view in views if (cal := getattr(view, "calibration", None)) is not None]
 
 
 def query_arrays(q: Embeddings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

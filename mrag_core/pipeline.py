@@ -55,7 +55,7 @@ class PipelineOutput:
 def run_benchmark(
     lm: LoadedModel, data: BenchmarkData, strategies: Sequence[str], *, layer: int = -1, c: int = 32,
     k_max: int = 32, backend: str = "torch", batch_size: int = 32, log: Log = print,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None, target_recall: float | None = 0.9,
 ) -> PipelineOutput:
     """Embed documents, queries and sub-queries (cached), build the index, evaluate all strategies."""
     timings: dict[str, float] = {}
@@ -84,8 +84,10 @@ def run_benchmark(
                                progress=stage("sub-queries"))
     timings["embed_queries"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    index = CorpusIndex.build(docs, backend=backend)
+    index = CorpusIndex.build(docs, backend=backend, target_recall=target_recall)
     timings["index"] = time.perf_counter() - t0
+    for line in index.calibration_lines():
+        log(f"HNSW {line}")
     t0 = time.perf_counter()
     result = evaluate(index, qemb, cases, [a.label for a in data.articles], strategies, k_max=k_max, c=c,
                       subqueries=subs, units=data.units, progress=stage("evaluation"))

@@ -201,3 +201,27 @@ def test_bench_llm_strategies_through_fake_endpoint(tmp_path: Path, capsys, monk
     assert list(layout) == ["standard", "multi-query", "intent-mrag"]
     assert len(layout["multi-query"]["2"]["success_ratio"]) == 6
     assert lines[:head] == rerun[:head]  # same scores from the cached answers
+
+
+def test_bench_hnsw_logs_its_calibration_and_refuses_bad_targets(tmp_path: Path, capsys,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from mrag_core.cli import main
+
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    a, q = write_dataset(tmp_path)
+    base = ["bench", "--articles", str(a), "--queries", str(q), "--device", "cpu", "--threads", "1",
+            "--strategies", "standard,mrag,split"]
+    assert main(base) == 0
+    exact = capsys.readouterr()
+    assert "HNSW" not in exact.err  # exact backend: nothing calibrated
+    assert main(base + ["--backend", "faiss-hnsw", "--target-recall", "0.95"]) == 0
+    hnsw = capsys.readouterr()
+    lines = [ln for ln in hnsw.err.splitlines() if ln.startswith("HNSW ")]
+    assert [ln.split(":")[0] for ln in lines] == ["HNSW standard", "HNSW heads", "HNSW split"]
+    assert all("recall@24" in ln and "target 0.95" in ln for ln in lines)  # 24 documents: depth clamps to 24
+    assert hnsw.out == exact.out  # efSearch >= n over 24 documents: the same results as exact search
+    for bad in ("0", "1.5", "high"):
+        with pytest.raises(SystemExit) as exc:
+            main(base + ["--backend", "faiss-hnsw", "--target-recall", bad])
+        assert exc.value.code == 2
+        assert "--target-recall" in capsys.readouterr().err

@@ -1,0 +1,120 @@
+"""efSearch calibration: the ladder, pseudo-queries, recall, the per-space choice, and real HNSW indexes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mrag_core.backends import FaissIndex, build_index
+from mrag_core.hnsw_tuning import Calibration, calibrate, ef_ladder, exact_top, pseudo_queries, recall_at
+
+
+def test_ef_ladder_doubles_with_half_steps_and_caps_at_n() -> None:
+    assert ef_ladder(32, 100_000) == [32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
+    assert ef_ladder(32, 100) == [32, 48, 64, 96, 100]  # no efSearch above the number of documents
+    assert ef_ladder(10, 5) == [10]  # a corpus smaller than the depth: the depth itself
+    assert ef_ladder(4, 1000, max_factor=2) == [4, 6, 8]
+
+
+def test_recall_counts_overlap_per_row_and_ignores_missing_ids() -> None:
+    exact = np.array([[1, 2, 3, 4], [5, 6, 7, 8]])
+    got = np.array([[4, 3, 9, 1], [8, -1, -1, 5]])
+    # row 0: {1, 3, 4} of 4 = 0.75; row 1: {5, 8} of 4 = 0.5 (the -1 are misses)
+    assert recall_at(got, exact) == pytest.approx(0.625)
+    assert recall_at(exact, exact) == 1.0
+
+
+def test_pseudo_queries_are_means_of_two_different_documents() -> None:
+    x = np.array([[[0.0, 0.0]], [[2.0, 4.0]]], dtype=np.float32)  # two documents, one space
+    q = pseudo_queries(x, 5, seed=3)
+    assert q.shape == (5, 1, 2)
+    np.testing.assert_array_equal(q, np.tile([[[1.0, 2.0]]], (5, 1, 1)))  # always docs 0 and 1, never one twice
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(50, 3, 4)).astype(np.float32)
+    q = pseudo_queries(y, 20, seed=1)
+    # every query is the mean of one pair (a, b), a != b, the same pair in every space
+    for row in q:
+        matches = [(a, b) for a in range(50) for b in range(50) if a != b and np.allclose(row, (y[a] + y[b]) / 2, atol=1e-6)]
+        assert matches
+    np.testing.assert_array_equal(q, pseudo_queries(y, 20, seed=1))  # seeded
+
+
+def test_exact_top_matches_sorting() -> None:
+    rng = np.random.default_rng(4)
+    x, q = rng.normal(size=(200, 8)).astype(np.float32), rng.normal(size=(6, 8)).astype(np.float32)
+    expected = np.argsort(-(q.astype(np.float64) @ x.T.astype(np.float64)), axis=1)[:, :10]
+    np.testing.assert_array_equal(exact_top(x, q, 10), expected)
+
+
+def test_calibrate_picks_the_smallest_ef_reaching_the_target_per_space() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(400, 2, 8)).astype(np.float32)
+    needs = {0: 48, 1: 128}  # space s returns the exact list only from ef >= needs[s]; below, half of it
+
+    def fake_search(space: int, queries: np.ndarray, depth: int, ef: int) -> np.ndarray:
+        ids = exact_top(x[:, space, :], queries, depth)
+        if ef < needs[space]:
+            ids[:, depth // 2:] = -1
+        return ids
+
+    cal = calibrate(fake_search, x, depth=16, target=0.9, count=10)
+    assert cal.ef.tolist() == [48, 128]
+    assert cal.recall.tolist() == [1.0, 1.0] and cal.met
+    # a target above what the largest efSearch reaches: the last ladder step, and the miss is recorded
+    never = calibrate(lambda s, q, d, ef: np.full((len(q), d), -1), x, depth=16, target=0.5, count=4)
+    assert never.ef.tolist() == [400, 400] and never.recall.tolist() == [0.0, 0.0] and not never.met
+    with pytest.raises(ValueError, match="recall target"):
+        calibrate(fake_search, x, target=0.0)
+
+
+def test_calibration_scales_ef_for_deeper_searches_only() -> None:
+    cal = Calibration(ef=np.array([48, 100]), recall=np.array([0.95, 0.91]), depth=32, target=0.9)
+    assert cal.ef_for(0, 32) == 48
+    assert cal.ef_for(0, 10) == 48  # shallower: kept
+    assert cal.ef_for(0, 64) == 96  # twice as deep: twice the candidates
+    assert cal.ef_for(1, 40) == 125  # ceil(100 * 40 / 32)
+
+
+@pytest.fixture(scope="module")
+def clustered() -> np.ndarray:
+    """2,000 documents in 40 clusters, in two spaces of 24 dimensions."""
+    rng = np.random.default_rng(6)
+    centres = rng.normal(size=(40, 2, 24))
+    labels = rng.integers(0, 40, size=2000)
+    return (centres[labels] + 0.6 * rng.normal(size=(2000, 2, 24))).astype(np.float32)
+
+
+def test_hnsw_index_meets_its_target_on_fresh_queries(clustered: np.ndarray) -> None:
+    index = FaissIndex(clustered, "cosine", kind="hnsw", target_recall=0.95)
+    cal = index.calibration
+    assert cal is not None and cal.depth == 32 and cal.target == 0.95
+    assert cal.met, cal.recall
+    # queries the calibration never saw: recall stays near the target in every space
+    fresh = pseudo_queries(clustered, 60, seed=99)
+    got = index.search(fresh, 32).ids
+    exact = FaissIndex(clustered, "cosine", kind="flat").search(fresh, 32).ids
+    for s in range(2):
+        assert recall_at(got[:, s], exact[:, s]) >= 0.9
+    # each space searches with its own calibrated efSearch
+    assert [index.ef_for(s, 32) for s in range(2)] == cal.ef.tolist()
+
+
+def test_higher_target_never_picks_a_smaller_ef(clustered: np.ndarray) -> None:
+    low = FaissIndex(clustered[:, :1], "cosine", kind="hnsw", target_recall=0.6).calibration
+    high = FaissIndex(clustered[:, :1], "cosine", kind="hnsw", target_recall=0.99).calibration
+    assert low is not None and high is not None
+    assert high.ef[0] >= low.ef[0] and high.recall[0] >= low.recall[0]
+    assert high.recall[0] >= 0.99 or high.ef[0] == ef_ladder(32, 2000)[-1]
+
+
+def test_fixed_ef_without_target_and_override(clustered: np.ndarray) -> None:
+    fixed = build_index(clustered, "faiss-hnsw", "cosine", target_recall=None)
+    assert fixed.calibration is None
+    assert fixed.ef_for(0, 32) == 64 and fixed.ef_for(1, 50) == 100  # max(64, 2c)
+    fixed.ef_search = 300
+    assert fixed.ef_for(0, 32) == 300
+    exact = FaissIndex(clustered, "cosine", kind="flat").search(clustered[:20], 32).ids
+    assert recall_at(fixed.search(clustered[:20], 32).ids[:, 0], exact[:, 0]) >= 0.95  # a large efSearch is near exact
+    with pytest.raises(ValueError, match="recall target"):
+        FaissIndex(clustered, kind="hnsw", target_recall=1.5)
+    assert FaissIndex(clustered, kind="flat").calibration is None  # exact: nothing to calibrate
