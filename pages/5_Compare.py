@@ -140,6 +140,9 @@ backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_
 lm = run_model_or_stop(store, run)
 bundle = get_bundle(run.id, backend)
 index = bundle.index
+if calibrated := index.calibration_lines():
+    st.caption("HNSW efSearch per view, the smallest reaching the recall target against exact search: "
+               + "; ".join(calibrated))
 
 # --- query -------------------------------------------------------------------------------------
 picked = query_picker(store, corpus.id, key="compare", preselect=drilldown)

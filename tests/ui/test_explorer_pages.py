@@ -157,6 +157,19 @@ def test_compare_page_side_by_side_with_evidence(built):
     assert all(len(f) == 3 for f in lists)
 
 
+def test_compare_page_hnsw_backend_shows_its_calibration(built):
+    at = ok(page("5_Compare.py").run())
+    assert not [c for c in at.caption if "HNSW efSearch" in c.value]  # exact torch: nothing calibrated
+    at.selectbox(key="compare_backend").set_value("faiss-hnsw").run()
+    ok(at)
+    line = next(c.value for c in at.caption if "HNSW efSearch" in c.value)
+    views = [part.split(":")[0] for part in line.split(": ", 1)[1].split("; ")]
+    assert views == ["standard", "heads", "split"] and line.count("target 0.90") == 3
+    five_aspect_compare(at)
+    lists = [d.value for d in at.dataframe if {"rank", "mark"} <= set(d.value.columns)]
+    assert len(lists) == 5 and all(len(f) == 5 for f in lists)
+
+
 def test_compare_page_typed_query_uses_sentence_fallback(built):
     at = ok(page("5_Compare.py").run())
     at.radio(key="compare_source").set_value("Type a query").run()
