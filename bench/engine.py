@@ -34,6 +34,7 @@ import torch  # noqa: E402
 from mrag_core.backends import build_index  # noqa: E402
 from mrag_core.benchmark import load_articles  # noqa: E402
 from mrag_core.extraction import embed_texts  # noqa: E402
+from mrag_core.hnsw_tuning import recall_at  # noqa: E402
 from mrag_core.importance import head_importance  # noqa: E402
 from mrag_core.models.loader import load_model  # noqa: E402
 from mrag_core.voting import vote_hits  # noqa: E402
@@ -98,8 +99,7 @@ def _sample_queries(queries: np.ndarray, sample: int = 20) -> np.ndarray:
 def _recall(index, queries: np.ndarray, exact_ids: np.ndarray, depth: int = 32) -> float:
     """Mean recall@depth of ``index`` over every space and query, against ``exact_ids`` [q, s, depth]."""
     got = index.search(queries, depth).ids
-    hits = [len(set(a) & set(e)) / depth for a, e in zip(got.reshape(-1, depth), exact_ids.reshape(-1, depth))]
-    return float(np.mean(hits))
+    return recall_at(got.reshape(-1, depth), exact_ids.reshape(-1, depth))
 
 
 def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) -> float:

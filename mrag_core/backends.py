@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from mrag_core.device import pick_device
-from mrag_core.hnsw_tuning import Calibration, calibrate
+from mrag_core.hnsw_tuning import Calibration, calibrate, check_target
 from mrag_core.kernels import top_c_rows
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
@@ -111,8 +111,8 @@ class FaissIndex:
                  ef_construction: int = 80, target_recall: float | None = 0.9, calibration_depth: int = 32) -> None:
         import faiss
 
-        if target_recall is not None and not 0.0 < target_recall <= 1.0:
-            raise ValueError(f"the recall target must be in (0, 1], got {target_recall}")
+        if target_recall is not None:
+            check_target(target_recall)  # before the (slow) build
         x = _prepare(vectors, metric)
         self.n_docs, self.n_spaces, self.dim = x.shape
         self.metric = metric
@@ -122,6 +122,7 @@ class FaissIndex:
         self.ef_search: int | None = None  # HNSW: one efSearch for every space, over the calibration
         self.calibration: Calibration | None = None
         self._hnsw_params: dict[int, object] = {}  # efSearch -> faiss.SearchParametersHNSW
+        self._space_params: dict[tuple[int, int | None], list] = {}  # (depth, ef_search) -> params per space
         self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
         for s in range(self.n_spaces):
             if kind == "flat":
@@ -175,8 +176,12 @@ class FaissIndex:
         # allocations cost about as much as a small head space's search, once per space
         ptr = self._swig_ptr
         if self.kind == "hnsw":  # efSearch goes in per call (no shared state: searches may run in parallel threads)
+            params = self._space_params.get((depth, self.ef_search))
+            if params is None:  # once per depth, not once per space and query
+                params = [self._params(self.ef_for(s, depth)) for s in range(self.n_spaces)]
+                self._space_params[(depth, self.ef_search)] = params
             for s, index in enumerate(self._indexes):
-                index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), self._params(self.ef_for(s, depth)))
+                index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), params[s])
         else:
             for s, index in enumerate(self._indexes):
                 index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]))

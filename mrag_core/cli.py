@@ -45,13 +45,16 @@ def positive_int(value: str) -> int:
 
 
 def _recall_target(value: str) -> float:
+    from mrag_core.hnsw_tuning import check_target
+
     try:
         r = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0.0 < r <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, not {r}")
-    return r
+    try:
+        return check_target(r)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

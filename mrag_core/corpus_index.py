@@ -53,7 +53,6 @@ class CorpusIndex:
             n_heads=emb.n_heads,
         )
 
-
     def calibration_lines(self) -> list[str]:
         """One line per view whose HNSW efSearch was calibrated (empty for exact backends)."""
         views = (("standard", self.standard), ("heads", self.heads), ("split", self.split))

@@ -49,6 +49,13 @@ class Calibration:
         return max(ef, -(-ef * depth // self.depth))
 
 
+def check_target(target: float) -> float:
+    """``target`` if it is a recall in (0, 1], else ``ValueError`` with the reason."""
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"the recall target must be above 0 and at most 1, got {target}")
+    return float(target)
+
+
 def describe(name: str, cal: Calibration) -> str:
     """One line for logs and the UI, e.g. ``heads: efSearch 48-64, recall@32 0.92-0.95 (target 0.90)``."""
     def span(values: np.ndarray, fmt: str) -> str:
@@ -100,8 +107,7 @@ def exact_top(x_space: np.ndarray, queries: np.ndarray, depth: int) -> np.ndarra
 def calibrate(search: SearchSpace, x: np.ndarray, depth: int = 32, target: float = 0.9, count: int = 64,
               seed: int = 0) -> Calibration:
     """Smallest ladder ``efSearch`` per space of ``x`` [n, s, d] whose recall@``depth`` reaches ``target``."""
-    if not 0.0 < target <= 1.0:
-        raise ValueError(f"the recall target must be in (0, 1], got {target}")
+    target = check_target(target)
     n, s_count, _ = x.shape
     depth = max(1, min(depth, n))
     queries = pseudo_queries(x, count, seed)
@@ -115,4 +121,4 @@ def calibrate(search: SearchSpace, x: np.ndarray, depth: int = 32, target: float
             if r >= target:
                 break
         efs[s], recalls[s] = ef, r
-    return Calibration(ef=efs, recall=recalls, depth=depth, target=float(target))
+    return Calibration(ef=efs, recall=recalls, depth=depth, target=target)

@@ -127,6 +127,7 @@ if HAVE_NUMBA:
                     gm = group_max[row_i]
                     for j in range(c):
                         hv[j] = gm[j]
+                        hi[j] = j
                     _heap_scan(gm, hv, hi, c, c)
                     t = hv[0]  # the c-th largest group maximum
                     # the first c elements >= t fill the heap (there are at least c: the group maxima)

@@ -118,3 +118,18 @@ def test_fixed_ef_without_target_and_override(clustered: np.ndarray) -> None:
     with pytest.raises(ValueError, match="recall target"):
         FaissIndex(clustered, kind="hnsw", target_recall=1.5)
     assert FaissIndex(clustered, kind="flat").calibration is None  # exact: nothing to calibrate
+
+
+def test_changing_ef_search_takes_effect_on_the_next_search() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(3000, 1, 32)).astype(np.float32)  # unclustered: a small efSearch misses neighbours
+    q = rng.normal(size=(30, 1, 32)).astype(np.float32)
+    exact = FaissIndex(x, "cosine", kind="flat").search(q, 32).ids[:, 0]
+    index = FaissIndex(x, "cosine", kind="hnsw", target_recall=None)
+    index.ef_search = 32
+    low = recall_at(index.search(q, 32).ids[:, 0], exact)
+    index.ef_search = 3000
+    high = recall_at(index.search(q, 32).ids[:, 0], exact)
+    index.ef_search = 32
+    assert recall_at(index.search(q, 32).ids[:, 0], exact) == low  # and back again
+    assert low < 0.95 and high > 0.99, (low, high)
