@@ -18,7 +18,7 @@ accuracies. Instead, each space is calibrated once when the index is built:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -122,3 +122,24 @@ def calibrate(search: SearchSpace, x: np.ndarray, depth: int = 32, target: float
                 break
         efs[s], recalls[s] = ef, r
     return Calibration(ef=efs, recall=recalls, depth=depth, target=target)
+
+
+DEPTH_SENSITIVE_VOTES = ("distance",)
+"""Votes whose weights do not decay with rank (``distance``: 1/d), so a document deep in a head's list
+counts almost as much as one at the top: their final lists need each head's whole top ``c`` right."""
+
+
+def vote_caveat(backend: str, variants: Iterable[str]) -> str | None:
+    """A warning for the UI and the CLI when an approximate backend serves a depth-sensitive vote, else ``None``.
+
+    HNSW's ``efSearch`` is calibrated to per-list recall@32, which is plenty for the rank-decayed votes
+    (``importance``, ``decay``: 2^-p puts the weight on each head's top ranks) but not for ``distance``:
+    on 10,000 MiniLM-shaped random vectors, at the calibrated head ``efSearch`` its final top 10 reached
+    recall 0.82-0.89 against 0.98-0.99 for the ``importance`` vote (``bench/engine.py``).
+    """
+    sensitive = sorted({v for v in variants if v in DEPTH_SENSITIVE_VOTES})
+    if backend != "faiss-hnsw" or not sensitive:
+        return None
+    return (f"The {', '.join(sensitive)} vote weighs deep ranks almost as much as the top ones, so on the approximate "
+            "faiss-hnsw backend its results can differ noticeably from exact search (HNSW is calibrated per head "
+            "list, which suits the rank-decayed votes). Use torch or faiss-flat to compare it exactly.")

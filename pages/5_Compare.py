@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 
 import db
 from mrag_core.backends import BACKENDS
+from mrag_core.hnsw_tuning import vote_caveat
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
 from mrag_core.voting import VARIANTS
 from mrag_core.workflows.compare import (
@@ -203,6 +204,8 @@ if any(s in FUSION_STRATEGIES for s in strategies):
         sub_pref = "sentences"
 
 chosen = [*strategies, *llm_strategies]
+if caveat := vote_caveat(backend, [variant] if any("mrag" in s for s in chosen) else []):  # the vote MRAG lists use
+    st.warning(caveat)
 if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not chosen):
     st.session_state["compare_active"] = True
 if not st.session_state.get("compare_active") or not query_text or not chosen:

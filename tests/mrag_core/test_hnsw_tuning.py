@@ -133,3 +133,14 @@ def test_changing_ef_search_takes_effect_on_the_next_search() -> None:
     index.ef_search = 32
     assert recall_at(index.search(q, 32).ids[:, 0], exact) == low  # and back again
     assert low < 0.95 and high > 0.99, (low, high)
+
+
+def test_vote_caveat_only_for_depth_sensitive_votes_on_hnsw() -> None:
+    from mrag_core.hnsw_tuning import vote_caveat
+
+    warning = vote_caveat("faiss-hnsw", ["importance", "distance", "distance"])
+    assert warning is not None and warning.startswith("The distance vote") and "torch or faiss-flat" in warning
+    assert vote_caveat("faiss-hnsw", ["importance", "decay"]) is None  # 2^-p: the top ranks decide
+    assert vote_caveat("faiss-hnsw", []) is None
+    for exact in ("torch", "faiss-flat"):
+        assert vote_caveat(exact, ["distance"]) is None
