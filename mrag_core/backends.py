@@ -12,6 +12,8 @@ Backends:
   space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)
   recall@32 against exact search (:mod:`mrag_core.hnsw_tuning`), so every space, standard or head,
   answers at the same accuracy; ``target_recall=None`` keeps a fixed ``efSearch = max(64, 2c)``.
+  Views voted into one list are also calibrated per vote (``votes``: the final list's recall, see
+  ``hnsw_tuning.calibrate_vote``), and a search for that vote (``search(..., vote=name)``) uses it.
   ``M`` (links per node) 16 for spaces of at most 64 dimensions (head spaces), 32 above: a
   low-dimensional space reaches the same recall with fewer links, and each link is a distance
   computation on every visit.
@@ -26,7 +28,7 @@ import numpy as np
 import torch
 
 from mrag_core.device import pick_device
-from mrag_core.hnsw_tuning import Calibration, calibrate, check_target
+from mrag_core.hnsw_tuning import Calibration, VoteFn, calibrate, calibrate_vote, check_target
 from mrag_core.kernels import top_c_rows
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
@@ -48,8 +50,13 @@ class SpaceIndex(Protocol):
     n_spaces: int
     metric: str
 
-    def search(self, queries: np.ndarray, depth: int) -> Hits:
-        """Top-``depth`` documents per query [q, s, d] and space."""
+    def search(self, queries: np.ndarray, depth: int, vote: str | None = None) -> Hits:
+        """Top-``depth`` documents per query [q, s, d] and space; ``vote`` names the vote the hits are
+        for (approximate backends may search to that vote's calibrated accuracy; exact ones ignore it)."""
+        ...
+
+    def search_key(self, vote: str | None) -> str | None:
+        """Equal keys for two votes mean equal hits, so one search can serve both."""
         ...
 
 
@@ -81,7 +88,11 @@ class TorchIndex:
         # [s, d, n]: each space's documents as columns, so scores = Q[s] @ Xt[s].
         self._xt = torch.from_numpy(np.ascontiguousarray(x.transpose(1, 2, 0))).to(self.device)
 
-    def search(self, queries: np.ndarray, depth: int) -> Hits:
+    def search_key(self, vote: str | None) -> None:
+        """Exact search: the same hits for every vote."""
+        return None
+
+    def search(self, queries: np.ndarray, depth: int, vote: str | None = None) -> Hits:
         q = _prepare(queries, self.metric)
         depth = min(depth, self.n_docs)
         qt = torch.from_numpy(np.ascontiguousarray(q.transpose(1, 0, 2))).to(self.device)  # [s, q, d]
@@ -103,12 +114,16 @@ class TorchIndex:
 class FaissIndex:
     """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate).
 
-    HNSW ``efSearch`` per space: ``ef_search`` when set (one value for all spaces), else the
-    build-time :class:`~mrag_core.hnsw_tuning.Calibration` for ``target_recall``, else ``max(64, 2c)``.
+    HNSW ``efSearch`` per space: ``ef_search`` when set (one value for all spaces), else for a search
+    ``vote`` calibrated in ``votes`` that vote's :func:`~mrag_core.hnsw_tuning.calibrate_vote` value,
+    else the build-time per-space :class:`~mrag_core.hnsw_tuning.Calibration` for ``target_recall``,
+    else ``max(64, 2c)``. ``votes`` maps a vote's name to the function that turns one query's hits
+    into its final list (see :data:`~mrag_core.hnsw_tuning.VoteFn`).
     """
 
     def __init__(self, vectors: np.ndarray, metric: str = "cosine", kind: str = "flat", hnsw_m: int | None = None,
-                 ef_construction: int = 80, target_recall: float | None = 0.9, calibration_depth: int = 32) -> None:
+                 ef_construction: int = 80, target_recall: float | None = 0.9, calibration_depth: int = 32,
+                 votes: dict[str, VoteFn] | None = None) -> None:
         import faiss
 
         if target_recall is not None:
@@ -121,8 +136,9 @@ class FaissIndex:
         self._indexes = []
         self.ef_search: int | None = None  # HNSW: one efSearch for every space, over the calibration
         self.calibration: Calibration | None = None
+        self.vote_calibrations: dict[str, Calibration] = {}
         self._hnsw_params: dict[int, object] = {}  # efSearch -> faiss.SearchParametersHNSW
-        self._space_params: dict[tuple[int, int | None], list] = {}  # (depth, ef_search) -> params per space
+        self._space_params: dict[tuple, list] = {}  # (depth, ef_search, vote) -> params per space
         self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
         for s in range(self.n_spaces):
             if kind == "flat":
@@ -136,6 +152,9 @@ class FaissIndex:
             self._indexes.append(index)
         if kind == "hnsw" and target_recall is not None and self.n_docs:
             self.calibration = calibrate(self._search_space, x, depth=calibration_depth, target=target_recall)
+            for name, fn in (votes or {}).items():
+                self.vote_calibrations[name] = calibrate_vote(self._search_all, x, fn, depth=calibration_depth,
+                                                              target=target_recall)
 
     def _search_space(self, space: int, queries: np.ndarray, depth: int, ef: int) -> np.ndarray:
         """Ids [q, depth] from one HNSW space searched with ``efSearch = ef`` (for the calibration)."""
@@ -145,6 +164,17 @@ class FaissIndex:
         ptr = self._swig_ptr
         self._indexes[space].search_c(q.shape[0], ptr(q), depth, ptr(dist), ptr(ids), self._params(ef))
         return ids
+
+    def _search_all(self, queries: np.ndarray, depth: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, scores)`` [q, s, depth] from every space searched with ``efSearch = ef`` (for the vote calibration)."""
+        per_space = np.ascontiguousarray(queries.transpose(1, 0, 2), dtype=np.float32)
+        nq = per_space.shape[1]
+        ids = np.empty((self.n_spaces, nq, depth), np.int64)
+        scores = np.empty((self.n_spaces, nq, depth), np.float32)
+        ptr, params = self._swig_ptr, self._params(ef)
+        for s, index in enumerate(self._indexes):
+            index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), params)
+        return ids.transpose(1, 0, 2), scores.transpose(1, 0, 2)
 
     def _params(self, ef: int):
         """Search parameters with ``efSearch = ef`` (one object per value, kept)."""
@@ -157,15 +187,21 @@ class FaissIndex:
             self._hnsw_params[ef] = params
         return params
 
-    def ef_for(self, space: int, depth: int) -> int:
-        """The ``efSearch`` a search of ``depth`` uses in ``space`` (HNSW only)."""
+    def ef_for(self, space: int, depth: int, vote: str | None = None) -> int:
+        """The ``efSearch`` a search of ``depth`` for ``vote`` uses in ``space`` (HNSW only)."""
         if self.ef_search is not None:
             return self.ef_search
+        if vote in self.vote_calibrations:
+            return self.vote_calibrations[vote].ef_for(space, depth)
         if self.calibration is not None:
             return self.calibration.ef_for(space, depth)
         return max(64, 2 * depth)
 
-    def search(self, queries: np.ndarray, depth: int) -> Hits:
+    def search_key(self, vote: str | None) -> str | None:
+        """Searches for two votes with the same key return the same hits: ``vote`` if it has its own calibration."""
+        return vote if self.ef_search is None and vote in self.vote_calibrations else None
+
+    def search(self, queries: np.ndarray, depth: int, vote: str | None = None) -> Hits:
         q = _prepare(queries, self.metric)
         depth = min(depth, self.n_docs)
         nq = q.shape[0]
@@ -176,10 +212,11 @@ class FaissIndex:
         # allocations cost about as much as a small head space's search, once per space
         ptr = self._swig_ptr
         if self.kind == "hnsw":  # efSearch goes in per call (no shared state: searches may run in parallel threads)
-            params = self._space_params.get((depth, self.ef_search))
-            if params is None:  # once per depth, not once per space and query
-                params = [self._params(self.ef_for(s, depth)) for s in range(self.n_spaces)]
-                self._space_params[(depth, self.ef_search)] = params
+            key = (depth, self.ef_search, self.search_key(vote))
+            params = self._space_params.get(key)
+            if params is None:  # once per depth and vote, not once per space and query
+                params = [self._params(self.ef_for(s, depth, key[2])) for s in range(self.n_spaces)]
+                self._space_params[key] = params
             for s, index in enumerate(self._indexes):
                 index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), params[s])
         else:
@@ -189,14 +226,15 @@ class FaissIndex:
 
 
 def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosine", device: str = "auto",
-                target_recall: float | None = 0.9) -> SpaceIndex:
+                target_recall: float | None = 0.9, votes: dict[str, VoteFn] | None = None) -> SpaceIndex:
     """Build a :class:`SpaceIndex` over ``vectors`` [n, s, d] (or [n, d] for one space);
-    ``target_recall`` is the recall@32 each HNSW space is calibrated to (ignored by exact backends)."""
+    ``target_recall`` is the recall@32 each HNSW space is calibrated to, and the final-list recall of
+    each of ``votes`` (both ignored by exact backends)."""
     if backend == "torch":
         return TorchIndex(vectors, metric=metric, device=device)
     if backend == "faiss-flat":
         return FaissIndex(vectors, metric=metric, kind="flat")
     if backend == "faiss-hnsw":
-        return FaissIndex(vectors, metric=metric, kind="hnsw", target_recall=target_recall)
+        return FaissIndex(vectors, metric=metric, kind="hnsw", target_recall=target_recall, votes=votes)
     raise ValueError(f"unknown search backend '{backend}': use one of {', '.join(BACKENDS)}")
 

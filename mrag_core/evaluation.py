@@ -210,23 +210,33 @@ def evaluate(
     nq = len(cases)
     result = EvaluationResult(k_max=k_max, cases=list(cases))
     depth = max(c, k_max)
-    need_heads = any(sp.kind == "mrag" for sp in specs)
-    need_split = any(sp.kind == "split" for sp in specs)
     need_fusion = any(sp.kind.startswith("fusion") and not sp.llm for sp in specs)
     need_llm = any(sp.llm for sp in specs)
     if need_fusion and subqueries is None:
         raise ValueError("fusion strategies need sub-query embeddings (the queries' 'fusion' lists)")
     if need_llm and expansions is None:
         raise ValueError(f"LLM strategies {[sp.name for sp in specs if sp.llm]} need the expansion texts' embeddings")
-    hh = head_hits(index, queries, depth) if need_heads else None
-    sh = split_hits(index, queries, depth) if need_split else None
+    # one search per view and search key: on exact backends every vote shares one; calibrated HNSW
+    # searches each vote to its own final-list accuracy
+    view_hits: dict[tuple[str, str | None], Hits] = {}
 
-    def text_hits(emb: Embeddings | None, used: list[StrategySpec]) -> tuple[Hits | None, Hits | None]:
-        """Standard / head hits to depth k_max of the texts ``emb``, only for the kinds ``used`` needs."""
+    def hits_for(view: str, vote: str) -> Hits:
+        """The query hits to ``depth`` of the ``heads`` or ``split`` view, for ``vote``."""
+        space_index = index.heads if view == "heads" else index.split
+        key = (view, space_index.search_key(vote))
+        if key not in view_hits:
+            view_hits[key] = (head_hits if view == "heads" else split_hits)(index, queries, depth, vote)
+        return view_hits[key]
+
+    def text_hits(emb: Embeddings | None, used: list[StrategySpec]) -> tuple[Hits | None, dict[str, Hits]]:
+        """Standard hits and head hits per vote to depth k_max of the texts ``emb``, only for what ``used`` needs."""
         if emb is None or not len(emb) or not used:
-            return None, None
+            return None, {}
         std = index.standard.search(emb.standard[:, None, :], k_max) if any(sp.kind == "fusion" for sp in used) else None
-        heads = index.heads.search(emb.heads, k_max) if any(sp.kind == "fusion-mrag" for sp in used) else None
+        heads: dict[str, Hits] = {}
+        for vote in dict.fromkeys(sp.variant for sp in used if sp.kind == "fusion-mrag"):
+            same = next((h for v, h in heads.items() if index.heads.search_key(v) == index.heads.search_key(vote)), None)
+            heads[vote] = same if same is not None else index.heads.search(emb.heads, k_max, vote=vote)
         return std, heads
 
     fusion_specs = [sp for sp in specs if sp.kind.startswith("fusion") and not sp.llm]
@@ -234,21 +244,21 @@ def evaluate(
     sub_std, sub_heads = text_hits(subqueries, fusion_specs)
     exp_std, exp_heads = text_hits(expansions, llm_specs)
     with_query = [sp for sp in llm_specs if sp.source == "hyde" and hyde_with_query]
-    q_std = q_heads = None
+    q_std: Hits | None = None
+    q_heads: dict[str, Hits] = {}
     if with_query:
         q_std = index.standard.search(queries.standard[:, None, :], k_max) \
             if any(sp.kind == "fusion" for sp in with_query) else None
-        q_heads = (hh if hh is not None else head_hits(index, queries, k_max)) \
-            if any(sp.kind == "fusion-mrag" for sp in with_query) else None
+        q_heads = {sp.variant: hits_for("heads", sp.variant) for sp in with_query if sp.kind == "fusion-mrag"}
     imp = index.head_importance.score
 
-    def lists_per_depth(spec: StrategySpec, std: Hits | None, heads: Hits | None, row: int) -> list[list[int]]:
-        """One text's (row of ``std`` / ``heads``) list per depth 1..k_max for a fusion-like ``spec``."""
+    def lists_per_depth(spec: StrategySpec, std: Hits | None, heads: dict[str, Hits], row: int) -> list[list[int]]:
+        """One text's (row of ``std`` / ``heads[vote]``) list per depth 1..k_max for a fusion-like ``spec``."""
         if spec.kind == "fusion":
             assert std is not None
             return _standard_lists_per_depth(std.ids[row, 0], k_max)
-        assert heads is not None
-        return _mrag_lists_per_depth(heads.ids[row], heads.scores[row], imp, spec.variant, index.metric, k_max)
+        hits = heads[spec.variant]
+        return _mrag_lists_per_depth(hits.ids[row], hits.scores[row], imp, spec.variant, index.metric, k_max)
 
     total = len(strategies) * nq
     done = 0
@@ -261,9 +271,11 @@ def evaluate(
             if spec.kind == "standard":
                 runs = standard_search(index, queries, k_max)
             elif spec.kind == "mrag":
-                runs = mrag_search(index, queries, k_max, c, spec.variant, hits=hh, with_evidence=False)
+                runs = mrag_search(index, queries, k_max, c, spec.variant, hits=hits_for("heads", spec.variant),
+                                   with_evidence=False)
             else:
-                runs = split_search(index, queries, k_max, c, spec.variant, hits=sh, with_evidence=False)
+                runs = split_search(index, queries, k_max, c, spec.variant, hits=hits_for("split", spec.variant),
+                                    with_evidence=False)
             for qi, (case, run) in enumerate(zip(cases, runs)):
                 rsr[qi], csr[qi] = prefix_ratios(run.doc_ids, case.relevant, labels, k_max, units)
                 retrieved.append(run.doc_ids[:k_max])

@@ -10,9 +10,8 @@ from typing import Callable, Sequence
 from mrag_core.benchmark import Article, BenchQuery, load_articles, load_queries, load_topic_layout, resolve_ground_truth
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
-from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, evaluate
+from mrag_core.evaluation import EvaluationResult, QueryCase, evaluate
 from mrag_core.extraction import Embeddings
-from mrag_core.hnsw_tuning import vote_caveat
 from mrag_core.models.loader import LoadedModel
 
 Log = Callable[[str], None]
@@ -89,8 +88,6 @@ def run_benchmark(
     timings["index"] = time.perf_counter() - t0
     for line in index.calibration_lines():
         log(f"HNSW {line}")
-    if caveat := vote_caveat(backend, [spec.variant for s in strategies if (spec := NAMED_STRATEGIES.get(s))]):
-        log(f"warning: {caveat}")
     t0 = time.perf_counter()
     result = evaluate(index, qemb, cases, [a.label for a in data.articles], strategies, k_max=k_max, c=c,
                       subqueries=subs, units=data.units, progress=stage("evaluation"))

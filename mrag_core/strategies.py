@@ -67,20 +67,22 @@ def standard_search(index: CorpusIndex, q: Embeddings, k: int) -> list[Retrieved
     return [Retrieved("standard", hits.ids[i, 0].tolist(), hits.scores[i, 0].tolist()) for i in range(len(q))]
 
 
-def head_hits(index: CorpusIndex, q: Embeddings, c: int) -> Hits:
-    """Top-``c`` per head space for every query: ids/scores [q, h, c]."""
-    return index.heads.search(q.heads, c)
+def head_hits(index: CorpusIndex, q: Embeddings, c: int, vote: str | None = None) -> Hits:
+    """Top-``c`` per head space for every query: ids/scores [q, h, c], searched for ``vote`` (HNSW:
+    to that vote's calibrated final-list accuracy)."""
+    return index.heads.search(q.heads, c, vote=vote)
 
 
-def split_hits(index: CorpusIndex, q: Embeddings, c: int) -> Hits:
-    """Top-``c`` per split piece for every query: ids/scores [q, h, c]."""
-    return index.split.search(q.split(index.n_heads), c)
+def split_hits(index: CorpusIndex, q: Embeddings, c: int, vote: str | None = None) -> Hits:
+    """Top-``c`` per split piece for every query: ids/scores [q, h, c], searched for ``vote``."""
+    return index.split.search(q.split(index.n_heads), c, vote=vote)
 
 
 def mrag_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant: str = "importance",
                 hits: Hits | None = None, with_evidence: bool = True) -> list[Retrieved]:
-    """MRAG for every query in ``q`` (``hits`` may be passed to reuse a search)."""
-    hits = hits or head_hits(index, q, c)
+    """MRAG for every query in ``q`` (``hits`` may be passed to reuse a search made for a vote with the
+    same ``index.heads.search_key`` as ``variant``)."""
+    hits = hits or head_hits(index, q, c, variant)
     imp = index.head_importance.score
     return [
         _vote_from_hits(hits.ids[i, :, :c], hits.scores[i, :, :c], imp, variant, index.metric, k, "mrag", with_evidence)
@@ -91,7 +93,7 @@ def mrag_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant:
 def split_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant: str = "decay",
                  hits: Hits | None = None, with_evidence: bool = True) -> list[Retrieved]:
     """Split RAG for every query (authors' default vote 2^-p; ``importance`` gives s_i * 2^-p)."""
-    hits = hits or split_hits(index, q, c)
+    hits = hits or split_hits(index, q, c, variant)
     imp = index.split_importance.score
     return [
         _vote_from_hits(hits.ids[i, :, :c], hits.scores[i, :, :c], imp, variant, index.metric, k, "split", with_evidence)

@@ -19,7 +19,6 @@ from plotly.subplots import make_subplots
 
 import db
 from mrag_core.backends import BACKENDS
-from mrag_core.hnsw_tuning import vote_caveat
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
 from mrag_core.voting import VARIANTS
 from mrag_core.workflows.compare import (
@@ -142,8 +141,8 @@ lm = run_model_or_stop(store, run)
 bundle = get_bundle(run.id, backend)
 index = bundle.index
 if calibrated := index.calibration_lines():
-    st.caption("HNSW efSearch per view, the smallest reaching the recall target against exact search: "
-               + "; ".join(calibrated))
+    st.caption("HNSW efSearch, the smallest reaching the recall target against exact search, per view and, for "
+               "the voted views, per vote on its final lists: " + "; ".join(calibrated))
 
 # --- query -------------------------------------------------------------------------------------
 picked = query_picker(store, corpus.id, key="compare", preselect=drilldown)
@@ -204,8 +203,6 @@ if any(s in FUSION_STRATEGIES for s in strategies):
         sub_pref = "sentences"
 
 chosen = [*strategies, *llm_strategies]
-if caveat := vote_caveat(backend, [variant] if any("mrag" in s for s in chosen) else []):  # the vote MRAG lists use
-    st.warning(caveat)
 if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not chosen):
     st.session_state["compare_active"] = True
 if not st.session_state.get("compare_active") or not query_text or not chosen:

@@ -208,3 +208,45 @@ def test_evaluate_matches_strategy_definitions_on_random_data() -> None:
             assert (res.strategies["fusion-mrag"].rsr[qi, k - 1],
                     res.strategies["fusion-mrag"].csr[qi, k - 1]) == pytest.approx(set_ratios(fm, case.relevant, labels))
         assert res.strategies["fusion-mrag"].retrieved[qi] == fm
+
+
+class _RecordingView:
+    """A search view that records the vote of every search; ``per_vote``: it claims a calibration per vote."""
+
+    def __init__(self, inner, per_vote: bool) -> None:
+        self.inner, self.per_vote, self.votes = inner, per_vote, []
+
+    def search(self, queries, depth, vote=None):
+        self.votes.append(vote)
+        return self.inner.search(queries, depth, vote=vote)
+
+    def search_key(self, vote):
+        return vote if self.per_vote else None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_evaluate_searches_each_view_once_per_search_key() -> None:
+    import dataclasses
+
+    rng = np.random.default_rng(9)
+    docs, qs, subs = (random_embeddings(rng, m, 16, 4, 6) for m in (30, 3, 4))
+    labels = [f"L{i % 5}" for i in range(30)]
+    cases = [QueryCase((1, 8), 2, (0, 1)), QueryCase((5,), 1, (2, 3)), QueryCase((20, 21, 22), 3, ())]
+    strategies = ["mrag", "mrag-decay", "mrag-distance", "split", "split-weighted", "fusion-mrag"]
+    index = CorpusIndex.build(docs, device="cpu", pairs_per_doc=4)
+    plain = evaluate(index, qs, cases, labels, strategies, k_max=5, c=4, subqueries=subs)
+    searched = {}
+    for per_vote in (False, True):
+        heads, split = _RecordingView(index.heads, per_vote), _RecordingView(index.split, per_vote)
+        res = evaluate(dataclasses.replace(index, heads=heads, split=split), qs, cases, labels, strategies,
+                       k_max=5, c=4, subqueries=subs)
+        for name in strategies:  # exact search: the same hits whichever vote they were searched for
+            assert res.strategies[name].retrieved == plain.strategies[name].retrieved
+            np.testing.assert_array_equal(res.strategies[name].rsr, plain.strategies[name].rsr)
+        searched[per_vote] = (heads.votes, split.votes)
+    # one key for every vote: the sub-queries' head search (first), then one shared search per view for the queries
+    assert searched[False] == (["importance", "importance"], ["decay"])
+    # a key per vote: each vote's lists come from a search made for it
+    assert searched[True] == (["importance", "importance", "decay", "distance"], ["decay", "importance"])

@@ -5,8 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mrag_core.backends import FaissIndex, build_index
-from mrag_core.hnsw_tuning import Calibration, calibrate, ef_ladder, exact_top, pseudo_queries, recall_at
+from mrag_core.backends import FaissIndex, build_index, normalize_spaces
+from mrag_core.hnsw_tuning import (
+    Calibration,
+    calibrate,
+    calibrate_vote,
+    describe,
+    ef_ladder,
+    exact_hits,
+    exact_top,
+    final_list_recall,
+    pseudo_queries,
+    recall_at,
+)
+from mrag_core.kernels import sum_votes
 
 
 def test_ef_ladder_doubles_with_half_steps_and_caps_at_n() -> None:
@@ -135,12 +147,74 @@ def test_changing_ef_search_takes_effect_on_the_next_search() -> None:
     assert low < 0.95 and high > 0.99, (low, high)
 
 
-def test_vote_caveat_only_for_depth_sensitive_votes_on_hnsw() -> None:
-    from mrag_core.hnsw_tuning import vote_caveat
 
-    warning = vote_caveat("faiss-hnsw", ["importance", "distance", "distance"])
-    assert warning is not None and warning.startswith("The distance vote") and "torch or faiss-flat" in warning
-    assert vote_caveat("faiss-hnsw", ["importance", "decay"]) is None  # 2^-p: the top ranks decide
-    assert vote_caveat("faiss-hnsw", []) is None
-    for exact in ("torch", "faiss-flat"):
-        assert vote_caveat(exact, ["distance"]) is None
+def _decay_vote(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """2^-p per hit, summed per document: the top ranks decide."""
+    return sum_votes(ids, np.broadcast_to(np.exp2(-np.arange(ids.shape[1])), ids.shape), k)[0]
+
+
+def _flat_vote(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """One vote per hit: a deep rank counts as much as the top one."""
+    return sum_votes(ids, np.ones(ids.shape), k)[0]
+
+
+def test_final_list_recall_by_hand() -> None:
+    # one query, two spaces, depth 3; the exact hits and a search that lost doc 7 from space 1
+    exact = (np.array([[[1, 2, 3], [7, 1, 4]]]), np.zeros((1, 2, 3)))
+    lossy = (np.array([[[1, 2, 3], [1, 4, -1]]]), np.zeros((1, 2, 3)))
+    # decay vote, exact: 1 -> 1 + 1/2, 7 -> 1, 2 -> 1/2, 4 -> 1/4, 3 -> 1/4: top 2 = [1, 7]
+    # lossy: 1 -> 2, 2 -> 1/2, 4 -> 1/2, 3 -> 1/4: top 2 = [1, 2] -> recall@2 = 1/2; top 1 = [1] -> 1
+    assert final_list_recall(_decay_vote, lossy, exact, (1,)) == 1.0
+    assert final_list_recall(_decay_vote, lossy, exact, (1, 2)) == 0.5  # the lower of the two
+    assert final_list_recall(_decay_vote, exact, exact, (1, 2, 3)) == 1.0
+
+
+def test_calibrate_vote_picks_the_smallest_ef_whose_final_lists_reach_the_target() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 3, 8)).astype(np.float32)
+
+    def fake_search(queries: np.ndarray, depth: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact hits, of which only the top ``ef // 4`` ranks survive (the rest are misses)."""
+        ids, scores = exact_hits(x, queries, depth)
+        ids = ids.copy()
+        ids[:, :, ef // 4:] = -1
+        return ids, scores
+
+    ladder = ef_ladder(16, 300)  # [16, 24, 32, 48, 64, ...]: 4, 6, 8, 12, 16 ranks kept
+    cals = {name: calibrate_vote(fake_search, x, vote, depth=16, target=0.9, count=20, ks=(5, 16))
+            for name, vote in (("decay", _decay_vote), ("flat", _flat_vote))}
+    queries = pseudo_queries(x, 20, seed=0)
+    exact = exact_hits(x, queries, 16)
+    for name, vote in (("decay", _decay_vote), ("flat", _flat_vote)):
+        cal = cals[name]
+        ef = int(cal.ef[0])
+        assert (cal.ef == ef).all() and cal.met and cal.measure == "final top-5/16 recall"
+        assert cal.recall[0] == final_list_recall(vote, fake_search(queries, 16, ef), exact, (5, 16)) >= 0.9
+        if ef != ladder[0]:  # the ladder step below misses the target
+            below = ladder[ladder.index(ef) - 1]
+            assert final_list_recall(vote, fake_search(queries, 16, below), exact, (5, 16)) < 0.9
+    # every hit counting alike needs the whole list right; 2^-p needs only the top ranks
+    assert cals["flat"].ef[0] == 64 and cals["decay"].ef[0] < 64
+
+
+def test_hnsw_votes_are_calibrated_on_their_final_lists(clustered: np.ndarray) -> None:
+    votes = {"decay": _decay_vote, "flat": _flat_vote}
+    index = FaissIndex(clustered, "cosine", kind="hnsw", target_recall=0.9, votes=votes)
+    assert set(index.vote_calibrations) == {"decay", "flat"}
+    flat_idx = FaissIndex(clustered, "cosine", kind="flat")
+    fresh = normalize_spaces(pseudo_queries(clustered, 60, seed=77))
+    exact = flat_idx.search(fresh, 32)
+    for name, vote in votes.items():
+        cal = index.vote_calibrations[name]
+        assert cal.met and index.search_key(name) == name
+        assert [index.ef_for(s, 32, name) for s in range(2)] == cal.ef.tolist()
+        got = index.search(fresh, 32, vote=name)  # searched with the vote's own efSearch
+        assert final_list_recall(vote, (got.ids, got.scores), (exact.ids, exact.scores), (10, 32)) >= 0.85
+        assert describe(f"heads, {name} vote", cal).startswith(f"heads, {name} vote: efSearch {cal.ef[0]}, final top-10/32 recall")
+    assert index.vote_calibrations["flat"].ef[0] >= index.vote_calibrations["decay"].ef[0]
+    assert index.search_key("unknown") is None and index.search_key(None) is None  # per-space calibration
+    index.ef_search = 200
+    assert index.search_key("decay") is None and index.ef_for(0, 32, "decay") == 200  # an override wins
+    for exact_index in (flat_idx, build_index(clustered, "torch", device="cpu")):
+        assert exact_index.search_key("decay") is None
+        np.testing.assert_array_equal(exact_index.search(fresh, 8, vote="decay").ids, exact_index.search(fresh, 8).ids)

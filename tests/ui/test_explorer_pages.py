@@ -163,12 +163,10 @@ def test_compare_page_hnsw_backend_shows_its_calibration(built):
     at.selectbox(key="compare_backend").set_value("faiss-hnsw").run()
     ok(at)
     line = next(c.value for c in at.caption if "HNSW efSearch" in c.value)
-    views = [part.split(":")[0] for part in line.split(": ", 1)[1].split("; ")]
-    assert views == ["standard", "heads", "split"] and line.count("target 0.90") == 3
-    assert not [w for w in at.warning if "distance vote" in w.value]  # importance vote: nothing to warn about
-    at.selectbox(key="compare_variant").set_value("distance").run()
-    assert [w for w in ok(at).warning if "distance vote" in w.value and "torch or faiss-flat" in w.value]
-    at.selectbox(key="compare_variant").set_value("importance").run()
+    views = [part.split(":")[0] for part in line.split("final lists: ", 1)[1].split("; ")]
+    assert views == ["standard", "heads", "split", "heads, importance vote", "heads, decay vote",
+                     "heads, distance vote", "split, decay vote", "split, importance vote"]
+    assert line.count("target 0.90") == 8
     five_aspect_compare(at)
     lists = [d.value for d in at.dataframe if {"rank", "mark"} <= set(d.value.columns)]
     assert len(lists) == 5 and all(len(f) == 5 for f in lists)
