@@ -24,7 +24,7 @@ there with less than per-space recall asks for; the ``1/distance`` vote needs mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -114,10 +114,22 @@ def recall_at(got: np.ndarray, exact: np.ndarray) -> float:
     return float(np.mean(hits)) if hits else 1.0
 
 
-def exact_top(x_space: np.ndarray, queries: np.ndarray, depth: int) -> np.ndarray:
-    """Exact inner-product top-``depth`` ids [q, depth] of ``queries`` [q, d] over ``x_space`` [n, d]."""
-    scores = np.ascontiguousarray(queries @ x_space.T, dtype=np.float32)
-    return top_c_rows(scores, depth)[0]
+def exact_hits(x: np.ndarray, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product ``(ids, scores)`` [q, s, depth] of ``queries`` [q, s, d] in every space of ``x`` [n, s, d]."""
+    per_space = [top_c_rows(np.ascontiguousarray(queries[:, s, :] @ x[:, s, :].T, dtype=np.float32), depth)
+                 for s in range(x.shape[1])]
+    return np.stack([i for i, _ in per_space], axis=1), np.stack([v for _, v in per_space], axis=1)
+
+
+def first_reaching(ladder: Iterable[int], measure: Callable[[int], float], target: float) -> tuple[int, float]:
+    """The first ``ef`` of ``ladder`` whose ``measure(ef)`` (a recall) reaches ``target``, with that recall;
+    the last one tried, and its recall, if none does."""
+    ef, r = 0, 0.0
+    for ef in ladder:
+        r = measure(ef)
+        if r >= target:
+            break
+    return ef, r
 
 
 def calibrate(search: SearchSpace, x: np.ndarray, depth: int = 32, target: float = 0.9, count: int = 64,
@@ -127,45 +139,39 @@ def calibrate(search: SearchSpace, x: np.ndarray, depth: int = 32, target: float
     n, s_count, _ = x.shape
     depth = max(1, min(depth, n))
     queries = pseudo_queries(x, count, seed)
+    exact = exact_hits(x, queries, depth)[0]
     ladder = ef_ladder(depth, n)
     efs, recalls = np.zeros(s_count, np.int64), np.zeros(s_count)
     for s in range(s_count):
         q = np.ascontiguousarray(queries[:, s, :])
-        exact = exact_top(x[:, s, :], q, depth)
-        for ef in ladder:
-            r = recall_at(search(s, q, depth, ef), exact)
-            if r >= target:
-                break
-        efs[s], recalls[s] = ef, r
+        efs[s], recalls[s] = first_reaching(ladder, lambda ef: recall_at(search(s, q, depth, ef), exact[:, s]), target)
     return Calibration(ef=efs, recall=recalls, depth=depth, target=target)
 
 
+def voted_lists(vote: VoteFn, hits: tuple[np.ndarray, np.ndarray], k: int) -> list[np.ndarray]:
+    """Every query's final top-``k`` list from its hits ``(ids, scores)`` [q, s, c]."""
+    return [vote(hits[0][i], hits[1][i], k) for i in range(hits[0].shape[0])]
 
-def exact_hits(x: np.ndarray, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product ``(ids, scores)`` [q, s, depth] of ``queries`` [q, s, d] in every space of ``x`` [n, s, d]."""
-    per_space = [top_c_rows(np.ascontiguousarray(queries[:, s, :] @ x[:, s, :].T, dtype=np.float32), depth)
-                 for s in range(x.shape[1])]
-    return np.stack([i for i, _ in per_space], axis=1), np.stack([v for _, v in per_space], axis=1)
+
+def _lists_recall(got: list[np.ndarray], want: list[np.ndarray]) -> float:
+    """Mean over queries of ``|got ∩ want| / |want|`` (queries with an empty ``want`` skipped)."""
+    per_query = [len(set(g.tolist()) & set(w.tolist())) / len(w) for g, w in zip(got, want) if len(w)]
+    return float(np.mean(per_query)) if per_query else 1.0
 
 
 def final_list_recall(vote: VoteFn, hits: tuple[np.ndarray, np.ndarray], exact: tuple[np.ndarray, np.ndarray],
                       ks: tuple[int, ...]) -> float:
     """The lowest over ``k`` in ``ks`` of the mean recall@k of the voted lists from ``hits`` against the
     voted lists from ``exact`` (both ``(ids, scores)`` [q, s, c]); what a vote's user sees."""
-    worst = 1.0
-    for k in ks:
-        got = [vote(hits[0][i], hits[1][i], k) for i in range(hits[0].shape[0])]
-        want = [vote(exact[0][i], exact[1][i], k) for i in range(exact[0].shape[0])]
-        per_query = [len(set(g.tolist()) & set(w.tolist())) / len(w) for g, w in zip(got, want) if len(w)]
-        worst = min(worst, float(np.mean(per_query)) if per_query else 1.0)
-    return worst
+    return min(_lists_recall(voted_lists(vote, hits, k), voted_lists(vote, exact, k)) for k in ks)
 
 
 def calibrate_vote(search: SearchAll, x: np.ndarray, vote: VoteFn, depth: int = 32, target: float = 0.9,
                    count: int = 64, seed: int = 0, ks: tuple[int, ...] = (10, 32)) -> Calibration:
     """Smallest ladder ``efSearch`` (one for every space of ``x`` [n, s, d]) at which the *final* lists of
     ``vote`` over the spaces' top-``depth`` hits reach recall@k >= ``target`` for every ``k`` in ``ks``
-    (capped at ``depth``), against the same vote over exact hits, on the seeded pseudo-queries.
+    (capped at ``depth``), against the same vote over exact hits, on the seeded pseudo-queries
+    (:func:`final_list_recall`; the exact lists are voted once, not once per ladder step).
 
     A vote that weighs rank ``p`` by ``2^-p`` depends mostly on each space's top ranks and needs a
     smaller ``efSearch`` than per-space recall@depth asks for; a vote by ``1/distance`` weighs deep
@@ -177,11 +183,13 @@ def calibrate_vote(search: SearchAll, x: np.ndarray, vote: VoteFn, depth: int = 
     ks = tuple(sorted({min(k, depth) for k in ks}))
     queries = pseudo_queries(x, count, seed)
     exact = exact_hits(x, queries, depth)
-    r = 0.0
-    for ef in ef_ladder(depth, n):
-        r = final_list_recall(vote, search(queries, depth, ef), exact, ks)
-        if r >= target:
-            break
+    want = {k: voted_lists(vote, exact, k) for k in ks}
+
+    def measure(ef: int) -> float:
+        hits = search(queries, depth, ef)
+        return min(_lists_recall(voted_lists(vote, hits, k), want[k]) for k in ks)
+
+    ef, r = first_reaching(ef_ladder(depth, n), measure, target)
     label = "/".join(str(k) for k in ks)
     return Calibration(ef=np.full(s_count, ef, np.int64), recall=np.full(s_count, r), depth=depth, target=target,
                        measure=f"final top-{label} recall")

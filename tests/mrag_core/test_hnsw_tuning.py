@@ -13,8 +13,8 @@ from mrag_core.hnsw_tuning import (
     describe,
     ef_ladder,
     exact_hits,
-    exact_top,
     final_list_recall,
+    first_reaching,
     pseudo_queries,
     recall_at,
 )
@@ -51,11 +51,28 @@ def test_pseudo_queries_are_means_of_two_different_documents() -> None:
     np.testing.assert_array_equal(q, pseudo_queries(y, 20, seed=1))  # seeded
 
 
-def test_exact_top_matches_sorting() -> None:
+def test_exact_hits_match_sorting_in_every_space() -> None:
     rng = np.random.default_rng(4)
-    x, q = rng.normal(size=(200, 8)).astype(np.float32), rng.normal(size=(6, 8)).astype(np.float32)
-    expected = np.argsort(-(q.astype(np.float64) @ x.T.astype(np.float64)), axis=1)[:, :10]
-    np.testing.assert_array_equal(exact_top(x, q, 10), expected)
+    x, q = rng.normal(size=(200, 3, 8)).astype(np.float32), rng.normal(size=(6, 3, 8)).astype(np.float32)
+    ids, scores = exact_hits(x, q, 10)
+    assert ids.shape == scores.shape == (6, 3, 10)
+    for s in range(3):
+        sims = q[:, s].astype(np.float64) @ x[:, s].T.astype(np.float64)
+        expected = np.argsort(-sims, axis=1)[:, :10]
+        np.testing.assert_array_equal(ids[:, s], expected)
+        np.testing.assert_allclose(scores[:, s], np.take_along_axis(sims, expected, axis=1), rtol=1e-5)
+
+
+def test_first_reaching_stops_at_the_first_value_that_meets_the_target() -> None:
+    measured: list[int] = []
+
+    def measure(ef: int) -> float:
+        measured.append(ef)
+        return ef / 100
+
+    assert first_reaching([16, 32, 64, 128], measure, 0.5) == (64, 0.64)
+    assert measured == [16, 32, 64]  # nothing after the first hit is measured
+    assert first_reaching([16, 32], measure, 0.9) == (32, 0.32)  # none reaches it: the last, with its recall
 
 
 def test_calibrate_picks_the_smallest_ef_reaching_the_target_per_space() -> None:
@@ -64,7 +81,7 @@ def test_calibrate_picks_the_smallest_ef_reaching_the_target_per_space() -> None
     needs = {0: 48, 1: 128}  # space s returns the exact list only from ef >= needs[s]; below, half of it
 
     def fake_search(space: int, queries: np.ndarray, depth: int, ef: int) -> np.ndarray:
-        ids = exact_top(x[:, space, :], queries, depth)
+        ids = exact_hits(x[:, space:space + 1], queries[:, None, :], depth)[0][:, 0]
         if ef < needs[space]:
             ids[:, depth // 2:] = -1
         return ids
