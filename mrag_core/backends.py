@@ -139,6 +139,7 @@ class FaissIndex:
         self.vote_calibrations: dict[str, Calibration] = {}
         self._hnsw_params: dict[int, object] = {}  # efSearch -> faiss.SearchParametersHNSW
         self._space_params: dict[tuple, list] = {}  # (depth, ef_search, vote) -> params per space
+        self._flat_params: list = [None] * self.n_spaces  # flat indexes take no search parameters
         self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
         for s in range(self.n_spaces):
             if kind == "flat":
@@ -156,24 +157,29 @@ class FaissIndex:
                 self.vote_calibrations[name] = calibrate_vote(self._search_all, x, fn, depth=calibration_depth,
                                                               target=target_recall)
 
+    def _search_spaces(self, per_space: np.ndarray, depth: int, params: list, spaces: range | list[int]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, scores)`` [len(spaces), q, depth] for queries ``per_space`` [len(spaces), q, d], through
+        the SWIG entry point with preallocated outputs (the Python wrapper's checks and allocations cost
+        about as much as a small head space's search); ``params[j]``: space ``spaces[j]``'s search
+        parameters (``None`` for flat indexes)."""
+        nq = per_space.shape[1]
+        ids = np.empty((len(spaces), nq, depth), np.int64)
+        scores = np.empty((len(spaces), nq, depth), np.float32)
+        ptr = self._swig_ptr
+        for j, s in enumerate(spaces):
+            self._indexes[s].search_c(nq, ptr(per_space[j]), depth, ptr(scores[j]), ptr(ids[j]), params[j])
+        return ids, scores
+
     def _search_space(self, space: int, queries: np.ndarray, depth: int, ef: int) -> np.ndarray:
         """Ids [q, depth] from one HNSW space searched with ``efSearch = ef`` (for the calibration)."""
-        q = np.ascontiguousarray(queries, dtype=np.float32)
-        ids = np.empty((q.shape[0], depth), np.int64)
-        dist = np.empty((q.shape[0], depth), np.float32)
-        ptr = self._swig_ptr
-        self._indexes[space].search_c(q.shape[0], ptr(q), depth, ptr(dist), ptr(ids), self._params(ef))
-        return ids
+        q = np.ascontiguousarray(queries[None], dtype=np.float32)
+        return self._search_spaces(q, depth, [self._params(ef)], [space])[0][0]
 
     def _search_all(self, queries: np.ndarray, depth: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, scores)`` [q, s, depth] from every space searched with ``efSearch = ef`` (for the vote calibration)."""
         per_space = np.ascontiguousarray(queries.transpose(1, 0, 2), dtype=np.float32)
-        nq = per_space.shape[1]
-        ids = np.empty((self.n_spaces, nq, depth), np.int64)
-        scores = np.empty((self.n_spaces, nq, depth), np.float32)
-        ptr, params = self._swig_ptr, self._params(ef)
-        for s, index in enumerate(self._indexes):
-            index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), params)
+        ids, scores = self._search_spaces(per_space, depth, [self._params(ef)] * self.n_spaces, range(self.n_spaces))
         return ids.transpose(1, 0, 2), scores.transpose(1, 0, 2)
 
     def _params(self, ef: int):
@@ -204,24 +210,15 @@ class FaissIndex:
     def search(self, queries: np.ndarray, depth: int, vote: str | None = None) -> Hits:
         q = _prepare(queries, self.metric)
         depth = min(depth, self.n_docs)
-        nq = q.shape[0]
         per_space = np.ascontiguousarray(q.transpose(1, 0, 2))  # [s, q, d]: each space's queries contiguous
-        ids = np.empty((self.n_spaces, nq, depth), np.int64)
-        scores = np.empty((self.n_spaces, nq, depth), np.float32)
-        # the SWIG entry point with preallocated outputs: the Python wrapper's checks and
-        # allocations cost about as much as a small head space's search, once per space
-        ptr = self._swig_ptr
+        params = self._flat_params
         if self.kind == "hnsw":  # efSearch goes in per call (no shared state: searches may run in parallel threads)
             key = (depth, self.ef_search, self.search_key(vote))
             params = self._space_params.get(key)
             if params is None:  # once per depth and vote, not once per space and query
                 params = [self._params(self.ef_for(s, depth, key[2])) for s in range(self.n_spaces)]
                 self._space_params[key] = params
-            for s, index in enumerate(self._indexes):
-                index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]), params[s])
-        else:
-            for s, index in enumerate(self._indexes):
-                index.search_c(nq, ptr(per_space[s]), depth, ptr(scores[s]), ptr(ids[s]))
+        ids, scores = self._search_spaces(per_space, depth, params, range(self.n_spaces))
         return Hits(ids=np.ascontiguousarray(ids.transpose(1, 0, 2)), scores=np.ascontiguousarray(scores.transpose(1, 0, 2)))
 
 
