@@ -216,33 +216,33 @@ def evaluate(
         raise ValueError("fusion strategies need sub-query embeddings (the queries' 'fusion' lists)")
     if need_llm and expansions is None:
         raise ValueError(f"LLM strategies {[sp.name for sp in specs if sp.llm]} need the expansion texts' embeddings")
-    # one search per view and search key: on exact backends every vote shares one; calibrated HNSW
-    # searches each vote to its own final-list accuracy
-    view_hits: dict[tuple[str, str | None], Hits] = {}
+    # one search per (texts, view, depth, search key): on exact backends every vote shares one;
+    # calibrated HNSW searches each vote to its own final-list accuracy
+    searched: dict[tuple[str, str, int, str | None], Hits] = {}
+
+    def view_hits(texts: str, emb: Embeddings, view: str, d: int, vote: str) -> Hits:
+        """Hits to depth ``d`` of the ``texts`` embeddings ``emb`` in the ``heads`` or ``split`` view, for ``vote``."""
+        key = (texts, view, d, (index.heads if view == "heads" else index.split).search_key(vote))
+        if key not in searched:
+            searched[key] = (head_hits if view == "heads" else split_hits)(index, emb, d, vote)
+        return searched[key]
 
     def hits_for(view: str, vote: str) -> Hits:
-        """The query hits to ``depth`` of the ``heads`` or ``split`` view, for ``vote``."""
-        space_index = index.heads if view == "heads" else index.split
-        key = (view, space_index.search_key(vote))
-        if key not in view_hits:
-            view_hits[key] = (head_hits if view == "heads" else split_hits)(index, queries, depth, vote)
-        return view_hits[key]
+        """The queries' hits to ``depth`` in ``view``, for ``vote``."""
+        return view_hits("queries", queries, view, depth, vote)
 
-    def text_hits(emb: Embeddings | None, used: list[StrategySpec]) -> tuple[Hits | None, dict[str, Hits]]:
+    def text_hits(texts: str, emb: Embeddings | None, used: list[StrategySpec]) -> tuple[Hits | None, dict[str, Hits]]:
         """Standard hits and head hits per vote to depth k_max of the texts ``emb``, only for what ``used`` needs."""
         if emb is None or not len(emb) or not used:
             return None, {}
         std = index.standard.search(emb.standard[:, None, :], k_max) if any(sp.kind == "fusion" for sp in used) else None
-        heads: dict[str, Hits] = {}
-        for vote in dict.fromkeys(sp.variant for sp in used if sp.kind == "fusion-mrag"):
-            same = next((h for v, h in heads.items() if index.heads.search_key(v) == index.heads.search_key(vote)), None)
-            heads[vote] = same if same is not None else index.heads.search(emb.heads, k_max, vote=vote)
+        heads = {sp.variant: view_hits(texts, emb, "heads", k_max, sp.variant) for sp in used if sp.kind == "fusion-mrag"}
         return std, heads
 
     fusion_specs = [sp for sp in specs if sp.kind.startswith("fusion") and not sp.llm]
     llm_specs = [sp for sp in specs if sp.llm]
-    sub_std, sub_heads = text_hits(subqueries, fusion_specs)
-    exp_std, exp_heads = text_hits(expansions, llm_specs)
+    sub_std, sub_heads = text_hits("sub-queries", subqueries, fusion_specs)
+    exp_std, exp_heads = text_hits("expansions", expansions, llm_specs)
     with_query = [sp for sp in llm_specs if sp.source == "hyde" and hyde_with_query]
     q_std: Hits | None = None
     q_heads: dict[str, Hits] = {}
