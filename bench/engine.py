@@ -39,7 +39,7 @@ from mrag_core.backends import build_index  # noqa: E402
 from mrag_core.corpus_index import vote_functions  # noqa: E402
 from mrag_core.benchmark import load_articles  # noqa: E402
 from mrag_core.extraction import embed_texts  # noqa: E402
-from mrag_core.hnsw_tuning import recall_at  # noqa: E402
+from mrag_core.hnsw_tuning import first_reaching, recall_at, voted_lists  # noqa: E402
 from mrag_core.importance import head_importance  # noqa: E402
 from mrag_core.models.loader import load_model  # noqa: E402
 from mrag_core.voting import vote_hits  # noqa: E402
@@ -96,17 +96,6 @@ def paired_seconds(standard, mrag, qs: np.ndarray, rounds: int) -> tuple[float, 
     return float(best[0].sum()), float(best[1].sum())
 
 
-def _sample_queries(queries: np.ndarray, sample: int = 20) -> np.ndarray:
-    """The first ``sample`` queries as [q, s, d] (a 2-D array is one space)."""
-    return queries[:sample] if queries.ndim == 3 else queries[:sample, None, :]
-
-
-def _recall(index, queries: np.ndarray, exact_ids: np.ndarray, depth: int = 32) -> float:
-    """Mean recall@depth of ``index`` over every space and query, against ``exact_ids`` [q, s, depth]."""
-    got = index.search(queries, depth).ids
-    return recall_at(got.reshape(-1, depth), exact_ids.reshape(-1, depth))
-
-
 def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) -> float:
     from mrag_core.device import configure_threads
     from mrag_core.kernels import warm_up
@@ -117,34 +106,38 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
     docs = rng.standard_normal((n, h * hd)).astype(np.float32)
     heads = docs.reshape(n, h, hd)
     imp = head_importance(heads, pairs_per_doc=4, seed=0).score
+    mrag_vote = vote_functions(imp, "cosine", ("importance",))  # MRAG's default vote, as the app builds it
     qs = rng.standard_normal((queries, h * hd)).astype(np.float32)
+    q_std, q_heads = qs[:, None, :], qs.reshape(-1, h, hd)
+    truth: dict[str, np.ndarray] = {}  # exact answers, computed once for every approximate backend
     worst = 0.0
     for backend in backends:
         configure_threads(os.cpu_count() or 1)  # building is not timed
         std_index = build_index(docs, backend)
         # as the app builds it: HNSW head spaces also calibrated for MRAG's vote on its final lists
-        head_index = build_index(heads, backend, votes=vote_functions(imp, "cosine", ("importance",)))
+        head_index = build_index(heads, backend, votes=mrag_vote)
         configure_threads(1)  # torch and FAISS: one thread, as the app searches
+        use_vote: dict[str, str | None] = {"vote": "importance"}  # None: the head spaces' per-space calibration
 
         def standard(q: np.ndarray) -> None:
             std_index.search(q[None, None, :], 32)
 
-        mrag_vote = {"vote": "importance"}  # None: the head spaces' own (per-space) calibration
-
         def mrag(q: np.ndarray) -> None:
-            hits = head_index.search(q.reshape(1, h, hd), 32, vote=mrag_vote["vote"])  # as strategies.mrag_search does
+            hits = head_index.search(q.reshape(1, h, hd), 32, vote=use_vote["vote"])  # as strategies.mrag_search does
             vote_hits(hits.ids[0], hits.scores[0], imp, "importance", 32, with_evidence=False)
 
         t_std, t_mrag = paired_seconds(standard, mrag, qs, rounds)
         ratio = t_mrag / t_std
         note = ""
         if backend == "faiss-hnsw":  # what the approximate searches buy: recall@32 against exact search
-            q_std, q_heads = _sample_queries(qs), _sample_queries(qs.reshape(-1, h, hd))
-            exact_std = build_index(docs, "torch", device="cpu").search(q_std, 32).ids  # once: the ground truth
-            exact_heads = build_index(heads, "torch", device="cpu").search(q_heads, 32).ids
-            r_std, r_heads = _recall(std_index, q_std, exact_std), _recall(head_index, q_heads, exact_heads)
-            exact_mrag = _voted(build_index(heads, "torch", device="cpu"), qs, imp, h, hd)
-            r_final = recall_at(_voted(head_index, qs, imp, h, hd), exact_mrag)
+            if not truth:
+                exact_heads = build_index(heads, "torch", device="cpu").search(q_heads, 32)
+                truth.update(std=build_index(docs, "torch", device="cpu").search(q_std, 32).ids[:, 0],
+                             heads=exact_heads.ids, mrag=_voted(mrag_vote["importance"], exact_heads))
+            r_std = recall_at(std_index.search(q_std, 32).ids[:, 0], truth["std"])
+            r_heads = recall_at(head_index.search(q_heads, 32).ids.reshape(-1, 32), truth["heads"].reshape(-1, 32))
+            r_final = recall_at(_voted(mrag_vote["importance"], head_index.search(q_heads, 32, vote="importance")),
+                                truth["mrag"])
             efs = (f"efSearch standard {std_index.ef_for(0, 32)} heads per space "
                    f"{sorted({head_index.ef_for(i, 32) for i in range(h)})}, for the vote "
                    f"{head_index.ef_for(0, 32, 'importance')}")
@@ -152,20 +145,26 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
                     f"({efs})")
         print(f"latency n={n:>6} {backend:<11} standard {1000 * t_std / queries:.3f} ms  mrag {1000 * t_mrag / queries:.3f} ms  ratio {ratio:.2f}{note}")
         if backend == "faiss-hnsw":
-            # For information (not in RESULT): the heads at their per-space calibration, and Standard's
+            # For information (not in RESULT). (1) The heads at their per-space calibration, Standard's
             # efSearch raised until its recall@32 on these queries reaches the head spaces'.
-            ef = start = std_index.ef_for(0, 32)
-            for ef in [start] + [e for e in (96, 128, 160, 192, 224, 256, 320, 384, 512, 768, 1024, 1536, 2048) if e > start]:
-                std_index.ef_search = ef
-                r_eq = _recall(std_index, q_std, exact_std)
-                if r_eq >= r_heads:
-                    break
-            mrag_vote["vote"] = None  # the heads at their per-space calibration, as the recall above
-            t_eq, t_mrag_eq = paired_seconds(standard, mrag, qs, rounds)
-            mrag_vote["vote"] = "importance"
+            std_recall = lambda ef: _with_ef(std_index, ef, lambda: recall_at(std_index.search(q_std, 32).ids[:, 0], truth["std"]))  # noqa: E731
+            ef, r_eq = first_reaching([e for e in HNSW_LADDER if e >= std_index.ef_for(0, 32)], std_recall, r_heads)
+            use_vote["vote"] = None
+            t_eq, t_mrag_eq = _paired_at(std_index, ef, head_index, None, standard, mrag, qs, rounds)
+            use_vote["vote"] = "importance"
             print(f"  equal per-space recall: standard efSearch {ef} recall {r_eq:.3f} {1000 * t_eq / queries:.3f} ms"
                   f"  mrag (heads per space) {1000 * t_mrag_eq / queries:.3f} ms  ratio {t_mrag_eq / t_eq:.2f}")
-            final_result_line(std_index, head_index, docs, heads, imp, qs, rounds)
+            # (2) Equal recall of the final lists: MRAG at its cheapest head efSearch whose voted top 32
+            # reaches 0.9 against MRAG on exact search, Standard at its cheapest at least as accurate.
+            # MRAG's answer depends mostly on each head's top ranks (weights 2^-p), so per-head recall@32
+            # overstates the accuracy MRAG needs from each head.
+            mrag_recall = lambda ef: _with_ef(head_index, ef, lambda: recall_at(  # noqa: E731
+                _voted(mrag_vote["importance"], head_index.search(q_heads, 32)), truth["mrag"]))
+            ef_m, r_m = first_reaching([e for e in HNSW_LADDER if e <= max(n, 32)], mrag_recall, 0.9)
+            ef_s, r_s = first_reaching([e for e in HNSW_LADDER if e <= max(n, 32)], std_recall, max(0.9, r_m))
+            t_s, t_m = _paired_at(std_index, ef_s, head_index, ef_m, standard, mrag, qs, rounds)
+            print(f"  equal final-list recall@32: standard efSearch {ef_s} recall {r_s:.3f} {1000 * t_s / queries:.3f} ms"
+                  f"  mrag heads efSearch {ef_m} recall {r_m:.3f} {1000 * t_m / queries:.3f} ms  ratio {t_m / t_s:.2f}")
         worst = max(worst, ratio)
     return worst
 
@@ -173,53 +172,27 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
 HNSW_LADDER = (32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 512, 768, 1024, 1536, 2048)
 
 
-def _voted(index, qs: np.ndarray, imp: np.ndarray, h: int, hd: int, k: int = 32) -> np.ndarray:
-    """MRAG's final top-``k`` [q, k] (importance vote over the heads' top 32) for every query of ``qs``."""
-    out = np.full((len(qs), k), -1, np.int64)
-    for i, q in enumerate(qs):
-        hits = index.search(q.reshape(1, h, hd), 32, vote="importance")
-        ids = vote_hits(hits.ids[0], hits.scores[0], imp, "importance", k, with_evidence=False).doc_ids
+def _voted(vote, hits, k: int = 32) -> np.ndarray:
+    """Every query's final top-``k`` [q, k] by ``vote`` over its ``hits`` [q, s, c] (-1 pads short lists)."""
+    out = np.full((hits.ids.shape[0], k), -1, np.int64)
+    for i, ids in enumerate(voted_lists(vote, (hits.ids, hits.scores), k)):
         out[i, : len(ids)] = ids
     return out
 
 
-def _cheapest_ef(index, measure, target: float) -> tuple[int, float]:
-    """The smallest ``HNSW_LADDER`` efSearch for which ``measure()`` (a recall) reaches ``target``
-    (the largest tried if none does), with that recall; left set on ``index``."""
-    for ef in HNSW_LADDER:
-        if ef > index.n_docs and ef != HNSW_LADDER[0]:
-            break
-        index.ef_search = ef
-        r = measure()
-        if r >= target:
-            return ef, r
-    return index.ef_search, r
+def _with_ef(index, ef: int | None, measure):
+    """``measure()`` with ``index.ef_search = ef`` (``None``: its calibration), restored afterwards."""
+    before, index.ef_search = index.ef_search, ef
+    try:
+        return measure()
+    finally:
+        index.ef_search = before
 
 
-def final_result_line(std_index, head_index, docs, heads, imp, qs, rounds, target: float = 0.9) -> None:
-    """For information (not in RESULT): MRAG at the cheapest head efSearch whose *final* list reaches
-    recall@32 >= ``target`` against MRAG on exact search, Standard at the cheapest efSearch whose list
-    is at least as accurate (against exact Standard). Standard's final list is its space's top 32;
-    MRAG's is the vote over 12 head lists, which depends mostly on each head's top ranks (weights
-    2^-p), so per-head recall@32 overstates the accuracy MRAG needs from each head."""
-    n, h, hd = heads.shape
-    exact_std = build_index(docs, "torch", device="cpu").search(qs[:, None, :], 32).ids[:, 0, :]
-    exact_mrag = _voted(build_index(heads, "torch", device="cpu"), qs, imp, h, hd)
-    ef_m, r_m = _cheapest_ef(head_index, lambda: recall_at(_voted(head_index, qs, imp, h, hd), exact_mrag), target)
-    ef_s, r_s = _cheapest_ef(std_index, lambda: recall_at(std_index.search(qs[:, None, :], 32).ids[:, 0, :], exact_std),
-                             max(target, r_m))  # Standard at least as accurate as MRAG
-
-    def standard(q: np.ndarray) -> None:
-        std_index.search(q[None, None, :], 32)
-
-    def mrag(q: np.ndarray) -> None:
-        hits = head_index.search(q.reshape(1, h, hd), 32)
-        vote_hits(hits.ids[0], hits.scores[0], imp, "importance", 32, with_evidence=False)
-
-    t_s, t_m = paired_seconds(standard, mrag, qs, rounds)
-    print(f"  equal final-list recall@32: standard efSearch {ef_s} recall {r_s:.3f} {1000 * t_s / len(qs):.3f} ms"
-          f"  mrag heads efSearch {ef_m} recall {r_m:.3f} {1000 * t_m / len(qs):.3f} ms  ratio {t_m / t_s:.2f}")
-    std_index.ef_search = head_index.ef_search = None
+def _paired_at(std_index, ef_std, head_index, ef_heads, standard, mrag, qs, rounds) -> tuple[float, float]:
+    """:func:`paired_seconds` with both indexes held at the given efSearch (``None``: calibrated)."""
+    return _with_ef(std_index, ef_std, lambda: _with_ef(head_index, ef_heads,
+                                                        lambda: paired_seconds(standard, mrag, qs, rounds)))
 
 
 def eval_seconds() -> float:
