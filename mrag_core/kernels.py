@@ -9,10 +9,12 @@ when numba is unavailable (or ``MRAG_NO_NUMBA=1``) and in tests to prove they ag
   column ids, best first, in one pass with a size-``c`` min-heap: O(n + c log c) per row, one
   comparison per element against the heap's root (the current ``c``-th best). Long rows
   (n >= 4G, c <= G/2, G = 256) first get a threshold ``t`` that cannot exclude a winner: the rows
-  are cut into G strided groups ``{j : j mod G = g}``; their maxima (one vectorised NumPy max) are
-  G distinct elements, so the ``c``-th largest group maximum ``t`` is <= the row's ``c``-th largest
-  value. Only elements >= ``t`` (about ``c`` of them) reach the heap, instead of the
-  ~``c ln(n/c)`` early insertions of an unseeded heap.
+  are cut into G strided groups ``{j : j mod G = g}``; their maxima (elementwise maxima of
+  consecutive G-blocks, vectorised) are G distinct elements, so the ``c``-th largest group maximum
+  ``t`` is <= the row's ``c``-th largest value. One pass in blocks of 32 then counts the elements
+  >= ``t`` (a vectorised count) and collects them only from the blocks that hold one: about ``c``
+  candidates (on random scores) reach the heap, and the row costs two vectorised passes instead of
+  one scalar comparison per element (12 rows of 10,000: about 60 us instead of 95).
 * :func:`sum_votes`: ``total(d) = sum of weights[j] over j with ids[j] = d`` (ids < 0 ignored),
   returned for the top ``k`` documents by total, ties broken by the smaller id. Totals are
   accumulated in a small open-addressing hash table, in the input order within each id, so they
@@ -112,40 +114,69 @@ if HAVE_NUMBA:
                 _sift_down(hv, hi, pos, 0)
 
         @numba.njit(cache=True, nogil=True)
-        def _top_c_rows(scores: np.ndarray, group_max: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-            """``group_max`` [r, G >= c] seeds each row's heap with elements >= the c-th largest group
-            maximum; [r, 0] means no seeding (the heap starts from the row's first c elements)."""
+        def _top_c_rows(scores: np.ndarray, c: int, groups: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+            """``groups`` > 0 (with ``c <= groups <= n``): each row's candidates are the elements >= the
+            ``c``-th largest of its ``groups`` strided-group maxima, collected by one pass in blocks of
+            ``block_size`` (a vectorised count per block, a scalar look only into blocks that hold one;
+            a run-time value: a compile-time constant gets the count loop unrolled, not vectorised);
+            0: a plain heap over the row. A row with fewer than ``c`` candidates (only possible with NaN)
+            takes the plain heap too."""
             r, n = scores.shape
             ids = np.empty((r, c), np.int64)
             vals = np.empty((r, c), np.float32)
             hv = np.empty(c, np.float32)
             hi = np.empty(c, np.int64)
-            seeded = group_max.shape[1] >= c
+            gm = np.empty(max(groups, 1), np.float32)
+            cand_v = np.empty(n if groups else 0, np.float32)
+            cand_i = np.empty(n if groups else 0, np.int64)
             for row_i in range(r):
                 row = scores[row_i]
-                if seeded:
-                    gm = group_max[row_i]
+                m = 0
+                if groups:
+                    gm[:] = row[:groups]  # strided groups {j : j mod G = g}: elementwise maxima, vectorised
+                    for b in range(1, n // groups):
+                        np.maximum(gm, row[b * groups:(b + 1) * groups], gm)
                     for j in range(c):
                         hv[j] = gm[j]
                         hi[j] = j
                     _heap_scan(gm, hv, hi, c, c)
-                    t = hv[0]  # the c-th largest group maximum
-                    # the first c elements >= t fill the heap (there are at least c: the group maxima)
-                    filled = 0
+                    t = hv[0]  # the c-th largest group maximum: <= the row's c-th largest value
                     j = 0
-                    while filled < c:
-                        v = row[j]
-                        if v >= t:
-                            hv[filled] = v
-                            hi[filled] = j
-                            filled += 1
-                        j += 1
+                    while j + block_size <= n:
+                        block = row[j:j + block_size]
+                        above = 0
+                        for q in range(block_size):
+                            above += block[q] >= t
+                        if above:
+                            for q in range(block_size):
+                                if block[q] >= t:
+                                    cand_v[m] = block[q]
+                                    cand_i[m] = j + q
+                                    m += 1
+                        j += block_size
+                    for j in range(j, n):
+                        if row[j] >= t:
+                            cand_v[m] = row[j]
+                            cand_i[m] = j
+                            m += 1
+                if m >= c:  # the candidates, in id order, through the heap
+                    for j in range(c):
+                        hv[j] = cand_v[j]
+                        hi[j] = cand_i[j]
+                    for j in range(c // 2 - 1, -1, -1):
+                        _sift_down(hv, hi, c, j)
+                    thr = hv[0]
+                    for j in range(c, m):
+                        if cand_v[j] > thr:  # equal scores keep the earlier (smaller) id already held
+                            hv[0] = cand_v[j]
+                            hi[0] = cand_i[j]
+                            _sift_down(hv, hi, c, 0)
+                            thr = hv[0]
                 else:
                     for j in range(c):
                         hv[j] = row[j]
                         hi[j] = j
-                    j = c
-                _heap_scan(row, hv, hi, c, j)
+                    _heap_scan(row, hv, hi, c, c)
                 _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
             return ids, vals
 
@@ -206,6 +237,7 @@ if HAVE_NUMBA:
 
 
 _GROUPS = 256  # strided groups for the seeded top-c threshold
+_BLOCK = 32  # elements per vectorised count in the seeded candidate pass
 
 
 def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,12 +251,7 @@ def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
     c = min(int(c), n)
     if not HAVE_NUMBA or c <= 0 or r == 0:
         return top_c_rows_reference(scores, c)
-    if n >= 4 * _GROUPS and c <= _GROUPS // 2:
-        full = (n // _GROUPS) * _GROUPS
-        group_max = scores[:, :full].reshape(r, full // _GROUPS, _GROUPS).max(axis=1)  # [r, G], strided groups
-        if np.isfinite(group_max).all():
-            return _top_c_rows(scores, group_max, c)
-    return _top_c_rows(scores, np.empty((r, 0), np.float32), c)
+    return _top_c_rows(scores, c, _GROUPS if n >= 4 * _GROUPS and c <= _GROUPS // 2 else 0, _BLOCK)
 
 
 def sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

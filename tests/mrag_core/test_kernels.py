@@ -86,14 +86,25 @@ def test_seeded_threshold_never_drops_a_winner() -> None:
     rows.append(tail)
     scores = np.asarray(rows, np.float32)
     assert kernels.HAVE_NUMBA
-    full = (n // 256) * 256
-    group_max = scores[:, :full].reshape(len(rows), full // 256, 256).max(axis=1)
-    ids, vals = kernels._top_c_rows(scores, group_max, c)
+    ids, vals = kernels._top_c_rows(scores, c, 256, 32)
     ref_ids, ref_vals = top_c_rows_reference(scores, c)
     np.testing.assert_array_equal(ids, ref_ids)
     np.testing.assert_array_equal(vals, ref_vals)
     ids2, _ = top_c_rows(scores, c)  # the public function takes the seeded path here
     np.testing.assert_array_equal(ids2, ref_ids)
+    plain = kernels._top_c_rows(scores, c, 0, 32)  # and the unseeded heap agrees
+    np.testing.assert_array_equal(plain[0], ref_ids)
+
+
+def test_seeded_kernel_falls_back_to_the_plain_heap_without_enough_candidates() -> None:
+    # NaN group maxima give no threshold to compare with: fewer than c candidates, so the row takes
+    # the plain heap instead of reading past its candidates (NaN scores are rejected upstream)
+    row = np.random.default_rng(12).standard_normal(2048).astype(np.float32)
+    scores = np.stack([row, row])
+    scores[1, :256] = np.nan
+    ids, _ = kernels._top_c_rows(scores, 8, 256, 32)
+    assert ids.shape == (2, 8) and ((ids >= 0) & (ids < 2048)).all()
+    assert ids[0].tolist() == top_c_rows_reference(scores[:1], 8)[0][0].tolist()
 
 
 def test_sum_votes_hand_worked() -> None:
