@@ -10,11 +10,13 @@ from mrag_core.hnsw_tuning import (
     Calibration,
     calibrate,
     calibrate_vote,
+    calibration_queries,
     describe,
     ef_ladder,
     exact_hits,
     final_list_recall,
     first_reaching,
+    gaussian_queries,
     pseudo_queries,
     recall_at,
 )
@@ -49,6 +51,41 @@ def test_pseudo_queries_are_means_of_two_different_documents() -> None:
         matches = [(a, b) for a in range(50) for b in range(50) if a != b and np.allclose(row, (y[a] + y[b]) / 2, atol=1e-6)]
         assert matches
     np.testing.assert_array_equal(q, pseudo_queries(y, 20, seed=1))  # seeded
+
+
+def test_gaussian_queries_follow_the_documents_joint_gaussian_fit() -> None:
+    rng = np.random.default_rng(2)
+    y = (rng.normal(size=(40, 2, 3)) @ np.diag([1.0, 2.0, 0.5]) + [3.0, -1.0, 0.0]).astype(np.float32)
+    q = gaussian_queries(y, 40_000, seed=4)
+    assert q.shape == (40_000, 2, 3) and q.dtype == np.float32
+    flat_docs, flat_q = y.reshape(40, 6).astype(np.float64), q.reshape(-1, 6).astype(np.float64)
+    # the draws' mean and covariance are the documents' (all 6 coordinates jointly, cross-space terms too)
+    np.testing.assert_allclose(flat_q.mean(axis=0), flat_docs.mean(axis=0), atol=0.05)
+    np.testing.assert_allclose(np.cov(flat_q.T), np.cov(flat_docs.T), atol=0.1)
+    np.testing.assert_array_equal(q[:10], gaussian_queries(y, 10, seed=4)[:10])  # seeded
+    assert not np.array_equal(gaussian_queries(y, 10, seed=4), gaussian_queries(y, 10, seed=5))
+    # a sample of the documents stands for all of them; one document: the document itself
+    assert gaussian_queries(y, 7, sample=8).shape == (7, 2, 3)
+    np.testing.assert_array_equal(gaussian_queries(y[:1], 3), np.repeat(y[:1], 3, axis=0))
+    between, generic = calibration_queries(y, 5, seed=0)
+    np.testing.assert_array_equal(between, pseudo_queries(y, 5, seed=0))
+    np.testing.assert_array_equal(generic, gaussian_queries(y, 5, seed=1))
+
+
+def test_calibrate_needs_the_target_on_both_kinds_of_queries() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 1, 16)).astype(np.float32)
+    between = {row.tobytes() for row in calibration_queries(x, 10, seed=0)[0][:, 0]}
+
+    def fake_search(space: int, queries: np.ndarray, depth: int, ef: int) -> np.ndarray:
+        """Exact lists; below efSearch 48 (between queries) or 128 (generic ones), half of each is lost."""
+        ids = exact_hits(x, queries[:, None, :], depth)[0][:, 0].copy()
+        needs = np.array([48 if q.tobytes() in between else 128 for q in queries])
+        ids[ef < needs, depth // 2:] = -1
+        return ids
+
+    cal = calibrate(fake_search, x, depth=16, target=0.9, count=10)
+    assert cal.ef.tolist() == [128] and cal.recall.tolist() == [1.0]  # between queries alone would stop at 48
 
 
 def test_exact_hits_match_sorting_in_every_space() -> None:
@@ -122,6 +159,10 @@ def test_hnsw_index_meets_its_target_on_fresh_queries(clustered: np.ndarray) -> 
     fresh = pseudo_queries(clustered, 60, seed=99)
     got = index.search(fresh, 32).ids
     exact = FaissIndex(clustered, "cosine", kind="flat").search(fresh, 32).ids
+    for s in range(2):
+        assert recall_at(got[:, s], exact[:, s]) >= 0.9
+    generic = gaussian_queries(clustered, 60, seed=98)  # and on queries close to no document in particular
+    got, exact = index.search(generic, 32).ids, FaissIndex(clustered, "cosine", kind="flat").search(generic, 32).ids
     for s in range(2):
         assert recall_at(got[:, s], exact[:, s]) >= 0.9
     # each space searches with its own calibrated efSearch
@@ -200,16 +241,18 @@ def test_calibrate_vote_picks_the_smallest_ef_whose_final_lists_reach_the_target
     ladder = ef_ladder(16, 300)  # [16, 24, 32, 48, 64, ...]: 4, 6, 8, 12, 16 ranks kept
     cals = {name: calibrate_vote(fake_search, x, vote, depth=16, target=0.9, count=20, ks=(5, 16))
             for name, vote in (("decay", _decay_vote), ("flat", _flat_vote))}
-    queries = pseudo_queries(x, 20, seed=0)
-    exact = exact_hits(x, queries, 16)
+    sets = [(queries, exact_hits(x, queries, 16)) for queries in calibration_queries(x, 20, seed=0)]
+
+    def by_hand(vote, ef: int) -> float:  # the lower of the two kinds of queries
+        return min(final_list_recall(vote, fake_search(q, 16, ef), exact, (5, 16)) for q, exact in sets)
+
     for name, vote in (("decay", _decay_vote), ("flat", _flat_vote)):
         cal = cals[name]
         ef = int(cal.ef[0])
         assert (cal.ef == ef).all() and cal.met and cal.measure == "final top-5/16 recall"
-        assert cal.recall[0] == final_list_recall(vote, fake_search(queries, 16, ef), exact, (5, 16)) >= 0.9
+        assert cal.recall[0] == by_hand(vote, ef) >= 0.9
         if ef != ladder[0]:  # the ladder step below misses the target
-            below = ladder[ladder.index(ef) - 1]
-            assert final_list_recall(vote, fake_search(queries, 16, below), exact, (5, 16)) < 0.9
+            assert by_hand(vote, ladder[ladder.index(ef) - 1]) < 0.9
     # every hit counting alike needs the whole list right; 2^-p needs only the top ranks
     assert cals["flat"].ef[0] == 64 and cals["decay"].ef[0] < 64
 
