@@ -13,7 +13,8 @@
   printed, a second comparison at equal per-space recall (the heads at their per-space calibration), and a
   third at equal recall of the final lists (Standard's top 32 vs MRAG's voted top 32, each against the
   same strategy on exact search): MRAG at its cheapest head efSearch reaching 0.9, Standard at its
-  cheapest at least as accurate.
+  cheapest at least as accurate. For faiss-flat it also prints FAISS's own searches alone (the
+  floor of that backend's ratio).
 * eval_seconds: all 250 benchmark queries x 5 strategies x k = 1..32 from cached embeddings
   (target < 5 s).
 
@@ -144,6 +145,19 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
             note = (f"  recall@32 standard {r_std:.3f} heads {r_heads:.3f} per space, MRAG's final list {r_final:.3f} "
                     f"({efs})")
         print(f"latency n={n:>6} {backend:<11} standard {1000 * t_std / queries:.3f} ms  mrag {1000 * t_mrag / queries:.3f} ms  ratio {ratio:.2f}{note}")
+        if backend == "faiss-flat":
+            # For information (not in RESULT): FAISS's own flat searches alone (no normalisation, no
+            # vote), h head spaces of hd dimensions against one of h * hd: the floor of this backend's ratio.
+            def faiss_standard(q: np.ndarray) -> None:  # through the SWIG entry point, as the backend calls it
+                std_index._search_spaces(q[None, None, :], 32, std_index._flat_params, range(1))
+
+            def faiss_heads(q: np.ndarray) -> None:
+                per_space = np.ascontiguousarray(q.reshape(h, 1, hd))
+                head_index._search_spaces(per_space, 32, head_index._flat_params, range(h))
+
+            t_fs, t_fh = paired_seconds(faiss_standard, faiss_heads, qs, rounds)
+            print(f"  FAISS alone: one {h * hd}-d search {1000 * t_fs / queries:.3f} ms  {h} {hd}-d searches "
+                  f"{1000 * t_fh / queries:.3f} ms  ratio {t_fh / t_fs:.2f}")
         if backend == "faiss-hnsw":
             # For information (not in RESULT). (1) The heads at their per-space calibration, Standard's
             # efSearch raised until its recall@32 on these queries reaches the head spaces'.
