@@ -103,6 +103,14 @@ if HAVE_NUMBA:
                     thr = hv[0]
 
         @numba.njit(cache=True, nogil=True, inline="always")
+        def _heap_top(values: np.ndarray, hv: np.ndarray, hi: np.ndarray, c: int) -> None:  # pragma: no cover
+            """The min-heap of the ``c`` best of ``values`` (``c <= len(values)``), ids = positions."""
+            for j in range(c):
+                hv[j] = values[j]
+                hi[j] = j
+            _heap_scan(values, hv, hi, c, c)
+
+        @numba.njit(cache=True, nogil=True, inline="always")
         def _pop_best_first(hv: np.ndarray, hi: np.ndarray, c: int, out_v: np.ndarray, out_i: np.ndarray) -> None:  # pragma: no cover
             """Empty the min-heap into ``out`` best first (equal values: smaller id first): the root
             ranks lowest, so each pop fills the last free place; no allocation, O(c log c)."""
@@ -136,10 +144,7 @@ if HAVE_NUMBA:
                     gm[:] = row[:groups]  # strided groups {j : j mod G = g}: elementwise maxima, vectorised
                     for b in range(1, n // groups):
                         np.maximum(gm, row[b * groups:(b + 1) * groups], gm)
-                    for j in range(c):
-                        hv[j] = gm[j]
-                        hi[j] = j
-                    _heap_scan(gm, hv, hi, c, c)
+                    _heap_top(gm, hv, hi, c)
                     t = hv[0]  # the c-th largest group maximum: <= the row's c-th largest value
                     j = 0
                     while j + block_size <= n:
@@ -159,25 +164,13 @@ if HAVE_NUMBA:
                             cand_v[m] = row[j]
                             cand_i[m] = j
                             m += 1
-                if m >= c:  # the candidates, in id order, through the heap
-                    for j in range(c):
-                        hv[j] = cand_v[j]
-                        hi[j] = cand_i[j]
-                    for j in range(c // 2 - 1, -1, -1):
-                        _sift_down(hv, hi, c, j)
-                    thr = hv[0]
-                    for j in range(c, m):
-                        if cand_v[j] > thr:  # equal scores keep the earlier (smaller) id already held
-                            hv[0] = cand_v[j]
-                            hi[0] = cand_i[j]
-                            _sift_down(hv, hi, c, 0)
-                            thr = hv[0]
-                else:
-                    for j in range(c):
-                        hv[j] = row[j]
-                        hi[j] = j
-                    _heap_scan(row, hv, hi, c, c)
+                seeded = m >= c
+                # the candidates are in id order, so their positions rank ties as their ids do
+                _heap_top(cand_v[:m] if seeded else row, hv, hi, c)
                 _pop_best_first(hv, hi, c, vals[row_i], ids[row_i])
+                if seeded:
+                    for j in range(c):
+                        ids[row_i, j] = cand_i[ids[row_i, j]]
             return ids, vals
 
         @numba.njit(cache=True, nogil=True)
