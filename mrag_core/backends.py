@@ -13,7 +13,7 @@ Backends:
   recall@32 against exact search (:mod:`mrag_core.hnsw_tuning`), so every space, standard or head,
   answers at the same accuracy; ``target_recall=None`` keeps a fixed ``efSearch = max(64, 2c)``.
   Views voted into one list are also calibrated per vote (``votes``: the final list's recall, see
-  ``hnsw_tuning.calibrate_vote``), and a search for that vote (``search(..., vote=name)``) uses it.
+  ``hnsw_tuning.calibrate_votes``), and a search for that vote (``search(..., vote=name)``) uses it.
   ``M`` (links per node) 16 for spaces of at most 64 dimensions (head spaces), 32 above: a
   low-dimensional space reaches the same recall with fewer links, and each link is a distance
   computation on every visit.
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from mrag_core.device import pick_device
-from mrag_core.hnsw_tuning import Calibration, VoteFn, calibrate, calibrate_vote, check_target
+from mrag_core.hnsw_tuning import Calibration, VoteFn, calibrate, calibrate_votes, calibration_sets, check_target
 from mrag_core.kernels import top_c_rows
 
 BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
@@ -115,7 +115,7 @@ class FaissIndex:
     """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate).
 
     HNSW ``efSearch`` per space: ``ef_search`` when set (one value for all spaces), else for a search
-    ``vote`` calibrated in ``votes`` that vote's :func:`~mrag_core.hnsw_tuning.calibrate_vote` value,
+    ``vote`` calibrated in ``votes`` that vote's :func:`~mrag_core.hnsw_tuning.calibrate_votes` value,
     else the build-time per-space :class:`~mrag_core.hnsw_tuning.Calibration` for ``target_recall``,
     else ``max(64, 2c)``. ``votes`` maps a vote's name to the function that turns one query's hits
     into its final list (see :data:`~mrag_core.hnsw_tuning.VoteFn`).
@@ -152,10 +152,11 @@ class FaissIndex:
             index.add(np.ascontiguousarray(x[:, s, :]))
             self._indexes.append(index)
         if kind == "hnsw" and target_recall is not None and self.n_docs:
-            self.calibration = calibrate(self._search_space, x, depth=calibration_depth, target=target_recall)
-            for name, fn in (votes or {}).items():
-                self.vote_calibrations[name] = calibrate_vote(self._search_all, x, fn, depth=calibration_depth,
-                                                              target=target_recall)
+            depth = max(1, min(calibration_depth, self.n_docs))
+            sets = calibration_sets(x, depth)  # queries and exact hits once, for the spaces and every vote
+            self.calibration = calibrate(self._search_space, x, depth=depth, target=target_recall, sets=sets)
+            self.vote_calibrations = calibrate_votes(self._search_all, x, votes or {}, depth=depth,
+                                                     target=target_recall, sets=sets)
 
     def _search_spaces(self, per_space: np.ndarray, depth: int, params: list, spaces: range | list[int]
                        ) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ accuracies. Instead, each space is calibrated once when the index is built:
   is recorded, so callers can say the target was missed).
 
 Views whose spaces are voted into one list (MRAG's heads, Split RAG's pieces) are also calibrated
-per vote (:func:`calibrate_vote`): one ``efSearch`` for all the view's spaces, the smallest at which
+per vote (:func:`calibrate_votes`): one ``efSearch`` for all the view's spaces, the smallest at which
 the vote's *final* top-10 and top-``c`` lists reach the target against the same vote over exact
 hits, on both kinds of queries. That is the accuracy the user sees. The rank-decayed votes (``s_i * 2^-p``, ``2^-p``) get
 there with less than per-space recall asks for; the ``1/distance`` vote needs more.
@@ -149,6 +149,16 @@ def exact_hits(x: np.ndarray, queries: np.ndarray, depth: int) -> tuple[np.ndarr
     return np.stack([i for i, _ in per_space], axis=1), np.stack([v for _, v in per_space], axis=1)
 
 
+CalibrationSet = tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]
+"""One kind of calibration queries [q, s, d] with their exact ``(ids, scores)`` [q, s, depth]."""
+
+
+def calibration_sets(x: np.ndarray, depth: int, count: int = 64, seed: int = 0) -> list[CalibrationSet]:
+    """:func:`calibration_queries` of ``x`` [n, s, d] with their exact top-``depth`` hits, computed once
+    for every calibration of an index (per space and per vote)."""
+    return [(queries, exact_hits(x, queries, depth)) for queries in calibration_queries(x, count, seed)]
+
+
 def first_reaching(ladder: Iterable[int], measure: Callable[[int], float], target: float) -> tuple[int, float]:
     """The first ``ef`` of ``ladder`` whose ``measure(ef)`` (a recall) reaches ``target``, with that recall;
     the last one tried, and its recall, if none does."""
@@ -161,17 +171,18 @@ def first_reaching(ladder: Iterable[int], measure: Callable[[int], float], targe
 
 
 def calibrate(search: SearchSpace, x: np.ndarray, depth: int = 32, target: float = 0.9, count: int = 64,
-              seed: int = 0) -> Calibration:
+              seed: int = 0, sets: list[CalibrationSet] | None = None) -> Calibration:
     """Smallest ladder ``efSearch`` per space of ``x`` [n, s, d] whose recall@``depth`` reaches ``target`` on
-    both kinds of :func:`calibration_queries` (``count`` of each)."""
+    both kinds of :func:`calibration_queries` (``count`` of each; ``sets``: from :func:`calibration_sets`
+    at this ``depth``, to share them)."""
     target = check_target(target)
     n, s_count, _ = x.shape
     depth = max(1, min(depth, n))
-    sets = [(queries, exact_hits(x, queries, depth)[0]) for queries in calibration_queries(x, count, seed)]
+    sets = sets if sets is not None else calibration_sets(x, depth, count, seed)
     ladder = ef_ladder(depth, n)
     efs, recalls = np.zeros(s_count, np.int64), np.zeros(s_count)
     for s in range(s_count):
-        per_set = [(np.ascontiguousarray(q[:, s, :]), exact[:, s]) for q, exact in sets]
+        per_set = [(np.ascontiguousarray(q[:, s, :]), exact[0][:, s]) for q, exact in sets]
 
         def measure(ef: int) -> float:  # the lower recall of the two kinds of queries
             return min(recall_at(search(s, q, depth, ef), exact) for q, exact in per_set)
@@ -198,13 +209,15 @@ def final_list_recall(vote: VoteFn, hits: tuple[np.ndarray, np.ndarray], exact: 
     return min(_lists_recall(voted_lists(vote, hits, k), voted_lists(vote, exact, k)) for k in ks)
 
 
-def calibrate_vote(search: SearchAll, x: np.ndarray, vote: VoteFn, depth: int = 32, target: float = 0.9,
-                   count: int = 64, seed: int = 0, ks: tuple[int, ...] = (10, 32)) -> Calibration:
-    """Smallest ladder ``efSearch`` (one for every space of ``x`` [n, s, d]) at which the *final* lists of
-    ``vote`` over the spaces' top-``depth`` hits reach recall@k >= ``target`` for every ``k`` in ``ks``
-    (capped at ``depth``), against the same vote over exact hits, on both kinds of the seeded
-    :func:`calibration_queries` (:func:`final_list_recall`; the exact lists are voted once, not once
-    per ladder step).
+def calibrate_votes(search: SearchAll, x: np.ndarray, votes: dict[str, VoteFn], depth: int = 32, target: float = 0.9,
+                    count: int = 64, seed: int = 0, ks: tuple[int, ...] = (10, 32),
+                    sets: list[CalibrationSet] | None = None) -> dict[str, Calibration]:
+    """Per vote, the smallest ladder ``efSearch`` (one for every space of ``x`` [n, s, d]) at which the
+    *final* lists of the vote over the spaces' top-``depth`` hits reach recall@k >= ``target`` for every
+    ``k`` in ``ks`` (capped at ``depth``), against the same vote over exact hits, on both kinds of the
+    seeded :func:`calibration_queries` (:func:`final_list_recall`; ``sets`` as in :func:`calibrate`).
+    The ladder is walked once: each step is searched once and serves every vote still below target,
+    and the exact lists are voted once, not once per step.
 
     A vote that weighs rank ``p`` by ``2^-p`` depends mostly on each space's top ranks and needs a
     smaller ``efSearch`` than per-space recall@depth asks for; a vote by ``1/distance`` weighs deep
@@ -214,19 +227,18 @@ def calibrate_vote(search: SearchAll, x: np.ndarray, vote: VoteFn, depth: int = 
     n, s_count, _ = x.shape
     depth = max(1, min(depth, n))
     ks = tuple(sorted({min(k, depth) for k in ks}))
-    sets = []
-    for queries in calibration_queries(x, count, seed):
-        exact = exact_hits(x, queries, depth)
-        sets.append((queries, {k: voted_lists(vote, exact, k) for k in ks}))
-
-    def measure(ef: int) -> float:  # the lowest over both kinds of queries and every k
-        recalls = []
-        for queries, want in sets:
-            hits = search(queries, depth, ef)
-            recalls += [_lists_recall(voted_lists(vote, hits, k), want[k]) for k in ks]
-        return min(recalls)
-
-    ef, r = first_reaching(ef_ladder(depth, n), measure, target)
+    sets = sets if sets is not None else calibration_sets(x, depth, count, seed)
+    want = {name: [{k: voted_lists(vote, exact, k) for k in ks} for _, exact in sets] for name, vote in votes.items()}
+    found: dict[str, tuple[int, float]] = {}
+    for ef in ef_ladder(depth, n):
+        open_votes = [name for name in votes if name not in found or found[name][1] < target]
+        if not open_votes:
+            break
+        hits = [search(queries, depth, ef) for queries, _ in sets]
+        for name in open_votes:  # the lowest over both kinds of queries and every k
+            found[name] = (ef, min(_lists_recall(voted_lists(votes[name], got, k), wanted[k])
+                                   for got, wanted in zip(hits, want[name]) for k in ks))
     label = "/".join(str(k) for k in ks)
-    return Calibration(ef=np.full(s_count, ef, np.int64), recall=np.full(s_count, r), depth=depth, target=target,
-                       measure=f"final top-{label} recall")
+    return {name: Calibration(ef=np.full(s_count, ef, np.int64), recall=np.full(s_count, r), depth=depth,
+                              target=target, measure=f"final top-{label} recall")
+            for name, (ef, r) in found.items()}

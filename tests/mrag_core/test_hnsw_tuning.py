@@ -9,8 +9,9 @@ from mrag_core.backends import FaissIndex, build_index, normalize_spaces
 from mrag_core.hnsw_tuning import (
     Calibration,
     calibrate,
-    calibrate_vote,
+    calibrate_votes,
     calibration_queries,
+    calibration_sets,
     describe,
     ef_ladder,
     exact_hits,
@@ -227,7 +228,7 @@ def test_final_list_recall_by_hand() -> None:
     assert final_list_recall(_decay_vote, exact, exact, (1, 2, 3)) == 1.0
 
 
-def test_calibrate_vote_picks_the_smallest_ef_whose_final_lists_reach_the_target() -> None:
+def test_calibrate_votes_picks_the_smallest_ef_whose_final_lists_reach_the_target() -> None:
     rng = np.random.default_rng(5)
     x = rng.normal(size=(300, 3, 8)).astype(np.float32)
 
@@ -238,10 +239,24 @@ def test_calibrate_vote_picks_the_smallest_ef_whose_final_lists_reach_the_target
         ids[:, :, ef // 4:] = -1
         return ids, scores
 
+    searched: list[int] = []
+
+    def counting_search(queries: np.ndarray, depth: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        searched.append(ef)
+        return fake_search(queries, depth, ef)
+
     ladder = ef_ladder(16, 300)  # [16, 24, 32, 48, 64, ...]: 4, 6, 8, 12, 16 ranks kept
-    cals = {name: calibrate_vote(fake_search, x, vote, depth=16, target=0.9, count=20, ks=(5, 16))
-            for name, vote in (("decay", _decay_vote), ("flat", _flat_vote))}
-    sets = [(queries, exact_hits(x, queries, 16)) for queries in calibration_queries(x, 20, seed=0)]
+    sets = calibration_sets(x, 16, count=20, seed=0)
+    assert [q.shape for q, _ in sets] == [(20, 3, 8)] * 2
+    cals = calibrate_votes(counting_search, x, {"decay": _decay_vote, "flat": _flat_vote}, depth=16, target=0.9,
+                           ks=(5, 16), sets=sets)
+    # one walk up the ladder for both votes: each step searched once per kind of query, up to the last vote's value
+    steps = ladder[: ladder.index(int(cals["flat"].ef[0])) + 1]
+    assert searched == [ef for ef in steps for _ in sets]
+    # the shared sets are what the calibration builds by itself from count and seed
+    alone = calibrate_votes(fake_search, x, {"decay": _decay_vote}, depth=16, target=0.9, count=20, ks=(5, 16))
+    assert alone["decay"].ef.tolist() == cals["decay"].ef.tolist()
+    assert calibrate_votes(fake_search, x, {}, depth=16) == {}
 
     def by_hand(vote, ef: int) -> float:  # the lower of the two kinds of queries
         return min(final_list_recall(vote, fake_search(q, 16, ef), exact, (5, 16)) for q, exact in sets)
