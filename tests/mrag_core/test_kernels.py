@@ -96,6 +96,34 @@ def test_seeded_threshold_never_drops_a_winner() -> None:
     np.testing.assert_array_equal(plain[0], ref_ids)
 
 
+def test_seed_threshold_keeps_at_least_c_and_sits_just_below_the_c_th_largest() -> None:
+    # the bisection's t must never exclude a winner (at least c values >= t) and, after 12 halvings
+    # of [min, max], lie within (max - min) / 2^12 below the c-th largest
+    assert kernels.HAVE_NUMBA
+    rng = np.random.default_rng(13)
+    cases = [rng.standard_normal(256), rng.integers(0, 4, 256).astype(float), np.full(256, 0.5),
+             np.linspace(-1.0, 1.0, 256)]
+    for gm in (np.asarray(g, np.float32) for g in cases):
+        for c in (1, 2, 32, 128, 256):
+            t = kernels._seed_threshold(gm, c)
+            kth = np.sort(gm)[::-1][c - 1]
+            assert (gm >= t).sum() >= c
+            assert kth - (gm.max() - gm.min()) / 2 ** 12 <= t <= kth
+
+
+def test_seeded_kernel_ranks_heavy_ties_as_the_reference() -> None:
+    # a few distinct values: ties at the threshold and at the c-th place, which the insertion must
+    # break by the smaller id (equal scores keep arrival order and never displace the c-th)
+    rng = np.random.default_rng(14)
+    scores = rng.integers(0, 5, (4, 3000)).astype(np.float32)
+    scores[1, ::7] = 9.0  # 429 ties for the top
+    for c in (1, 8, 32, 100):
+        ids, vals = kernels._top_c_rows(scores, c, 256, 32)
+        ref_ids, ref_vals = top_c_rows_reference(scores, c)
+        np.testing.assert_array_equal(ids, ref_ids)
+        np.testing.assert_array_equal(vals, ref_vals)
+
+
 def test_seeded_kernel_falls_back_to_the_plain_heap_without_enough_candidates() -> None:
     # NaN group maxima give no threshold to compare with: fewer than c candidates, so the row takes
     # the plain heap instead of reading past its candidates (NaN scores are rejected upstream)
