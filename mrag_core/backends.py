@@ -5,8 +5,8 @@ split pieces. Scores are similarities: cosine (vectors L2-normalised per space) 
 Backends:
 
 * ``torch``: exact; one batched matmul over all spaces at once, ``scores[s, q, n] = Q[s] @ X[s].T``,
-  then the top ``c`` of every row (``torch.topk`` on the GPU; on the CPU the compiled one-pass
-  heap of :func:`mrag_core.kernels.top_c_rows`).
+  then the top ``c`` of every row (``torch.topk`` on the GPU; on the CPU the compiled selection
+  of :func:`mrag_core.kernels.top_c_rows`).
 * ``faiss-flat``: exact, one ``IndexFlatIP`` per space (CPU).
 * ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU). ``efSearch`` is chosen per
   space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)
@@ -99,7 +99,7 @@ class TorchIndex:
         with torch.inference_mode():
             scores = torch.bmm(qt, self._xt)  # [s, q, n]
             if self.device.type == "cpu" and scores.dtype == torch.float32:
-                # one compiled heap pass per row beats torch.topk over s x q rows (see kernels)
+                # the compiled selection per row beats torch.topk over s x q rows (see kernels)
                 s_count, nq, n = scores.shape
                 ids, vals = top_c_rows(scores.numpy().reshape(s_count * nq, n), depth)
                 return Hits(ids=np.ascontiguousarray(ids.reshape(s_count, nq, depth).transpose(1, 0, 2)),
