@@ -5,8 +5,9 @@ split pieces. Scores are similarities: cosine (vectors L2-normalised per space) 
 Backends:
 
 * ``torch``: exact; one batched matmul over all spaces at once, ``scores[s, q, n] = Q[s] @ X[s].T``,
-  then the top ``c`` of every row (``torch.topk`` on the GPU; on the CPU the compiled selection
-  of :func:`mrag_core.kernels.top_c_rows`).
+  then the top ``c`` of every row (on the GPU one ``torch.topk`` over a score-and-id key,
+  :func:`topk_ties_by_id`; on the CPU the compiled selection of :func:`mrag_core.kernels.top_c_rows`;
+  both order equal scores by the smaller id).
 * ``faiss-flat``: exact, one ``IndexFlatIP`` per space (CPU).
 * ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU). ``efSearch`` is chosen per
   space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)
@@ -77,6 +78,31 @@ def _prepare(vectors: np.ndarray, metric: str) -> np.ndarray:
     return normalize_spaces(vectors) if metric == "cosine" else vectors
 
 
+def topk_ties_by_id(scores: torch.Tensor, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, values)``: the ``depth`` largest of every row of ``scores`` [..., n] (float), best first,
+    equal scores ordered by the smaller id, as the CPU kernel orders them (a bare ``torch.topk``
+    on CUDA leaves ties in any order and may cut a run of ties anywhere).
+
+    First one ``torch.topk`` of ``depth + 1``: if no two neighbours in it are equal, no tie can
+    change the order or the cut, and its first ``depth`` are the answer (the usual case with float
+    scores). Otherwise one ``topk`` over a unique int64 key, ``key = ord(score) * 2^32 + (2^32 - 1 -
+    id)``, where ``ord`` maps a float32 to an int32 of the same order (its bits, with the magnitude
+    bits of negative values flipped; ``+ 0.0`` first turns -0.0 into +0.0, which compares equal to
+    it), and the values gathered back. Ids below 2^32."""
+    s = scores.float()
+    n = s.shape[-1]
+    top = torch.topk(s, min(depth + 1, n), dim=-1, largest=True, sorted=True)
+    if not bool((top.values[..., 1:] == top.values[..., :-1]).any()):
+        return top.indices[..., :depth], top.values[..., :depth]
+    s = s + 0.0
+    bits = s.view(torch.int32)
+    ordered = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    low = (2**32 - 1) - torch.arange(n, device=s.device, dtype=torch.int64)
+    key = ordered.to(torch.int64) * 2**32 + low
+    ids = torch.topk(key, depth, dim=-1, largest=True, sorted=True).indices
+    return ids, torch.gather(s, -1, ids)
+
+
 class TorchIndex:
     """Exact search with one batched matmul over all spaces (CUDA when available)."""
 
@@ -104,10 +130,10 @@ class TorchIndex:
                 ids, vals = top_c_rows(scores.numpy().reshape(s_count * nq, n), depth)
                 return Hits(ids=np.ascontiguousarray(ids.reshape(s_count, nq, depth).transpose(1, 0, 2)),
                             scores=np.ascontiguousarray(vals.reshape(s_count, nq, depth).transpose(1, 0, 2)))
-            top = torch.topk(scores, depth, dim=2, largest=True, sorted=True)
+            ids, vals = topk_ties_by_id(scores, depth)
         return Hits(
-            ids=top.indices.permute(1, 0, 2).cpu().numpy().astype(np.int64),
-            scores=top.values.permute(1, 0, 2).float().cpu().numpy(),
+            ids=ids.permute(1, 0, 2).cpu().numpy().astype(np.int64),
+            scores=vals.permute(1, 0, 2).float().cpu().numpy(),
         )
 
 

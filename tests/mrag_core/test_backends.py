@@ -11,6 +11,7 @@ from mrag_core.backends import (
     TorchIndex,
     build_index,
     normalize_spaces,
+    topk_ties_by_id,
 )
 
 torch.set_num_threads(1)
@@ -114,3 +115,34 @@ def test_non_finite_vectors_are_refused_with_a_clear_message() -> None:
         index = build_index(np.ones((4, 2, 3), np.float32), backend)
         with pytest.raises(ValueError, match="NaN or infinite"):
             index.search(np.full((1, 2, 3), np.inf, np.float32), 2)
+
+
+def test_topk_ties_by_id_hand_worked() -> None:
+    # the GPU selection's key: equal scores by the smaller id, -0.0 equal to 0.0, negatives in order
+    scores = torch.tensor([[0.5, 1.0, 0.5, -0.0, 0.0, -1.0, 1.0],
+                           [-2.0, -1.0, -3.0, -1.0, -0.5, -2.0, -3.0]])
+    ids, vals = topk_ties_by_id(scores, 6)
+    assert ids.tolist() == [[1, 6, 0, 2, 3, 4], [4, 1, 3, 0, 5, 2]]
+    assert vals.tolist() == [[1.0, 1.0, 0.5, 0.5, 0.0, 0.0], [-0.5, -1.0, -1.0, -2.0, -2.0, -3.0]]
+    assert topk_ties_by_id(scores, 3)[0].tolist() == [[1, 6, 0], [4, 1, 3]]  # the cut keeps the smaller ids
+
+
+def test_topk_ties_by_id_equals_the_cpu_kernel_on_heavy_ties() -> None:
+    from mrag_core.kernels import top_c_rows_reference
+
+    rng = np.random.default_rng(15)
+    scores = (rng.integers(-4, 5, (3, 5, 700)) * 0.25).astype(np.float32)  # nine values, hundreds of ties each
+    for depth in (1, 10, 100, 700):
+        ids, vals = topk_ties_by_id(torch.from_numpy(scores), depth)
+        ref_ids, ref_vals = top_c_rows_reference(scores.reshape(-1, 700), depth)
+        np.testing.assert_array_equal(ids.numpy().reshape(-1, depth), ref_ids)
+        np.testing.assert_array_equal(vals.numpy().reshape(-1, depth), ref_vals)
+
+
+def test_topk_ties_by_id_without_ties_is_plain_topk() -> None:
+    # distinct scores take the fast path: the same answer as a stable sort
+    scores = torch.from_numpy(np.random.default_rng(16).standard_normal((4, 300)).astype(np.float32))
+    for depth in (1, 31, 299, 300):
+        ids, vals = topk_ties_by_id(scores, depth)
+        order = torch.sort(scores, dim=1, descending=True, stable=True)
+        assert torch.equal(ids, order.indices[:, :depth]) and torch.equal(vals, order.values[:, :depth])
