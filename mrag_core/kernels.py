@@ -125,15 +125,16 @@ if HAVE_NUMBA:
                 _sift_down(hv, hi, pos, 0)
 
         @numba.njit(cache=True, nogil=True, inline="always")
-        def _collect(part: np.ndarray, offset: int, t: float, block_size: int, cand_v: np.ndarray,
-                     cand_i: np.ndarray, m: int) -> int:  # pragma: no cover - compiled
-            """Append the elements of ``part`` that are >= ``t`` (ids ``offset + position``) to the
-            candidates after the first ``m``, in id order; a vectorised count per block of
-            ``block_size``, a scalar look only into blocks that hold one. Returns the new count."""
-            w = part.shape[0]
+        def _collect(row: np.ndarray, t: float, block_size: int, cand_v: np.ndarray,
+                     cand_i: np.ndarray) -> int:  # pragma: no cover - compiled
+            """Write the elements of ``row`` that are >= ``t`` and their ids to ``cand_v`` / ``cand_i``, in
+            id order; a vectorised count per block of ``block_size``, a scalar look only into blocks
+            that hold one. Returns how many."""
+            w = row.shape[0]
+            m = 0
             j = 0
             while j + block_size <= w:
-                block = part[j:j + block_size]
+                block = row[j:j + block_size]
                 above = 0
                 for q in range(block_size):
                     above += block[q] >= t
@@ -141,13 +142,13 @@ if HAVE_NUMBA:
                     for q in range(block_size):
                         if block[q] >= t:
                             cand_v[m] = block[q]
-                            cand_i[m] = offset + j + q
+                            cand_i[m] = j + q
                             m += 1
                 j += block_size
             for j in range(j, w):
-                if part[j] >= t:
-                    cand_v[m] = part[j]
-                    cand_i[m] = offset + j
+                if row[j] >= t:
+                    cand_v[m] = row[j]
+                    cand_i[m] = j
                     m += 1
             return m
 
@@ -155,8 +156,8 @@ if HAVE_NUMBA:
         def _seed_threshold(gm: np.ndarray, c: int) -> float:  # pragma: no cover - compiled
             """A value ``t`` with at least ``c`` of ``gm`` >= ``t``, within 2^-12 of the range of ``gm``
             below its ``c``-th largest: 12 bisection steps from ``[min, max]``, each a branch-free
-            vectorised count (a heap select branches on every insertion: 3-4 us per row of 256 in
-            the scan, against well under one). ``gm`` holds distinct elements of one row, so the row
+            vectorised count (a heap select branches on every insertion: 3-4 us per row of 256 right
+            after the matmul, against well under one). ``gm`` holds distinct elements of one row, so the row
             has at least ``c`` elements >= ``t``: no winner is below it. NaN in ``gm`` only lowers
             ``t`` or makes it NaN (then nothing passes and the caller falls back to the plain heap)."""
             lo = gm[0]
@@ -218,7 +219,7 @@ if HAVE_NUMBA:
                 for b in range(1, n // groups):
                     np.maximum(gm, row[b * groups:(b + 1) * groups], gm)
                 t = _seed_threshold(gm, c)  # <= the c-th largest group maximum <= the row's c-th largest
-                m = _collect(row, 0, t, block_size, cand_v, cand_i, 0)
+                m = _collect(row, t, block_size, cand_v, cand_i)
             if m >= c:
                 _insert_top(cand_v, cand_i, m, c, out_v, out_i)
             else:
