@@ -42,7 +42,8 @@ SearchAll = Callable[[np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
 """``search(queries [q, s, d], depth, ef) -> (ids, scores)`` [q, s, depth]: every space with one ``efSearch``."""
 
 VoteFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
-"""``vote(ids [s, c], scores [s, c], k) -> doc ids [<= k]``, best first: one query's final list from its hits."""
+"""``vote(ids [s, c], scores [s, c], k) -> doc ids [<= k]``, best first: one query's final list from its
+hits. A ranking, so the top ``k'`` for ``k' < k`` is the first ``k'`` of the top ``k``."""
 
 
 @dataclass(frozen=True)
@@ -202,11 +203,23 @@ def _lists_recall(got: list[np.ndarray], want: list[np.ndarray]) -> float:
     return float(np.mean(per_query)) if per_query else 1.0
 
 
+def _lists_per_k(vote: VoteFn, hits: tuple[np.ndarray, np.ndarray], ks: tuple[int, ...]) -> dict[int, list[np.ndarray]]:
+    """``{k: every query's final top-k}`` for ``k`` in ``ks``: voted once at the largest ``k``, the
+    others its prefixes (a vote is a ranking, see :data:`VoteFn`)."""
+    longest = voted_lists(vote, hits, max(ks))
+    return {k: [ids[:k] for ids in longest] for k in ks}
+
+
+def _lowest_recall(got: dict[int, list[np.ndarray]], want: dict[int, list[np.ndarray]]) -> float:
+    """The lowest over ``k`` of the recall@k of the lists ``got[k]`` against ``want[k]``."""
+    return min(_lists_recall(got[k], want[k]) for k in want)
+
+
 def final_list_recall(vote: VoteFn, hits: tuple[np.ndarray, np.ndarray], exact: tuple[np.ndarray, np.ndarray],
                       ks: tuple[int, ...]) -> float:
     """The lowest over ``k`` in ``ks`` of the mean recall@k of the voted lists from ``hits`` against the
     voted lists from ``exact`` (both ``(ids, scores)`` [q, s, c]); what a vote's user sees."""
-    return min(_lists_recall(voted_lists(vote, hits, k), voted_lists(vote, exact, k)) for k in ks)
+    return _lowest_recall(_lists_per_k(vote, hits, ks), _lists_per_k(vote, exact, ks))
 
 
 def calibrate_votes(search: SearchAll, x: np.ndarray, votes: dict[str, VoteFn], depth: int = 32, target: float = 0.9,
@@ -217,7 +230,8 @@ def calibrate_votes(search: SearchAll, x: np.ndarray, votes: dict[str, VoteFn], 
     ``k`` in ``ks`` (capped at ``depth``), against the same vote over exact hits, on both kinds of the
     seeded :func:`calibration_queries` (:func:`final_list_recall`; ``sets`` as in :func:`calibrate`).
     The ladder is walked once: each step is searched once and serves every vote still below target,
-    and the exact lists are voted once, not once per step.
+    the exact lists are voted once, not once per step, and each query is voted once per step, at the
+    largest ``k`` (the smaller are its prefixes).
 
     A vote that weighs rank ``p`` by ``2^-p`` depends mostly on each space's top ranks and needs a
     smaller ``efSearch`` than per-space recall@depth asks for; a vote by ``1/distance`` weighs deep
@@ -228,7 +242,7 @@ def calibrate_votes(search: SearchAll, x: np.ndarray, votes: dict[str, VoteFn], 
     depth = max(1, min(depth, n))
     ks = tuple(sorted({min(k, depth) for k in ks}))
     sets = sets if sets is not None else calibration_sets(x, depth, count, seed)
-    want = {name: [{k: voted_lists(vote, exact, k) for k in ks} for _, exact in sets] for name, vote in votes.items()}
+    want = {name: [_lists_per_k(vote, exact, ks) for _, exact in sets] for name, vote in votes.items()}
     found: dict[str, tuple[int, float]] = {}
     for ef in ef_ladder(depth, n):
         open_votes = [name for name in votes if name not in found or found[name][1] < target]
@@ -236,8 +250,8 @@ def calibrate_votes(search: SearchAll, x: np.ndarray, votes: dict[str, VoteFn], 
             break
         hits = [search(queries, depth, ef) for queries, _ in sets]
         for name in open_votes:  # the lowest over both kinds of queries and every k
-            found[name] = (ef, min(_lists_recall(voted_lists(votes[name], got, k), wanted[k])
-                                   for got, wanted in zip(hits, want[name]) for k in ks))
+            found[name] = (ef, min(_lowest_recall(_lists_per_k(votes[name], got, ks), wanted)
+                                   for got, wanted in zip(hits, want[name])))
     label = "/".join(str(k) for k in ks)
     return {name: Calibration(ef=np.full(s_count, ef, np.int64), recall=np.full(s_count, r), depth=depth,
                               target=target, measure=f"final top-{label} recall")

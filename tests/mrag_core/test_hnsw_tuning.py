@@ -293,3 +293,19 @@ def test_hnsw_votes_are_calibrated_on_their_final_lists(clustered: np.ndarray) -
     for exact_index in (flat_idx, build_index(clustered, "torch", device="cpu")):
         assert exact_index.search_key("decay") is None
         np.testing.assert_array_equal(exact_index.search(fresh, 8, vote="decay").ids, exact_index.search(fresh, 8).ids)
+
+
+def test_the_apps_votes_are_rankings_so_shorter_lists_are_prefixes() -> None:
+    # calibrate_votes votes once at the largest k and takes prefixes; that holds only if each vote's
+    # top k' is the start of its top k: check every variant the app calibrates, ties included
+    from mrag_core.corpus_index import vote_functions
+    from mrag_core.voting import VARIANTS
+
+    rng = np.random.default_rng(21)
+    ids = rng.integers(0, 40, (5, 8, 16))  # 8 spaces, depth 16, 40 documents: many shared hits and ties
+    scores = np.sort(rng.random((5, 8, 16)), axis=2)[:, :, ::-1].copy()
+    for name, vote in vote_functions(rng.random(8), "cosine", VARIANTS).items():
+        for i in range(5):
+            longest = vote(ids[i], scores[i], 16)
+            for k in (1, 5, 10):
+                np.testing.assert_array_equal(vote(ids[i], scores[i], k), longest[:k], err_msg=name)
