@@ -118,13 +118,13 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
         # as the app builds it: HNSW head spaces also calibrated for MRAG's vote on its final lists
         head_index = build_index(heads, backend, votes=mrag_vote)
         configure_threads(1)  # torch and FAISS: one thread, as the app searches
-        use_vote: dict[str, str | None] = {"vote": "importance"}  # None: the head spaces' per-space calibration
 
         def standard(q: np.ndarray) -> None:
             std_index.search(q[None, None, :], 32)
 
-        def mrag(q: np.ndarray) -> None:
-            hits = head_index.search(q.reshape(1, h, hd), 32, vote=use_vote["vote"])  # as strategies.mrag_search does
+        def mrag(q: np.ndarray, vote: str | None = "importance") -> None:
+            """As strategies.mrag_search does; ``vote=None``: the head spaces at their per-space calibration."""
+            hits = head_index.search(q.reshape(1, h, hd), 32, vote=vote)
             vote_hits(hits.ids[0], hits.scores[0], imp, "importance", 32, with_evidence=False)
 
         t_std, t_mrag = paired_seconds(standard, mrag, qs, rounds)
@@ -163,9 +163,7 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
             # efSearch raised until its recall@32 on these queries reaches the head spaces'.
             std_recall = lambda ef: _with_ef(std_index, ef, lambda: recall_at(std_index.search(q_std, 32).ids[:, 0], truth["std"]))  # noqa: E731
             ef, r_eq = first_reaching([e for e in HNSW_LADDER if e >= std_index.ef_for(0, 32)], std_recall, r_heads)
-            use_vote["vote"] = None
-            t_eq, t_mrag_eq = _paired_at(std_index, ef, head_index, None, standard, mrag, qs, rounds)
-            use_vote["vote"] = "importance"
+            t_eq, t_mrag_eq = _paired_at(std_index, ef, head_index, None, standard, lambda q: mrag(q, None), qs, rounds)
             print(f"  equal per-space recall: standard efSearch {ef} recall {r_eq:.3f} {1000 * t_eq / queries:.3f} ms"
                   f"  mrag (heads per space) {1000 * t_mrag_eq / queries:.3f} ms  ratio {t_mrag_eq / t_eq:.2f}")
             # (2) Equal recall of the final lists: MRAG at its cheapest head efSearch whose voted top 32
