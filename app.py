@@ -37,6 +37,21 @@ if cfg is None:
 else:
     st.success(f"LLM endpoint: {cfg.describe()}")
 
+st.subheader("Start here")
+demo_runs = [r for r in db.list_embedding_runs(store, status.corpus_id) if r.status == "done"]
+if demo_runs:
+    newest = demo_runs[0]  # newest first
+    st.success(f"The demo corpus has a finished index (#{newest.id}: {newest.model_name}, layer {newest.layer}): "
+               "go straight to Compare.")
+else:
+    st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "
+            "about 15 s on one CPU core).")
+st.page_link("pages/4_Index.py", label="1. Index: embed the demo corpus (standard, per-head, split vectors)")
+st.page_link("pages/5_Compare.py", label="2. Compare: pick a demo query with 3 to 6 aspects; Standard vs MRAG "
+             "side by side, with the per-head evidence")
+st.page_link("pages/9_Evaluation_Runs.py", label="3. Evaluation Runs: score all demo queries, k = 1..32, and "
+             "compare runs")
+
 st.subheader("The idea")
 st.markdown(
     """
@@ -45,10 +60,23 @@ unrelated topics lands *between* them and misses most. **Multi-Head RAG** takes,
 output of **each attention head** of one layer (before the output projection): *h* separate embedding spaces.
 Each head votes for its nearest documents (weight *s_i · 2^-rank*, with *s_i* the head's importance) and the
 votes are summed.
-
-* **Corpus Import / Annotate & Review / Agreement & Export**: import, pre-annotate, correct labels, export.
-* **Index**: embed a corpus (standard, per-head, split) and see head importance.
-* **Compare**: Standard vs MRAG vs Split vs Fusion side by side, with per-head evidence.
 """
 )
-st.caption(f"Database: {store.url_display if hasattr(store, 'url_display') else 'default SQLite file'}")
+
+st.subheader("All pages")
+PAGES = [
+    ("pages/1_Corpus_Import.py", "Corpus Import", "JSON / JSONL / CSV, folders and ZIPs of text, the MRAG benchmark formats"),
+    ("pages/2_Annotate_and_Review.py", "Annotate and Review", "LLM or offline pre-annotation, then human correction"),
+    ("pages/3_Agreement_and_Export.py", "Agreement and Export", "annotator agreement; JSONL, CSV, Parquet, benchmark JSON"),
+    ("pages/4_Index.py", "Index", "embed a corpus once (standard, per-head, split) and see head importance"),
+    ("pages/5_Compare.py", "Compare", "one query through every strategy side by side, with per-head evidence"),
+    ("pages/6_Attention.py", "Attention", "attention heatmaps of one document or query"),
+    ("pages/7_Maps.py", "Maps", "UMAP / PCA maps of each head space; select points to filter documents"),
+    ("pages/8_Query_Builder.py", "Query Builder", "generated, hand-written and imported multi-aspect query sets"),
+    ("pages/9_Evaluation_Runs.py", "Evaluation Runs", "stored runs, the paper's figures, significance tests, layer sweeps"),
+    ("pages/10_Reader.py", "Reader", "an LLM answers one query from two strategies' documents"),
+]
+for path, label, what in PAGES:
+    st.page_link(path, label=f"{label}: {what}")
+
+st.caption(f"Database: {store.url}")

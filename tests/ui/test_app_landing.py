@@ -42,3 +42,31 @@ def test_landing_shows_configured_endpoint_without_key(monkeypatch: pytest.Monke
     assert not at.exception
     assert at.success and "tiny-model" in at.success[0].value
     assert "sk-secret" not in at.success[0].value
+
+
+def test_landing_links_every_page_and_names_the_database(tmp_path: Path) -> None:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    linked = {link.proto.page for link in at.page_link}  # the page's URL name: "pages/4_Index.py" -> "Index"
+    pages_dir = Path(APP).parent / "pages"
+    assert linked == {p.stem.split("_", 1)[1] for p in pages_dir.glob("*.py")}  # a new page cannot be left out
+    starts = [link.proto.label for link in at.page_link if link.proto.label[:2] in ("1.", "2.", "3.")]
+    assert [s[:2] for s in starts] == ["1.", "2.", "3."]
+    assert str(tmp_path / "t.db") in " ".join(c.value for c in at.caption)
+
+
+def test_landing_says_whether_the_demo_index_is_built(tmp_path: Path) -> None:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert any("demo corpus has no index yet" in i.value for i in at.info)
+    assert not at.success
+    # a finished run over the demo corpus (as the Index page leaves one), then a fresh start of the page
+    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    run = db.create_embedding_run(store, corpus.id, model_name="minilm", layer=5, pooling="mean", n_heads=2,
+                                  head_dim=2, dim=4)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert any("demo corpus has no index yet" in i.value for i in at.info)  # still running: not ready
+    db.finish_embedding_run(store, run.id)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not any("demo corpus has no index yet" in i.value for i in at.info)
+    assert any(f"finished index (#{run.id}: minilm, layer 5)" in s.value for s in at.success)
