@@ -1,82 +1,15 @@
-"""MRAG Studio: landing page. Loads the demo corpus on first start and explains the idea.
+"""MRAG Studio: the entry point. Run with ``streamlit run app.py``.
 
-Run with ``streamlit run app.py``. Pages live in ``pages/``; this file stays thin.
+Declares the navigation (Home, then every page in ``pages/`` with its title, in order) and runs the
+chosen page. Home is :func:`ui.home.home`; this file stays thin.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-import db
-from ui.state import ensure_demo, get_store, llm_config
+from ui.home import PAGES, home
 
 st.set_page_config(page_title="MRAG Studio", page_icon="🧭", layout="wide")
-
-st.title("MRAG Studio")
-st.caption("Build multi-aspect document collections; see, measure and explain how Multi-Head RAG retrieves "
-           "compared with standard RAG.")
-
-try:
-    status = ensure_demo()
-except db.StoreError as exc:
-    st.error(f"The database could not be prepared: {exc}")
-    st.stop()
-
-store = get_store()
-corpora = db.list_corpora(store)
-cols = st.columns(3)
-cols[0].metric("Corpora", len(corpora))
-cols[1].metric("Documents", sum(c.n_documents for c in corpora))
-cols[2].metric("Query sets", len(db.list_query_sets(store)))
-
-cfg = llm_config()
-if cfg is None:
-    st.info("No LLM endpoint configured: pre-annotation and query generation use the offline defaults "
-            "(embedding zero-shot annotator, deterministic query composer). See the README to configure "
-            "an OpenAI-compatible endpoint.")
-else:
-    st.success(f"LLM endpoint: {cfg.describe()}")
-
-st.subheader("Start here")
-demo_runs = [r for r in db.list_embedding_runs(store, status.corpus_id) if r.status == "done"]
-if demo_runs:
-    newest = demo_runs[0]  # newest first
-    st.success(f"The demo corpus has a finished index (#{newest.id}: {newest.model_name}, layer {newest.layer}): "
-               "go straight to Compare.")
-else:
-    st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "
-            "about 15 s on one CPU core).")
-st.page_link("pages/4_Index.py", label="1. Index: embed the demo corpus (standard, per-head, split vectors)")
-st.page_link("pages/5_Compare.py", label="2. Compare: pick a demo query with 3 to 6 aspects; Standard vs MRAG "
-             "side by side, with the per-head evidence")
-st.page_link("pages/9_Evaluation_Runs.py", label="3. Evaluation Runs: score all demo queries, k = 1..32, and "
-             "compare runs")
-
-st.subheader("The idea")
-st.markdown(
-    """
-Standard RAG embeds a text as **one vector** and retrieves its nearest neighbours. A question touching several
-unrelated topics lands *between* them and misses most. **Multi-Head RAG** takes, from the same forward pass, the
-output of **each attention head** of one layer (before the output projection): *h* separate embedding spaces.
-Each head votes for its nearest documents (weight *s_i · 2^-rank*, with *s_i* the head's importance) and the
-votes are summed.
-"""
-)
-
-st.subheader("All pages")
-PAGES = [
-    ("pages/1_Corpus_Import.py", "Corpus Import", "JSON / JSONL / CSV, folders and ZIPs of text, the MRAG benchmark formats"),
-    ("pages/2_Annotate_and_Review.py", "Annotate and Review", "LLM or offline pre-annotation, then human correction"),
-    ("pages/3_Agreement_and_Export.py", "Agreement and Export", "annotator agreement; JSONL, CSV, Parquet, benchmark JSON"),
-    ("pages/4_Index.py", "Index", "embed a corpus once (standard, per-head, split) and see head importance"),
-    ("pages/5_Compare.py", "Compare", "one query through every strategy side by side, with per-head evidence"),
-    ("pages/6_Attention.py", "Attention", "attention heatmaps of one document or query"),
-    ("pages/7_Maps.py", "Maps", "UMAP / PCA maps of each head space; select points to filter documents"),
-    ("pages/8_Query_Builder.py", "Query Builder", "generated, hand-written and imported multi-aspect query sets"),
-    ("pages/9_Evaluation_Runs.py", "Evaluation Runs", "stored runs, the paper's figures, significance tests, layer sweeps"),
-    ("pages/10_Reader.py", "Reader", "an LLM answers one query from two strategies' documents"),
-]
-for path, label, what in PAGES:
-    st.page_link(path, label=f"{label}: {what}")
-
-st.caption(f"Database: {store.url}")
+st.navigation([st.Page(home, title="Home", default=True)]
+              + [st.Page(path, title=title) for path, title, _ in PAGES]).run()
