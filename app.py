@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.home import PAGES, home
+from ui.home import PAGES, home, page_title
 
 st.set_page_config(page_title="MRAG Studio", page_icon="🧭", layout="wide")
 st.navigation([st.Page(home, title="Home", default=True)]
-              + [st.Page(path, title=title) for path, title, _ in PAGES]).run()
+              + [st.Page(path, title=page_title(path)) for path, _ in PAGES]).run()

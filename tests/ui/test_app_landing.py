@@ -50,6 +50,8 @@ def test_landing_links_every_page_and_names_the_database(tmp_path: Path) -> None
     linked = {link.proto.page for link in at.page_link}  # the page's URL name: "pages/4_Index.py" -> "Index"
     pages_dir = Path(APP).parent / "pages"
     assert linked == {p.stem.split("_", 1)[1] for p in pages_dir.glob("*.py")}  # a new page cannot be left out
+    labels = {link.proto.label.split(": ", 1)[0] for link in at.page_link}
+    assert {"Corpus Import", "Annotate and Review", "Index", "Evaluation Runs", "Reader"} <= labels
     starts = [link.proto.label for link in at.page_link if link.proto.label[:2] in ("1.", "2.", "3.")]
     assert [s[:2] for s in starts] == ["1.", "2.", "3."]
     assert str(tmp_path / "t.db") in " ".join(c.value for c in at.caption)
