@@ -127,12 +127,17 @@ def get_embedding_run(store: Store, run_id: int) -> EmbeddingRunInfo:
         return _info(session, require(session, EmbeddingRun, run_id, "Embedding run"))
 
 
-def list_embedding_runs(store: Store, corpus_id: int | None = None) -> list[EmbeddingRunInfo]:
-    """Runs (of one corpus, or all), newest first."""
+def list_embedding_runs(
+    store: Store, corpus_id: int | None = None, status: str | None = None
+) -> list[EmbeddingRunInfo]:
+    """Runs (of one corpus, or all; with ``status``, only those in it, e.g. ``"done"``), newest first.
+    Raises InvalidInputError (unknown status)."""
     with store.session(readonly=True) as session:
         stmt = select(EmbeddingRun).order_by(EmbeddingRun.id.desc())
         if corpus_id is not None:
             stmt = stmt.where(EmbeddingRun.corpus_id == corpus_id)
+        if status is not None:
+            stmt = stmt.where(EmbeddingRun.status == _check_status(status))
         return [_info(session, r) for r in session.scalars(stmt)]
 
 

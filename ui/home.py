@@ -56,7 +56,7 @@ def home() -> None:
         st.success(f"LLM endpoint: {cfg.describe()}")
 
     st.subheader("Start here")
-    demo_runs = [r for r in db.list_embedding_runs(store, status.corpus_id) if r.status == "done"]
+    demo_runs = db.list_embedding_runs(store, status.corpus_id, status="done")
     if demo_runs:
         newest = demo_runs[0]  # newest first
         st.success(f"The demo corpus has a finished index (#{newest.id}: {newest.model_name}, layer {newest.layer}): "

@@ -94,7 +94,7 @@ def open_corpus_page() -> tuple[db.Store, db.CorpusInfo]:
 
 def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.EmbeddingRunInfo]:
     """The corpus' finished embedding runs; with none, a link to the Index page and stop."""
-    runs = [r for r in db.list_embedding_runs(store, corpus.id) if r.status == "done"]
+    runs = db.list_embedding_runs(store, corpus.id, status="done")
     if not runs:
         st.info("This corpus has no finished index yet: build one on the **Index** page first.")
         st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")

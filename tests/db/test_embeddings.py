@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -37,6 +36,13 @@ def test_run_round_trip(store: Store, corpus: db.CorpusInfo) -> None:
     assert (run.model_path, run.n_heads, run.head_dim, run.dim) == ("/models/tiny", H, HD, D)
     assert db.get_embedding_run(store, run.id) == run
     assert [r.id for r in db.list_embedding_runs(store, corpus.id)] == [run.id]
+    assert db.list_embedding_runs(store, corpus.id, status="done") == []  # still running
+    done = db.finish_embedding_run(store, _run(store, corpus.id).id)
+    assert [r.id for r in db.list_embedding_runs(store, corpus.id)] == [done.id, run.id]  # newest first
+    assert [r.id for r in db.list_embedding_runs(store, corpus.id, status="done")] == [done.id]
+    assert [r.id for r in db.list_embedding_runs(store, corpus.id, status="running")] == [run.id]
+    with pytest.raises(db.InvalidInputError):
+        db.list_embedding_runs(store, corpus.id, status="finished")
     with pytest.raises(db.InvalidInputError):
         _run(store, corpus.id, n_heads=0)
     with pytest.raises(db.NotFoundError):
