@@ -1,15 +1,14 @@
 """MRAG Studio: the entry point. Run with ``streamlit run app.py``.
 
 Declares the navigation (Home, then every page in ``pages/`` with its title, in order) and runs the
-chosen page. Home is :func:`ui.home.home`; this file stays thin.
+chosen page (:mod:`ui.navigation`). Home is :func:`ui.home.home`; this file stays thin.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from ui.home import PAGES, home, page_title
+from ui.navigation import APP_NAME, declare_navigation
 
-st.set_page_config(page_title="MRAG Studio", page_icon="🧭", layout="wide")
-st.navigation([st.Page(home, title="Home", default=True)]
-              + [st.Page(path, title=page_title(path)) for path, _ in PAGES]).run()
+st.set_page_config(page_title=APP_NAME, page_icon="🧭", layout="wide")
+declare_navigation().run()

@@ -12,13 +12,14 @@ import streamlit as st
 import db
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
+from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
 from ui.state import finished_runs_or_stop, get_store, open_corpus_page, run_model_or_stop
 
 K_MAX = 20
 
-st.set_page_config(page_title="Reader · MRAG Studio", page_icon="📖", layout="wide")
+page_setup(__file__, "📖")
 st.title("Reader")
 st.caption("Retrieval is only half of RAG: send the top-k documents of Standard RAG and of MRAG to an LLM "
            "and compare what the answers contain.")

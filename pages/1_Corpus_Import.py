@@ -11,9 +11,10 @@ import db
 from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import show_preview
+from ui.navigation import page_setup
 from ui.state import open_store_page
 
-st.set_page_config(page_title="Corpus import - MRAG Studio", page_icon="📥", layout="wide")
+page_setup(__file__, "📥")
 st.title("Corpus import")
 st.caption("Upload or paste documents, check the preview, then import them into a new or existing corpus.")
 

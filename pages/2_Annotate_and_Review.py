@@ -12,10 +12,11 @@ import db
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
+from ui.navigation import page_setup
 from ui.render import highlight
 from ui.state import corpus_picker, get_model, llm_config, open_store_page
 
-st.set_page_config(page_title="Annotate & review - MRAG Studio", page_icon="🏷️", layout="wide")
+page_setup(__file__, "🏷️")
 st.title("Annotate & review")
 
 store = open_store_page()

@@ -14,9 +14,10 @@ from mrag_core.export import EXPORT_FORMATS
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import agent_picker
+from ui.navigation import page_setup
 from ui.state import open_corpus_page
 
-st.set_page_config(page_title="Agreement & export - MRAG Studio", page_icon="📊", layout="wide")
+page_setup(__file__, "📊")
 st.title("Agreement & export")
 
 store, corpus = open_corpus_page()

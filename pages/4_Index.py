@@ -19,9 +19,10 @@ from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state
+from ui.navigation import page_setup
 from ui.state import get_model, open_corpus_page
 
-st.set_page_config(page_title="Index · MRAG Studio", page_icon="🧭", layout="wide")
+page_setup(__file__, "🧭")
 st.title("Index")
 st.caption("Embed every document once: the standard vector and, from the same forward pass, each attention "
            "head's output of one layer (h embedding spaces). Runs are stored and reused.")

@@ -36,11 +36,12 @@ from mrag_core.workflows.compare import (
 )
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from mrag_core.workflows.llm_cache import StoreLLMCache
+from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
 from ui.state import finished_runs_or_stop, get_store, llm_config, open_corpus_page, run_model_or_stop
 
-st.set_page_config(page_title="Compare · MRAG Studio", page_icon="🧭", layout="wide")
+page_setup(__file__, "🧭")
 st.title("Compare")
 st.caption("One query, several retrieval strategies, side by side. The query and its sub-queries are embedded "
            "in one forward pass that feeds every strategy.")

@@ -12,9 +12,10 @@ import db
 from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
+from ui.navigation import page_setup
 from ui.state import corpus_picker, get_model, open_store_page
 
-st.set_page_config(page_title="Attention · MRAG Studio", page_icon="🧭", layout="wide")
+page_setup(__file__, "🧭")
 st.title("Attention")
 st.caption("MRAG's head vectors are what each head reads from the text. These heatmaps show where each head of "
            "one layer puts its attention.")

@@ -20,9 +20,10 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import METHODS, SpaceMap, ensure_maps, place_query, space_names
 from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from ui.navigation import page_setup
 from ui.state import finished_runs_or_stop, get_model, get_store, open_corpus_page
 
-st.set_page_config(page_title="Maps · MRAG Studio", page_icon="🧭", layout="wide")
+page_setup(__file__, "🧭")
 st.title("Maps")
 st.caption("Each head is its own embedding space. The same documents arrange differently in each: a head that "
            "separates the categories of a query's aspects helps MRAG find them.")

@@ -9,10 +9,11 @@ import streamlit as st
 
 import db
 from mrag_core.workflows import querysets as qw
+from ui.navigation import page_setup
 from ui.render import escape
 from ui.state import llm_config, open_corpus_page
 
-st.set_page_config(page_title="Query Builder - MRAG Studio", page_icon="🧩", layout="wide")
+page_setup(__file__, "🧩")
 st.title("Query Builder")
 st.caption("A multi-aspect query asks about several documents of different categories at once; its ground truth "
            "is those documents. Build sets here, then score them on the Evaluation Runs page.")

@@ -18,10 +18,11 @@ from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
+from ui.navigation import page_setup
 from ui.render import escape
 from ui.state import get_model, llm_config, open_corpus_page
 
-st.set_page_config(page_title="Evaluation Runs - MRAG Studio", page_icon="📊", layout="wide")
+page_setup(__file__, "📊")
 st.title("Evaluation Runs")
 st.caption("Score Standard / MRAG / Split / Fusion and LLM-assisted (Multi-Query, HyDE, intent) retrieval on a query "
            "set for k = 1..k_max. Every run is stored with its configuration, seed, timings and LLM token cost; "

@@ -1,0 +1,67 @@
+"""The app's navigation: Home, then every page in ``pages/`` with its title, in order.
+
+``app.py`` declares it (:func:`declare_navigation`) and runs the chosen page. Every page starts with
+:func:`page_setup`: its browser-tab title and icon, and, when Streamlit ran the page through its
+``pages/``-folder mode, this navigation. Streamlit uses that mode while a ``pages/`` folder exists
+and no ``st.navigation`` call has run yet in the server: a link to a page opened before the
+entry point ever ran (a bookmark after a restart) runs the page without ``app.py``, and the
+sidebar would list the entry point as "app" instead of "Home".
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    from streamlit.navigation.page import StreamlitPage
+
+APP_NAME = "MRAG Studio"
+
+# Every page in pages/, in the sidebar's order: (file, what it does).
+PAGES = [
+    ("pages/1_Corpus_Import.py", "JSON / JSONL / CSV, folders and ZIPs of text, benchmark formats"),
+    ("pages/2_Annotate_and_Review.py", "LLM or offline pre-annotation, then human correction"),
+    ("pages/3_Agreement_and_Export.py", "agreement; JSONL, CSV, Parquet, benchmark JSON"),
+    ("pages/4_Index.py", "embed a corpus once (standard, per-head, split) and see head importance"),
+    ("pages/5_Compare.py", "one query through every strategy side by side, with per-head evidence"),
+    ("pages/6_Attention.py", "attention heatmaps of one document or query"),
+    ("pages/7_Maps.py", "UMAP / PCA maps of each head space; select points to filter documents"),
+    ("pages/8_Query_Builder.py", "generated, hand-written and imported multi-aspect query sets"),
+    ("pages/9_Evaluation_Runs.py", "stored runs, the paper's figures, significance, layer sweeps"),
+    ("pages/10_Reader.py", "an LLM answers one query from two strategies' documents"),
+]
+
+
+def page_title(path: str) -> str:
+    """A page's title from its file name, as Streamlit names it: "pages/4_Index.py" -> "Index"."""
+    return PurePath(path).stem.split("_", 1)[1].replace("_", " ")
+
+
+def declare_navigation() -> StreamlitPage:
+    """Declare the app's pages (Home first, the default) and return the one the URL asks for."""
+    from ui.home import home  # the landing page's own module imports PAGES from here
+
+    return st.navigation([st.Page(home, title="Home", default=True)]
+                         + [st.Page(path, title=page_title(path)) for path, _ in PAGES])
+
+
+def ran_through_pages_folder() -> bool:
+    """True while Streamlit runs pages through its ``pages/``-folder mode (no ``st.navigation`` call
+    has run in this server yet); the flag is Streamlit's own, cleared by ``st.navigation``."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    return bool(PagesManager.uses_pages_directory)
+
+
+def page_setup(path: str, icon: str) -> None:
+    """A page's first call: the tab title "<page> · MRAG Studio" (from the file name ``path``) and
+    ``icon``. Under the ``pages/``-folder mode it declares the app's navigation and opens the page
+    again through it, before anything is drawn: the sidebar reads "Home" from the first view on, and
+    the first click is not lost to the change of mode (Streamlit keys widget state by the page)."""
+    if ran_through_pages_folder():
+        declare_navigation()
+        st.switch_page(path, query_params=st.query_params.to_dict())  # stops this run
+    st.set_page_config(page_title=f"{page_title(path)} · {APP_NAME}", page_icon=icon, layout="wide")
