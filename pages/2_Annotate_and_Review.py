@@ -14,7 +14,7 @@ from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup
 from ui.render import highlight
-from ui.state import corpus_picker, get_model, llm_config, open_store_page
+from ui.state import corpus_picker, get_model, llm_config, open_store_page, preannotation_lock
 
 page_setup(__file__, "🏷️")
 st.title("Annotate & review")
@@ -80,6 +80,12 @@ def preannotate_view() -> None:
     else:
         st.info(f"No LLM endpoint configured: using the offline zero-shot annotator ({ZERO_SHOT_MODEL} embedding "
                 "similarity to each category's name and description).")
+    lock = preannotation_lock(corpus.id)
+    stopped = st.session_state.pop("pa_running", False)  # this session's last run was stopped before it ended
+    if stopped:  # Streamlit starts this rerun while the stopped run still annotates and stores its batch
+        with st.spinner("Waiting for the stopped run to store its current batch..."):
+            if lock.acquire(timeout=600):
+                lock.release()
     agent, version = identity(use_llm)
     todo = db.documents_without_suggestion(store, corpus.id, agent, version)
     st.write(f"**{len(todo)}** of {corpus.n_documents} documents still need a suggestion from `{agent}` "
@@ -88,21 +94,33 @@ def preannotate_view() -> None:
     c1, c2 = st.columns(2)
     label = "Start pre-annotation" if len(todo) == corpus.n_documents else f"Resume ({len(todo)} left)"
     start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
-    if c2.button("Cancel", key="pa_cancel"):
-        st.warning("Pre-annotation cancelled; every finished batch is kept. Press Resume to continue.")
+    cancelled = c2.button("Cancel", key="pa_cancel", help="Stops the running pre-annotation when its current batch "
+                          "is stored; every finished batch is kept.")
+    if stopped:
+        how = "cancelled" if cancelled else "interrupted (the page reran)"
+        st.warning(f"Pre-annotation {how}; every finished batch is kept. Press Resume to continue.")
     if not start:
         return
-    bar = st.progress(0.0, text="Preparing the annotator...")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0, text=f"{done} / {total} documents annotated")
-
-    try:
-        summary = aw.preannotate(store, corpus.id, make_annotator(use_llm), batch_size=int(batch_size),
-                                 progress=progress)
-    except (ValueError, db.StoreError) as exc:
-        st.error(f"Pre-annotation stopped: {exc}")
+    if not lock.acquire(blocking=False):
+        st.warning("This corpus is being pre-annotated in another tab or session; wait until that run ends.")
         return
+    try:
+        st.session_state["pa_running"] = True  # cleared when the run ends; still set if the page stops it
+        bar = st.progress(0.0, text="Preparing the annotator...")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total if total else 1.0, text=f"{done} / {total} documents annotated")
+
+        try:
+            summary = aw.preannotate(store, corpus.id, make_annotator(use_llm), batch_size=int(batch_size),
+                                     progress=progress)
+        except (ValueError, db.StoreError) as exc:
+            st.session_state.pop("pa_running", None)
+            st.error(f"Pre-annotation stopped: {exc}")
+            return
+        st.session_state.pop("pa_running", None)
+    finally:
+        lock.release()  # also when the page stops the run (Streamlit raises inside the progress callback)
     flash("success", f"Pre-annotation finished: {summary.ok} suggestions, {summary.failed} failed "
                      f"({summary.already_done} documents already had one).")
     if summary.errors:

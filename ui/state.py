@@ -6,6 +6,7 @@ Pages stay thin: they call these to get the store and a loaded model, then call 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import streamlit as st
@@ -40,6 +41,13 @@ def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
     configure_threads(max(1, int(os.environ.get("MRAG_THREADS", "1"))))
     warm_up()  # compile / load the search kernels now, not on the first search
     return load_model(name, attn_implementation=attn_implementation)
+
+
+@st.cache_resource
+def preannotation_lock(corpus_id: int) -> threading.Lock:
+    """Held while a corpus is pre-annotated, by whichever session runs it: one run per corpus at a
+    time, and a run that the page stopped (a rerun starts while it finishes its batch) is waited for."""
+    return threading.Lock()
 
 
 def _secrets() -> Any:

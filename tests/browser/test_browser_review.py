@@ -52,3 +52,41 @@ def test_review_queue_by_keyboard(app_instance, browser_page):
     decisions = db.list_decisions(store, second)
     assert len(decisions) == second_decisions + 1
     assert decisions[-1].annotator == "reviewer"
+
+
+def test_preannotation_cancelled_mid_run_then_resumed(app_instance, browser_page):
+    """Cancel stops the offline pre-annotation of the demo corpus after a stored batch; Resume does the rest."""
+    import db
+    from mrag_core.demo import DEMO_CORPUS_NAME
+    from mrag_core.workflows.annotation import zero_shot_identity
+    from ui.corpus_widgets import ZERO_SHOT_MODEL
+
+    page = browser_page
+    page.set_default_timeout(120_000)
+    page.goto(f"{app_instance.url}/Annotate_and_Review")
+    page.locator('[data-testid="stRadioOption"]').filter(has_text="Pre-annotate").click()
+    batch = page.get_by_label("Batch size (stored after each batch)")
+    batch.fill("1")  # one document per batch: the run lasts long enough to be cancelled
+    batch.press("Enter")
+    page.wait_for_timeout(500)
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached")
+    page.get_by_role("button", name="Start pre-annotation").click()
+    page.get_by_text(re.compile(r"^[1-9]\d* / \d+ documents annotated$")).wait_for(timeout=180_000)  # model loaded
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_text("Pre-annotation cancelled; every finished batch is kept.", exact=False).wait_for(timeout=60_000)
+
+    store = db.open_store(f"sqlite:///{app_instance.folder / 't.db'}")
+    corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    agent, version = zero_shot_identity(ZERO_SHOT_MODEL)
+    left = len(db.documents_without_suggestion(store, corpus.id, agent, version))
+    assert 0 < left < corpus.n_documents  # stopped part-way, the finished batches stored
+    page.get_by_role("button", name=f"Resume ({left} left)").wait_for()  # the count after the stopped batch
+
+    batch.fill("32")
+    batch.press("Enter")
+    page.wait_for_timeout(500)
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached")
+    page.get_by_role("button", name=f"Resume ({left} left)").click()
+    page.get_by_text(re.compile(r"^Pre-annotation finished: ")).wait_for(timeout=180_000)
+    assert db.documents_without_suggestion(store, corpus.id, agent, version) == []
+    assert page.get_by_text("Pre-annotation cancelled").count() == 0

@@ -431,6 +431,43 @@ def test_bulk_accept_selected(tmp_path: Path) -> None:
     assert list(at.data_editor[0].value["id"]) == [ids[2], ids[3]]  # accepted rows left the unreviewed list
 
 
+def test_preannotate_stopped_run_says_cancelled_or_interrupted(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, _, _ = _labelled_corpus(store)
+    at = _review_app(corpus.id, "Pre-annotate")
+    assert not at.warning
+    at.session_state["pa_running"] = True  # what a run leaves behind when the page stops it mid-way
+    at.run()
+    assert [w.value for w in at.warning] == [
+        "Pre-annotation interrupted (the page reran); every finished batch is kept. Press Resume to continue."]
+    at.session_state["pa_running"] = True
+    at.button(key="pa_cancel").click().run()
+    assert [w.value for w in at.warning] == [
+        "Pre-annotation cancelled; every finished batch is kept. Press Resume to continue."]
+    at.run()
+    assert not at.warning  # said once
+
+
+def test_preannotate_refuses_while_another_session_runs_it(tmp_path: Path) -> None:
+    from ui.state import preannotation_lock
+
+    store = _store(tmp_path)
+    corpus, ids, _ = _labelled_corpus(store)
+    at = _review_app(corpus.id, "Pre-annotate")
+    n_suggestions = sum(len(db.list_suggestions(store, i)) for i in ids)
+    lock = preannotation_lock(corpus.id)  # the lock the page takes (one per corpus, shared by sessions)
+    assert lock.acquire(blocking=False)
+    try:
+        at.button(key="pa_start").click().run()
+    finally:
+        lock.release()
+    _no_exceptions(at)
+    assert [w.value for w in at.warning] == [
+        "This corpus is being pre-annotated in another tab or session; wait until that run ends."]
+    assert sum(len(db.list_suggestions(store, i)) for i in ids) == n_suggestions  # nothing ran
+    assert "pa_running" not in at.session_state
+
+
 def test_preannotate_offline_with_minilm_then_find_similar(tmp_path: Path) -> None:
     store = _store(tmp_path)
     c = db.create_corpus(store, "Tiny")
@@ -451,6 +488,9 @@ def test_preannotate_offline_with_minilm_then_find_similar(tmp_path: Path) -> No
     assert [labels[i].category for i in ids] == ["sport", "cooking", "sport"]
     assert all(lab.source == "suggestion" for lab in labels.values())
     assert at.button(key="pa_start").disabled  # nothing left to do
+    assert "pa_running" not in at.session_state and not at.warning  # a finished run leaves no stop message
+    at.button(key="pa_cancel").click().run()
+    assert not at.warning  # Cancel with nothing running says nothing
 
     at.radio(key="ar_view").set_value("Find similar").run()
     at.toggle(key="fs_on").set_value(True).run()
