@@ -60,7 +60,9 @@ def page_setup(path: str, icon: str) -> None:
     """A page's first call: the tab title "<page> · MRAG Studio" (from the file name ``path``) and
     ``icon``. Under the ``pages/``-folder mode it declares the app's navigation and opens the page
     again through it, before anything is drawn: the sidebar reads "Home" from the first view on, and
-    the first click is not lost to the change of mode (Streamlit keys widget state by the page)."""
+    the page's first click is not lost (declaring the navigation without reopening lost it, in the
+    browser test). The mode flag is Streamlit's internal ``PagesManager.uses_pages_directory``
+    (streamlit is pinned in requirements.txt)."""
     if ran_through_pages_folder():
         declare_navigation()
         st.switch_page(path, query_params=st.query_params.to_dict())  # stops this run
