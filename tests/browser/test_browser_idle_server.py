@@ -1,7 +1,7 @@
 """A server with a browser tab open and nothing to do stays idle. Streamlit's default source
 watcher (watchdog on inotify, recursive over app.py's folder, ``.venv`` included) overflowed its
 event queue and rescanned the tree in a loop for as long as a tab was connected, keeping both cores
-of a 2-core box busy and halving an index build; ``.streamlit/config.toml`` turns it off."""
+of a 2-core box busy; ``.streamlit/config.toml`` turns it off."""
 
 from __future__ import annotations
 
