@@ -5,7 +5,8 @@
 On a temporary database: load the demo corpus and build its index through the Index page, then run
 the Compare page on a 5-aspect demo query once (cold: model, index and query embedding are loaded)
 and rerun it with k changed ``--reruns`` times (warm: everything cached, only search and drawing).
-AppTest adds its own overhead, so a browser rerun is a little faster than these numbers.
+AppTest adds its own overhead, so a browser rerun is a little faster than these numbers. AppTest skips
+Streamlit's full garbage collection after each run; the served app has it off too (.streamlit/config.toml).
 Ends with one line: ``RESULT compare_cold_s=X compare_warm_rerun_s=X`` (warm = median).
 """
 
