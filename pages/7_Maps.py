@@ -121,10 +121,11 @@ if todo and method == "umap" and not st.session_state.get(f"maps_go_{run.id}_{se
         st.session_state[f"maps_go_{run.id}_{seed}"] = True
         st.rerun()
     st.stop()
+cancel_slot = st.empty()  # the Cancel button lives only while maps are being computed
 if todo and method == "umap":
     # A click during the computation interrupts this script run at the next progress update; the rerun
     # sees the click, stops asking for maps and keeps the ones already stored (computing resumes later).
-    if st.button("Cancel", key="maps_cancel"):
+    if cancel_slot.button("Cancel", key="maps_cancel"):
         st.session_state[f"maps_go_{run.id}_{seed}"] = False
         st.rerun()
 if todo:
@@ -132,6 +133,7 @@ if todo:
     maps = ensure_maps(store, run.id, method, seed=seed,
                        progress=lambda d, t: bar.progress(d / t, text=f"Map {d} / {t}"))
     bar.empty()
+    cancel_slot.empty()
 else:
     maps = ensure_maps(store, run.id, method, seed=seed)
 

@@ -290,6 +290,37 @@ def test_maps_page_places_query_and_stores_maps(built):
     store.close()
 
 
+def test_maps_page_umap_cancel_button_only_while_computing(built, monkeypatch):
+    """Choosing UMAP asks before computing; while the maps are computed a Cancel button shows, and it is
+    gone once they are stored (it used to stay on the page after the last map). The UMAP fit itself is
+    swapped for PCA here: this is the page's flow, the fit is tested in tests/mrag_core/test_projection.py."""
+    import db
+    from mrag_core import projection
+
+    real_fit = projection.fit_projection
+    fitted: list[str] = []
+
+    def quick_fit(vectors, method="pca", **kwargs):
+        fitted.append(method)
+        return real_fit(vectors, "pca", **kwargs)
+
+    monkeypatch.setattr(projection, "fit_projection", quick_fit)
+    at = ok(page("7_Maps.py").run())
+    at.selectbox(key="maps_method").set_value("umap").run()
+    ok(at)
+    assert any("13 of 13 UMAP maps are not computed yet" in t for t in texts(at.info))
+    assert not [b for b in at.button if b.key == "maps_cancel"]
+    at.button(key="maps_compute").click().run()
+    ok(at)
+    assert fitted.count("umap") == 13  # (the PCA maps are fitted too when this test runs alone)
+    store = db.open_store()
+    run_id = int(at.selectbox(key="maps_run").value.id)
+    assert len([p for p in db.list_projections(store, run_id) if p.method == "umap"]) == 13
+    store.close()
+    assert not [b for b in at.button if b.key == "maps_cancel"]
+    assert len(at.dataframe[-1].value) == 96  # the maps' document table is drawn
+
+
 def test_stale_index_is_reported_and_offers_rebuild(built):
     import db
 
