@@ -43,6 +43,22 @@ def _progress():
     return bar, progress
 
 
+def _stop_button(key: str):
+    """A Stop button shown while queries are generated; returns its slot, emptied when the run ends. A click
+    (any click) reruns the page, which stops the run: stored batches are kept, the one in progress is not."""
+    slot = st.empty()
+    slot.button("Stop", key=key, help="stops the run; every stored batch is kept - resume later")
+    return slot
+
+
+def _finished(rep: qw.GenerationReport) -> None:
+    """A generation run ended: rerun the page (fresh set list, no Stop button, no stale Resume row) and
+    report it there."""
+    st.session_state["qb_gen_report"] = rep
+    st.session_state["qb_rev_set"] = rep.query_set_id
+    st.rerun()
+
+
 def _report(rep: qw.GenerationReport) -> None:
     for w in rep.warnings:
         st.warning(w)
@@ -58,6 +74,8 @@ tab_gen, tab_hand, tab_import, tab_review = st.tabs(["Generate", "Write by hand"
 
 # --------------------------------------------------------------------------- generate
 with tab_gen:
+    if (last_report := st.session_state.pop("qb_gen_report", None)) is not None:
+        _report(last_report)
     max_n = qw.max_aspects(store, corpus.id)
     cfg = llm_config()
     if cfg is None:
@@ -79,30 +97,35 @@ with tab_gen:
         want_fusion = c3.checkbox("Fusion sub-queries", value=True, key="qb_gen_fusion")
         n_fusion = c4.number_input("Sub-queries per query", min_value=1, value=3, step=1, key="qb_gen_nf")
         if st.button("Generate", type="primary", key="qb_gen_start"):
-            st.button("Stop", key="qb_gen_stop", help="stops after the current batch; resume later")
+            stop_slot = _stop_button("qb_gen_stop")
             bar, progress = _progress()
             try:
                 rep = qw.generate_query_set(store, corpus_id=corpus.id, name=name, aspect_counts=counts,
                                             per_count=int(per_count), seed=int(seed), client=_client(),
                                             want_fusion=want_fusion, n_fusion=int(n_fusion), progress=progress)
             except qw.QuerySetError as exc:
+                stop_slot.empty()
                 bar.empty()
                 st.error(str(exc))
             else:
-                _report(rep)
-                st.session_state["qb_rev_set"] = rep.query_set_id
+                _finished(rep)
     unfinished = [q for q in query_sets if q.source.startswith("generated")
                   and q.n_queries < int(q.params.get("planned", 0))]
     for q in unfinished:
         cols = st.columns([4, 1])
         cols[0].write(f"'{q.name}': {q.n_queries} of {q.params['planned']} generated")
         if cols[1].button("Resume", key=f"qb_resume_{q.id}"):
+            stop_slot = _stop_button(f"qb_resume_stop_{q.id}")
             bar, progress = _progress()
             try:
-                _report(qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=_client(),
-                                              progress=progress))
+                rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=_client(),
+                                            progress=progress)
             except qw.QuerySetError as exc:
+                stop_slot.empty()
+                bar.empty()
                 st.error(str(exc))
+            else:
+                _finished(rep)
 
 # --------------------------------------------------------------------------- by hand
 with tab_hand:

@@ -210,11 +210,43 @@ def test_query_builder_llm_generation_flags_missing_title(monkeypatch: pytest.Mo
         at.number_input(key="qb_gen_per").set_value(1)
         at.button(key="qb_gen_start").click().run()
         assert not at.exception, at.exception
-        assert [s.value for s in at.success][-1] == "Query set ready: 1 ok, 1 flagged, 0 failed."
-        assert at.success[0].value.startswith("Stories are written by the LLM: model 'fake-model'")
+        successes = [s.value for s in at.success]
+        assert "Query set ready: 1 ok, 1 flagged, 0 failed." in successes
+        assert any(m.startswith("Stories are written by the LLM: model 'fake-model'") for m in successes)
         assert any(e.label.startswith("#") and "flagged" in e.label and "missing titles" in e.label
                    for e in at.expander)
     store = _store()
     _, sets = _demo_set_ids(store)
     assert db.get_query_set(store, sets["LLM"]).source == "generated-llm"
+    store.close()
+
+
+def test_query_builder_resumes_a_stopped_generation() -> None:
+    """A generation stopped after its first stored batch is listed with a Resume button; Resume writes the
+    rest, and the page reruns to report it: no Stop button and no Resume row is left behind."""
+    import threading
+
+    from mrag_core.workflows import querysets as qw
+
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus
+    assert not at.exception, at.exception
+    store = _store()
+    corpus_id, _ = _demo_set_ids(store)
+    cancel = threading.Event()
+    first = qw.generate_query_set(store, corpus_id=corpus_id, name="Stopped", aspect_counts=[1, 2], per_count=3,
+                                  seed=1, want_fusion=False, batch_size=2,
+                                  progress=lambda done, total: cancel.set() if done >= 2 else None, cancel=cancel)
+    assert first.cancelled and first.planned == 6
+    _, sets = _demo_set_ids(store)
+    stored = db.get_query_set(store, sets["Stopped"]).n_queries
+    assert 0 < stored < 6
+
+    at.run()
+    assert any(m.value == f"'Stopped': {stored} of 6 generated" for m in at.markdown)
+    at.button(key=f"qb_resume_{sets['Stopped']}").click().run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == ["Query set ready: " + f"{6 - stored} ok, 0 flagged, 0 failed."]
+    assert db.get_query_set(store, sets["Stopped"]).n_queries == 6
+    assert not [b for b in at.button if b.key.startswith(("qb_resume_", "qb_gen_stop"))]
+    assert not any("generated" in m.value and "'Stopped'" in m.value for m in at.markdown)
     store.close()
