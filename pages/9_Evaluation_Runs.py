@@ -66,6 +66,24 @@ def _progress_runner():
     return bar, progress
 
 
+def _stop_button(key: str):
+    """A Stop button shown while a run works; returns its slot, emptied when the run ends."""
+    slot = st.empty()
+    slot.button("Stop", key=key, help="stops after the current batch; saved results are kept and the run can be "
+                                      "resumed")
+    return slot
+
+
+def _report_runs(ids: list[int]) -> None:
+    """One line per finished run (status and results stored) and its warning, if any; the last is viewed."""
+    for rid in ids:
+        info = db.get_eval_run(store, rid)
+        st.success(f"Run #{rid} {info.status}: {info.n_results} results stored.")
+        if info.timing.get("warning"):
+            st.warning(f"Run #{rid}: {info.timing['warning']}.")
+    st.session_state["ev_view_run"] = ids[-1]
+
+
 def _run_label(r: db.EvalRunInfo) -> str:
     cfg = r.config
     return (f"#{r.id} {r.name or ''} · {qs_names.get(r.query_set_id, r.query_set_id)} · "
@@ -76,6 +94,8 @@ tab_run, tab_view, tab_compare, tab_sweep = st.tabs(["New run", "Runs", "Compare
 
 # --------------------------------------------------------------------------- new run
 with tab_run:
+    if (resumed := st.session_state.pop("ev_resumed", None)) is not None:
+        _report_runs([resumed])
     if not query_sets:
         st.info("This corpus has no query set yet: build one on the Query Builder page.")
     else:
@@ -139,10 +159,7 @@ with tab_run:
                 except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
                     st.error(f"Cannot start: {exc}")
                 else:
-                    stop_slot = st.empty()
-                    stop_slot.button("Stop", key="ev_stop",
-                                     help="stops after the current batch; saved results are kept and the run can be "
-                                          "resumed")
+                    stop_slot = _stop_button("ev_stop")
                     bar, progress = _progress_runner()
                     kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
                                   strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
@@ -156,14 +173,9 @@ with tab_run:
                     except er.EvaluationInputError as exc:
                         st.error(str(exc))
                     else:
-                        bar.empty()
-                        stop_slot.empty()
-                        for rid in ids:
-                            info = db.get_eval_run(store, rid)
-                            st.success(f"Run #{rid} {info.status}: {info.n_results} results stored.")
-                            if info.timing.get("warning"):
-                                st.warning(f"Run #{rid}: {info.timing['warning']}.")
-                        st.session_state["ev_view_run"] = ids[-1]
+                        _report_runs(ids)
+                    bar.empty()
+                    stop_slot.empty()
 
     unfinished = [r for r in db.list_eval_runs(store, corpus_id=corpus.id) if r.status != "done"]
     if unfinished:
@@ -172,13 +184,17 @@ with tab_run:
             cols = st.columns([5, 1])
             cols[0].write(f"{_run_label(r)} - {r.n_results} results saved")
             if cols[1].button("Resume", key=f"ev_resume_{r.id}"):
+                stop_slot = _stop_button(f"ev_resume_stop_{r.id}")
                 bar, progress = _progress_runner()
                 try:
-                    er.resume_evaluation(store, r.id, lm=get_model(r.config.get("model", "minilm")),
-                                         progress=progress, llm_config=llm_cfg)
+                    rid = er.resume_evaluation(store, r.id, lm=get_model(r.config.get("model", "minilm")),
+                                               progress=progress, llm_config=llm_cfg)
                 except er.EvaluationInputError as exc:
+                    bar.empty()
+                    stop_slot.empty()
                     st.error(str(exc))
                 else:
+                    st.session_state["ev_resumed"] = rid  # reported after the rerun, which drops this row
                     st.rerun()
 
 # --------------------------------------------------------------------------- runs and views

@@ -44,6 +44,7 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     assert any("Run #" in s.value and "done: 48 results" in s.value for s in at.success)
+    assert not [b for b in at.button if b.key == "ev_stop"]  # Stop shows only while the run works
 
     store = _store()
     runs = db.list_eval_runs(store)
@@ -249,4 +250,39 @@ def test_query_builder_resumes_a_stopped_generation() -> None:
     assert db.get_query_set(store, sets["Stopped"]).n_queries == 6
     assert not [b for b in at.button if b.key.startswith(("qb_resume_", "qb_gen_stop"))]
     assert not any("generated" in m.value and "'Stopped'" in m.value for m in at.markdown)
+    store.close()
+
+
+def test_evaluation_page_resumes_a_stopped_run() -> None:
+    """A run stopped after its first stored batch is listed under Unfinished runs; Resume scores the rest,
+    and the rerun reports it and drops the row (no Stop or Resume button left)."""
+    import threading
+
+    from mrag_core.workflows import evaluation_runs as er
+
+    at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()  # loads the demo corpus
+    assert not at.exception, at.exception
+    store = _store()
+    corpus_id, sets = _demo_set_ids(store)
+    cancel = threading.Event()
+
+    def stop_after_first_batch(stage: str, done: int, total: int) -> None:
+        if stage == "evaluation" and done > 0:
+            cancel.set()
+
+    rid = er.run_evaluation(store, corpus_id=corpus_id, query_set_id=at.selectbox(key="ev_qs").value.id,
+                            strategies=["standard", "mrag"], k_max=8, batch_size=5,
+                            progress=stop_after_first_batch, cancel=cancel)
+    stopped = db.get_eval_run(store, rid)
+    assert stopped.status != "done" and 0 < stopped.n_results < 48
+
+    at.run()
+    assert any(m.value.startswith(f"#{rid} ") and m.value.endswith(f" - {stopped.n_results} results saved")
+               for m in at.markdown)
+    at.button(key=f"ev_resume_{rid}").click().run()
+    assert not at.exception, at.exception
+    assert f"Run #{rid} done: 48 results stored." in [s.value for s in at.success]
+    assert db.get_eval_run(store, rid).status == "done"
+    assert not [b for b in at.button if b.key.startswith(("ev_resume_", "ev_stop"))]
+    assert not any(m.value.startswith(f"#{rid} ") and "results saved" in m.value for m in at.markdown)
     store.close()
