@@ -73,6 +73,14 @@ class AppServer:
         self.proc = None
 
 
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the script run that the last navigation or interaction started has finished (Streamlit
+    shows its status widget while a run is in progress). Widgets drawn by a run still in progress can be
+    redrawn under the pointer, losing a click or the text typed into a select box."""
+    page.wait_for_timeout(300)
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached", timeout=timeout_ms)
+
+
 @pytest.fixture(scope="module")
 def app_instance(tmp_path_factory):
     """A headless Streamlit server running this app on an empty temporary database (restartable)."""

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -29,9 +29,12 @@ def test_build_index_then_compare_five_aspect_query(app_server, browser_page):
     page.goto(f"{app_server}/Compare")
     query_box = page.locator('[data-testid="stSelectbox"]').filter(has=page.get_by_text("Query", exact=True))
     query_box.wait_for(timeout=120_000)
+    # let the first (cold) Compare run finish: once, in a fresh clone, the 5-aspect query typed while it
+    # was still running never got selected
+    wait_idle(page)
     query_box.click()
     page.keyboard.type("[5 aspects]")
-    page.keyboard.press("Enter")
+    page.get_by_role("option", name=re.compile(r"^\[5 aspects\]")).first.click()
     page.get_by_text("Ground truth: 5 document(s)").wait_for()
     page.get_by_role("button", name="Compare", exact=True).click()
     page.get_by_text("Why MRAG returned these documents").wait_for(timeout=120_000)

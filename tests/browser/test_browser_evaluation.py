@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -22,13 +22,7 @@ def _pick(page, label: str, option: str | re.Pattern) -> None:
     widget.locator("input").first.click()
     page.get_by_role("option", name=option, exact=isinstance(option, str)).first.click()
     page.keyboard.press("Escape")
-    _idle(page)
-
-
-def _idle(page) -> None:
-    """Wait until the script run the last interaction started has finished (no 'Running' widget)."""
-    page.wait_for_timeout(300)
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached", timeout=120_000)
+    wait_idle(page)
 
 
 def _run(page, run_id: int) -> int:
@@ -72,7 +66,7 @@ def test_runs_figures_comparison_and_restart(app_instance, browser_page):
     box = page.locator('[data-testid="stMultiSelect"]').filter(has=page.get_by_text(label))
     box.wait_for()
     box.get_by_role("button", name=re.compile("clear", re.I)).first.click()
-    _idle(page)
+    wait_idle(page)
     _pick(page, label, re.compile(rf"^#{first} mrag ·"))
     _pick(page, label, re.compile(rf"^#{second} mrag-decay ·"))
     page.get_by_text("Paired significance against the reference").wait_for()
