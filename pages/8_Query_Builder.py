@@ -11,6 +11,7 @@ import db
 from mrag_core.workflows import querysets as qw
 from ui.navigation import page_setup
 from ui.render import escape
+from ui.run_controls import stop_button
 from ui.state import llm_config, open_corpus_page
 
 page_setup(__file__, "🧩")
@@ -43,12 +44,7 @@ def _progress():
     return bar, progress
 
 
-def _stop_button(key: str):
-    """A Stop button shown while queries are generated; returns its slot, emptied when the run ends. A click
-    (any click) reruns the page, which stops the run: stored batches are kept, the one in progress is not."""
-    slot = st.empty()
-    slot.button("Stop", key=key, help="stops the run; every stored batch is kept - resume later")
-    return slot
+STOP_HELP = "stops the run; every stored batch is kept - resume later"
 
 
 def _finished(rep: qw.GenerationReport) -> None:
@@ -97,7 +93,7 @@ with tab_gen:
         want_fusion = c3.checkbox("Fusion sub-queries", value=True, key="qb_gen_fusion")
         n_fusion = c4.number_input("Sub-queries per query", min_value=1, value=3, step=1, key="qb_gen_nf")
         if st.button("Generate", type="primary", key="qb_gen_start"):
-            stop_slot = _stop_button("qb_gen_stop")
+            stop_slot = stop_button("qb_gen_stop", STOP_HELP)
             bar, progress = _progress()
             try:
                 rep = qw.generate_query_set(store, corpus_id=corpus.id, name=name, aspect_counts=counts,
@@ -115,7 +111,7 @@ with tab_gen:
         cols = st.columns([4, 1])
         cols[0].write(f"'{q.name}': {q.n_queries} of {q.params['planned']} generated")
         if cols[1].button("Resume", key=f"qb_resume_{q.id}"):
-            stop_slot = _stop_button(f"qb_resume_stop_{q.id}")
+            stop_slot = stop_button(f"qb_resume_stop_{q.id}", STOP_HELP)
             bar, progress = _progress()
             try:
                 rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=_client(),

@@ -20,6 +20,7 @@ from mrag_core.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
 from ui.render import escape
+from ui.run_controls import stop_button
 from ui.state import get_model, llm_config, open_corpus_page
 
 page_setup(__file__, "📊")
@@ -66,12 +67,7 @@ def _progress_runner():
     return bar, progress
 
 
-def _stop_button(key: str):
-    """A Stop button shown while a run works; returns its slot, emptied when the run ends."""
-    slot = st.empty()
-    slot.button("Stop", key=key, help="stops after the current batch; saved results are kept and the run can be "
-                                      "resumed")
-    return slot
+STOP_HELP = "stops after the current batch; saved results are kept and the run can be resumed"
 
 
 def _report_runs(ids: list[int]) -> None:
@@ -159,7 +155,7 @@ with tab_run:
                 except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
                     st.error(f"Cannot start: {exc}")
                 else:
-                    stop_slot = _stop_button("ev_stop")
+                    stop_slot = stop_button("ev_stop", STOP_HELP)
                     bar, progress = _progress_runner()
                     kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
                                   strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
@@ -184,7 +180,7 @@ with tab_run:
             cols = st.columns([5, 1])
             cols[0].write(f"{_run_label(r)} - {r.n_results} results saved")
             if cols[1].button("Resume", key=f"ev_resume_{r.id}"):
-                stop_slot = _stop_button(f"ev_resume_stop_{r.id}")
+                stop_slot = stop_button(f"ev_resume_stop_{r.id}", STOP_HELP)
                 bar, progress = _progress_runner()
                 try:
                     rid = er.resume_evaluation(store, r.id, lm=get_model(r.config.get("model", "minilm")),
