@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -20,8 +20,7 @@ def _position(page, n: int) -> int:
     caption = page.get_by_text(re.compile(rf"^Document {n} of \d+ in the queue · id \d+ ·"))
     caption.wait_for(timeout=30_000)
     page.get_by_role("button", name=re.compile("^Skip")).wait_for()
-    page.wait_for_timeout(300)
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached")
+    wait_idle(page)
     return int(POSITION.match(caption.inner_text()).group(3))
 
 
@@ -68,8 +67,8 @@ def test_preannotation_cancelled_mid_run_then_resumed(app_instance, browser_page
     batch = page.get_by_label("Batch size (stored after each batch)")
     batch.fill("1")  # one document per batch: the run lasts long enough to be cancelled
     batch.press("Enter")
-    page.wait_for_timeout(500)
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached")
+    page.wait_for_timeout(200)  # the rerun the Enter key starts (wait_idle waits 300 ms more)
+    wait_idle(page)
     page.get_by_role("button", name="Start pre-annotation").click()
     page.get_by_text(re.compile(r"^[1-9]\d* / \d+ documents annotated$")).wait_for(timeout=180_000)  # model loaded
     page.get_by_role("button", name="Cancel").click()
@@ -84,8 +83,8 @@ def test_preannotation_cancelled_mid_run_then_resumed(app_instance, browser_page
 
     batch.fill("32")
     batch.press("Enter")
-    page.wait_for_timeout(500)
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached")
+    page.wait_for_timeout(200)  # the rerun the Enter key starts (wait_idle waits 300 ms more)
+    wait_idle(page)
     page.get_by_role("button", name=f"Resume ({left} left)").click()
     page.get_by_text(re.compile(r"^Pre-annotation finished: ")).wait_for(timeout=180_000)
     assert db.documents_without_suggestion(store, corpus.id, agent, version) == []
