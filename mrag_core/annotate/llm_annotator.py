@@ -12,7 +12,9 @@ JSON mode is requested (``response_format=json_object``; the client drops it
 for endpoints that reject it), but the answer is always parsed defensively:
 
 1. ``<think>...</think>`` blocks and Markdown code fences are removed;
-2. the first ``{...}`` that decodes as a JSON object is taken;
+2. the first ``{...}`` that decodes as a JSON object is taken; if there is none but the answer
+   starts an object it never closes (cut at the token limit), its complete members are read
+   (:func:`truncated_json_object`), so a label written before a long reason still counts;
 3. its ``label`` (key matched case-insensitively) must equal a category name up
    to case and whitespace; the category's canonical spelling is returned;
 4. ``confidence`` becomes ``score``: a number in [0, 1], or a percentage in
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_CHAR_BUDGET",
     "PROMPT_VERSION",
     "ParsedAnswer",
+    "TruncatedObject",
     "annotate_document",
     "annotate_documents",
     "build_messages",
@@ -58,6 +61,7 @@ __all__ = [
     "parse_confidence",
     "strip_wrappers",
     "truncate_text",
+    "truncated_json_object",
 ]
 
 PROMPT_VERSION = "annotate-v1"
@@ -139,9 +143,11 @@ def strip_wrappers(raw: str) -> str:
 
 
 def extract_json_object(raw: str) -> dict[str, Any] | None:
-    """The first ``{...}`` in ``raw`` (after :func:`strip_wrappers`) that decodes as a JSON object, else None."""
+    """The first ``{...}`` in ``raw`` (after :func:`strip_wrappers`) that decodes as a JSON object, else None.
+
+    Control characters inside strings (a raw line break in ``reason``) are accepted."""
     text = strip_wrappers(raw)
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     start = text.find("{")
     while start != -1:
         try:
@@ -152,6 +158,75 @@ def extract_json_object(raw: str) -> dict[str, Any] | None:
             return value
         start = text.find("{", start + 1)
     return None
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+@dataclass(frozen=True)
+class TruncatedObject:
+    """The complete members of a JSON object an answer never closes; ``cut_key``: the member whose
+    string value the end of the text cut (kept with ``...`` appended), else None."""
+
+    members: dict[str, Any]
+    cut_key: str | None
+
+
+def truncated_json_object(raw: str) -> TruncatedObject | None:
+    """The members of a JSON object that the answer starts but never closes, else None.
+
+    A reply cut at its token limit (a small model copying the document into ``reason``) stops
+    inside the object: ``{"label": "Sports", "confidence": 0.9, "reason": "The match was``.
+    Members are read from the first ``{`` (after :func:`strip_wrappers`) while they decode; a
+    string value cut off by the end of the text is kept with ``...`` appended, a number at the very
+    end is dropped (it may be cut short); the first member that does not decode otherwise ends the
+    object. Returns None when no member decodes
+    or when the text closes the object (then it is simply malformed JSON).
+    """
+    text = strip_wrappers(raw)
+    start = text.find("{")
+    if start == -1:
+        return None
+    decoder = json.JSONDecoder(strict=False)
+    members: dict[str, Any] = {}
+    pos = _skip_space(text, start + 1)
+    while pos < len(text):
+        try:
+            key, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        pos = _skip_space(text, pos)
+        if not isinstance(key, str) or text[pos : pos + 1] != ":":
+            break
+        pos = _skip_space(text, pos + 1)
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            rest = text[pos:].rstrip()
+            if rest.endswith("\\") and not rest.endswith("\\\\"):
+                rest = rest[:-1]  # an escape cut in half
+            try:  # a string the end of the text cut off: a closing quote added at the end closes it
+                cut, end = decoder.raw_decode(rest + '"')
+            except json.JSONDecodeError:
+                break
+            if isinstance(cut, str) and end == len(rest) + 1:
+                members[key] = f"{cut.rstrip()}..."
+                return TruncatedObject(members, key)
+            break
+        pos = _skip_space(text, pos)
+        if pos == len(text) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            break  # a number at the very end may be cut short ("0.85" -> "0.8")
+        members[key] = value
+        if text[pos : pos + 1] == ",":
+            pos = _skip_space(text, pos + 1)
+        elif text[pos : pos + 1] == "}":
+            return None  # closed: not a truncated object
+        else:
+            break
+    return TruncatedObject(members, None) if members else None
 
 
 def _normalise(name: str) -> str:
@@ -207,7 +282,13 @@ def parse_answer(raw: str, categories: Sequence[CategoryLike]) -> ParsedAnswer:
     excerpt = one_line(raw, _EXCERPT_CHARS)
     obj = extract_json_object(raw)
     if obj is None:
-        raise AnswerParseError(f"answer contains no JSON object: {excerpt!r}")
+        cut = truncated_json_object(raw)
+        if cut is None:
+            what = "a JSON object that is cut off or malformed" if "{" in raw else "no JSON object"
+            raise AnswerParseError(f"answer contains {what}: {excerpt!r}")
+        obj = cut.members
+        if (cut.cut_key or "").strip().casefold() == "label" or _get_key(obj, "label") is None:
+            raise AnswerParseError(f"answer is cut off before its label is complete: {excerpt!r}")
     raw_label = _get_key(obj, "label")
     label = match_label(raw_label, categories)
     if label is None:

@@ -17,6 +17,7 @@ from mrag_core.annotate.llm_annotator import (
     parse_answer,
     parse_confidence,
     truncate_text,
+    truncated_json_object,
 )
 from mrag_core.annotate.types import AnnotationDoc, CategorySpec
 from mrag_core.llm.client import LLMClient
@@ -66,6 +67,55 @@ def test_malformed_answer_is_an_error_quoting_the_answer() -> None:
     with pytest.raises(AnswerParseError, match="no JSON object") as info:
         parse_answer("I think this is about Sports.", CATEGORIES)
     assert "I think this is about Sports." in str(info.value)
+
+
+def test_answer_cut_at_the_token_limit_keeps_the_label_written_before_the_reason() -> None:
+    # what SmolLM2-135M answered for a lighthouse article: it copied the article into "reason" until max_tokens
+    raw = '```json\n{\n  "label": "sports",\n  "confidence": 0.5,\n  "reason": "The match at Wembley was the \\"final'
+    parsed = parse_answer(raw, CATEGORIES)
+    assert (parsed.label, parsed.score, parsed.reason) == ("Sports", 0.5, 'The match at Wembley was the "final...')
+    cut = truncated_json_object(raw)
+    assert cut is not None and cut.cut_key == "reason"
+
+
+@pytest.mark.parametrize(
+    ("raw", "members", "cut_key"),
+    [
+        ('{"label": "Finance", "confidence": 0.8,', {"label": "Finance", "confidence": 0.8}, None),
+        ('{"label": "Finance", "confidence": 0.85', {"label": "Finance"}, None),  # the number may be cut: "0.85" -> "0.8"
+        ('{"label": "Finance", "reason": "ends in an escape \\', {"label": "Finance", "reason": "ends in an escape..."},
+         "reason"),
+        ('{"label": "Fin', {"label": "Fin..."}, "label"),
+        ('{"label": "Finance", "ok": true', {"label": "Finance", "ok": True}, None),
+    ],
+)
+def test_truncated_json_object_reads_the_complete_members(raw: str, members: dict, cut_key: str | None) -> None:
+    cut = truncated_json_object(raw)
+    assert cut is not None and (cut.members, cut.cut_key) == (members, cut_key)
+
+
+@pytest.mark.parametrize("raw", ['{"label": "Finance"}', '{"label": "Finance"} trailing', "no object", '{"lab', "{"])
+def test_truncated_json_object_is_none_for_closed_or_memberless_objects(raw: str) -> None:
+    assert truncated_json_object(raw) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ('{"label": "Fin', "cut off before its label is complete"),  # the label itself is cut
+        ('{"confidence": 0.9, "reason": "long', "cut off before its label is complete"),
+        ('{"lab', "cut off or malformed"),
+        ('{"label": Finance}', "cut off or malformed"),
+    ],
+)
+def test_cut_or_malformed_objects_say_so(raw: str, message: str) -> None:
+    with pytest.raises(AnswerParseError, match=message):
+        parse_answer(raw, CATEGORIES)
+
+
+def test_raw_line_break_inside_a_string_is_accepted() -> None:
+    parsed = parse_answer('{"label": "Finance", "reason": "two\nlines"}', CATEGORIES)  # a real line break: invalid JSON
+    assert (parsed.label, parsed.reason) == ("Finance", "two lines")
 
 
 @pytest.mark.parametrize("label", ["Weather", None, 3, "Sport"])
