@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["dedupe", "clean_subqueries", "missing_titles", "normalize", "title_variants"]
+__all__ = ["dedupe", "clean_subqueries", "missing_titles", "normalize", "repeated_sentence", "title_variants"]
 
 _NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
 _TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
@@ -23,6 +23,9 @@ _LIST_MARKER = re.compile(
     re.IGNORECASE,
 )
 _QUOTES = "\"'`“”‘’«»"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+MIN_REPEATS = 3
+MIN_REPEATED_WORDS = 4
 
 
 def normalize(text: str) -> str:
@@ -104,3 +107,26 @@ def dedupe(texts: list[str]) -> list[str]:
             seen.add(key)
             out.append(text)
     return out
+
+
+def repeated_sentence(story: str, min_repeats: int = MIN_REPEATS,
+                      min_words: int = MIN_REPEATED_WORDS) -> tuple[str, int] | None:
+    """The sentence ``story`` repeats most, and how often, when that is at least ``min_repeats``.
+
+    Sentences end at ``.``, ``!`` or ``?`` followed by whitespace and are compared after
+    :func:`normalize`; those of fewer than ``min_words`` words are ignored. A small model that loops
+    ("The story of X is a tale of ... The story of X is a tale of ...") writes the same sentence
+    again and again; a story that only repeats a title does not count. Ties: the first one written.
+    """
+    counts: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for sentence in _SENTENCE_END.split(story.strip()):
+        key = normalize(sentence)
+        if len(key.split()) < min_words:
+            continue
+        counts[key] = counts.get(key, 0) + 1
+        first.setdefault(key, sentence.strip())
+    if not counts:
+        return None
+    key = max(counts, key=lambda k: counts[k])  # the first of equal counts (dicts keep insertion order)
+    return (first[key], counts[key]) if counts[key] >= min_repeats else None

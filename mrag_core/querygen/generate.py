@@ -11,8 +11,10 @@ Status of a :class:`GeneratedQuery`:
 * ``'ok'``: the story mentions every title (and, if requested, fusion
   sub-queries were produced);
 * ``'flagged'``: there is a story, but it misses at least one title
-  (``missing_titles`` lists them) or the fusion sub-queries could not be made
-  (``error`` says why) - the UI shows it for review;
+  (``missing_titles`` lists them), repeats one sentence at least three times
+  (a model caught in a loop), or its fusion sub-queries could not be made, are
+  fewer than asked for, or include the whole story (``error`` says which) - the
+  UI shows it for review; flagged queries are still scored;
 * ``'failed'``: no usable story - an LLM error, an empty or too-short answer
   (fewer than ``MIN_WORDS_PER_ASPECT * n_aspects`` words), or a document that
   does not exist. ``text`` is then always ``None`` and ``error`` says why.
@@ -32,7 +34,7 @@ from typing import Callable, Collection, Literal, Mapping, Protocol
 
 from mrag_core.llm.client import LLMClient, LLMError
 from mrag_core.llm.concurrency import run_concurrent
-from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles
+from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles, normalize, repeated_sentence
 from mrag_core.querygen.offline import GENERATOR_NAME as OFFLINE_GENERATOR
 from mrag_core.querygen.offline import compose_story
 from mrag_core.querygen.sampling import QueryPlan
@@ -162,19 +164,33 @@ def _llm_one(
             generator, pt, ct,
         )
     missing = tuple(missing_titles(story, [a.title for a in articles]))
-    error: str | None = None
+    problems: list[str] = []
+    if (loop := repeated_sentence(story)) is not None:
+        problems.append(f"The story repeats one sentence {loop[1]} times: {loop[0][:80]!r}")
     fusion: tuple[str, ...] = ()
     if s.want_fusion:
         try:
             freply = client.complete(fusion_messages(story, s.n_fusion), temperature=0.0)
             pt, ct = pt + freply.prompt_tokens, ct + freply.completion_tokens
             fusion = tuple(dedupe(clean_subqueries(freply.text))[: s.n_fusion])
-            if not fusion:
-                error = "Fusion sub-queries failed: the LLM answer contained no usable lines."
+            problems.extend(_fusion_problems(fusion, story, s.n_fusion))
         except LLMError as exc:
-            error = f"Fusion sub-queries failed: {exc}"
+            problems.append(f"Fusion sub-queries failed: {exc}")
+    error = "; ".join(problems) or None
     status: Status = "flagged" if (missing or error) else "ok"
     return GeneratedQuery(index, plan, story, fusion, status, missing, error, generator, pt, ct)
+
+
+def _fusion_problems(fusion: tuple[str, ...], story: str, n_fusion: int) -> list[str]:
+    """What is wrong with the sub-queries parsed from the LLM's answer (empty list: nothing)."""
+    if not fusion:
+        return ["Fusion sub-queries failed: the LLM answer contained no usable lines."]
+    problems = []
+    if len(fusion) < n_fusion:
+        problems.append(f"Fusion sub-queries: {n_fusion} asked for, the LLM gave {len(fusion)} distinct one(s)")
+    if normalize(story) in {normalize(f) for f in fusion}:
+        problems.append("Fusion sub-queries: the LLM repeated the whole story as a sub-query")
+    return problems
 
 
 def _settings(want_fusion: bool, n_fusion: int, temperature: float, max_article_chars: int | None) -> _Settings:

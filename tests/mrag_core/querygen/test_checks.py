@@ -44,3 +44,15 @@ def test_clean_subqueries_quotes_bullets_preamble_fences() -> None:
 
 def test_dedupe_is_normalised_and_keeps_first() -> None:
     assert dedupe(["Mars moons", "mars, moons!", "", "Venus"]) == ["Mars moons", "Venus"]
+
+
+def test_repeated_sentence_counts_normalised_sentences_of_four_words_or_more() -> None:
+    from mrag_core.querygen.checks import repeated_sentence
+
+    story = ("The story of the Hook Lighthouse is a tale of light. The story of the hook lighthouse is a tale of "
+             "light! Yes. Yes. Yes. Yes. A new line here now. THE STORY OF THE HOOK LIGHTHOUSE, IS A TALE OF LIGHT?")
+    assert repeated_sentence(story) == ("The story of the Hook Lighthouse is a tale of light.", 3)
+    assert repeated_sentence(story, min_repeats=4) is None  # "Yes." x4 is too short to count
+    assert repeated_sentence(story, min_words=1) == ("Yes.", 4)
+    assert repeated_sentence("One sentence only here. Another different sentence here.") is None
+    assert repeated_sentence("") is None

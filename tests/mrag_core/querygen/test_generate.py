@@ -140,6 +140,26 @@ def test_failed_fusion_flags_the_story() -> None:
     assert result.error == "Fusion sub-queries failed: the LLM answer contained no usable lines."
 
 
+def test_fewer_subqueries_than_asked_and_an_echoed_story_flag_the_query() -> None:
+    # SmolLM2-135M answered a request for 3 sub-queries with the story itself, on one line
+    with FakeOpenAIServer(scripted([GOOD, GOOD, GOOD, "Mercury orbit\nmercury ORBIT\nJazz in New Orleans"])) as server:
+        echoed, short = generate_queries([QueryPlan(2, ("m", "j")), QueryPlan(2, ("m", "j"))], DOCS,
+                                         client=client_for(server), want_fusion=True, n_fusion=3, limit=1)
+    assert (echoed.status, echoed.fusion) == ("flagged", (GOOD,))
+    assert echoed.error == ("Fusion sub-queries: 3 asked for, the LLM gave 1 distinct one(s); "
+                            "Fusion sub-queries: the LLM repeated the whole story as a sub-query")
+    assert (short.status, short.fusion) == ("flagged", ("Mercury orbit", "Jazz in New Orleans"))
+    assert short.error == "Fusion sub-queries: 3 asked for, the LLM gave 2 distinct one(s)"
+
+
+def test_a_story_caught_in_a_loop_is_flagged() -> None:
+    loop = "On Mercury (planet) they played Jazz all night. " + "The band played on and on. " * 3
+    with FakeOpenAIServer(scripted([loop])) as server:
+        result = generate_queries([QueryPlan(2, ("m", "j"))], DOCS, client=client_for(server))[0]
+    assert (result.status, result.missing_titles) == ("flagged", ())
+    assert result.error == "The story repeats one sentence 3 times: 'The band played on and on.'"
+
+
 def test_offline_generation_without_client() -> None:
     plans = [QueryPlan(2, ("m", "j")), QueryPlan(3, ("v", "p", "j"))]
     first = generate_queries(plans, DOCS, client=None, want_fusion=True, n_fusion=2)
