@@ -211,9 +211,10 @@ if not st.session_state.get("compare_active") or not query_text or not chosen:
 
 # --- run -----------------------------------------------------------------------------------------
 subqueries: list[str] = []
+n_sub = max(len(ground_truth), 3)  # sub-queries asked of the LLM: one per aspect, at least 3
 sub_source = ""
 if any(s in FUSION_STRATEGIES for s in strategies):
-    cache_key = ("subq", query_text, tuple(stored_fusion), sub_pref, max(len(ground_truth), 3))
+    cache_key = ("subq", query_text, tuple(stored_fusion), sub_pref, n_sub)
     cached = st.session_state.get("compare_subq_cache", {}).get(cache_key)
     if cached is None:
         client = None
@@ -224,7 +225,7 @@ if any(s in FUSION_STRATEGIES for s in strategies):
         try:
             with st.spinner("Preparing sub-queries…"):
                 cached = resolve_subqueries(query_text, stored_fusion, llm_client=client, llm_cache=StoreLLMCache(store),
-                                            n=max(len(ground_truth), 3), prefer=sub_pref if sub_pref != "stored" else "stored")
+                                            n=n_sub, prefer=sub_pref if sub_pref != "stored" else "stored")
         except Exception as exc:  # noqa: BLE001 - LLM or parsing trouble is shown, never hidden
             st.error(f"Sub-queries could not be generated: {exc}. Falling back to one per sentence.")
             cached = resolve_subqueries(query_text, [], prefer="sentences")
@@ -261,8 +262,10 @@ if not result.outcomes:
     st.stop()
 
 if subqueries:
-    with st.expander(f"Fusion sub-queries ({len(subqueries)}) — {SUBQUERY_SOURCES[sub_source]}",
-                     expanded=sub_source == "sentences"):
+    fewer = sub_source == "llm" and len(subqueries) < n_sub
+    count = f"{len(subqueries)} of {n_sub} asked for" if fewer else str(len(subqueries))
+    with st.expander(f"Fusion sub-queries ({count}) — {SUBQUERY_SOURCES[sub_source]}",
+                     expanded=sub_source == "sentences" or fewer):
         st.dataframe(pd.DataFrame({"sub-query": subqueries}), hide_index=True, key="compare_subs")
 for fam, outcome in result.expansions.items():
     with st.expander(expansion_label(fam, outcome)):
