@@ -106,7 +106,7 @@ def _facts_frame(facts: FactCount) -> pd.DataFrame:
     return pd.DataFrame({"kind": [k for k, _ in items], "fact": [f for _, f in items]})
 
 
-def _show_answer(answer: Answer, facts: FactCount, other: FactCount | None, key: str) -> None:
+def _show_answer(answer: Answer, facts: FactCount, other: FactCount | None, key: str, max_tokens: int) -> None:
     delta = None if other is None else facts.total - other.total
     st.metric("Distinct facts", facts.total, delta=delta,
               help="Numbers, dates and named entities in the answer, each counted once (see count_facts).")
@@ -116,6 +116,9 @@ def _show_answer(answer: Answer, facts: FactCount, other: FactCount | None, key:
     timing = "from the LLM cache (no tokens spent now)" if answer.cached else f"{answer.seconds:.1f} s"
     st.caption(f"{escape(answer.model)} · {answer.prompt_tokens} prompt + {answer.completion_tokens} answer tokens "
                f"· {timing}")
+    if answer.completion_tokens >= max_tokens:
+        st.caption(f"The answer stopped at the {max_tokens}-token limit, so it may be cut off: raise "
+                   "**Max answer tokens** for a longer one.")
     if answer.truncated:
         st.warning(f"Prompt shortened: {answer.note}")
     if facts.total:
@@ -207,4 +210,4 @@ def reader_panel(
             elif answer is None or fc is None:
                 st.caption("Press **Generate answers** to read these documents.")
             else:
-                _show_answer(answer, fc, facts[1 - i], f"{key}_{i}")
+                _show_answer(answer, fc, facts[1 - i], f"{key}_{i}", max_tokens)

@@ -119,6 +119,7 @@ def test_reader_page_side_by_side_answers_with_fact_counts(no_llm):
         assert len(facts_frames) == 2
         assert all({"1905", "42"} <= set(f["fact"]) for f in facts_frames)
         assert any("prompt +" in c.value and "answer tokens" in c.value for c in at.caption)
+        assert not any("token limit" in c.value for c in at.caption)  # short answers, well under 256 tokens
 
         # a rerun shows the same answers without asking the endpoint again
         ok(at.run())
@@ -167,6 +168,7 @@ def test_reader_page_local_smollm2_answers(no_llm):
     metrics = [m for m in at.metric if m.label == "Distinct facts"]
     assert len(metrics) == 2
     assert sum("SmolLM2-135M-Instruct" in c.value and "answer tokens" in c.value for c in at.caption) == 2
+    assert sum("stopped at the 16-token limit" in c.value for c in at.caption) == 2  # 16 tokens cut any answer
 
 
 def test_answer_html_escapes_and_highlights():
