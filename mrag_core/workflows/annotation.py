@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -65,9 +66,11 @@ class Annotator(Protocol):
     model_version: str
 
     def annotate(
-        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
+        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
+        progress: ProgressFn | None = None,
     ) -> list[Suggestion]:
-        """One suggestion per finished document (cancelled ones are left out)."""
+        """One suggestion per finished document (cancelled ones are left out); ``progress(done, len(docs))``
+        may be called as documents finish, from the calling thread."""
         ...
 
 
@@ -88,8 +91,10 @@ class ZeroShotAnnotator:
         self.agent, self.model_version = zero_shot_identity(self.model_name, self.temperature)
 
     def annotate(
-        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
+        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
+        progress: ProgressFn | None = None,
     ) -> list[Suggestion]:
+        """The batch in one embedding call (no progress within it)."""
         return zero_shot_annotate(
             self.embed, docs, categories, model_name=self.model_name, temperature=self.temperature,
             batch_size=max(1, len(docs)),
@@ -110,9 +115,12 @@ class LLMAnnotator:
         self.agent, self.model_version = llm_identity(self.client.config.model)
 
     def annotate(
-        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None
+        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
+        progress: ProgressFn | None = None,
     ) -> list[Suggestion]:
-        return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel, cache=self.cache)
+        """The batch's requests in parallel; ``progress`` after each answer."""
+        return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel, cache=self.cache,
+                                  progress=progress)
 
 
 # --------------------------------------------------------------------------- pre-annotation
@@ -141,6 +149,11 @@ class PreannotateSummary:
         return self.todo - self.stored
 
 
+def _progress_within(progress: ProgressFn, offset: int, total: int, done: int, _batch: int) -> None:
+    """A batch's ``progress(done, batch size)`` as the whole run's ``progress(offset + done, total)``."""
+    progress(min(offset + done, total), total)
+
+
 def preannotate(
     store: db.Store,
     corpus_id: int,
@@ -154,7 +167,9 @@ def preannotate(
     """Suggest a category for every document of the corpus that has no ok suggestion from this
     annotator yet (resume), ``batch_size`` documents at a time, storing each batch at once.
 
-    ``progress(done, todo)`` is called after each stored batch; ``cancel`` is checked between
+    ``progress(done, todo)`` is called after each stored batch, and within a batch as the annotator
+    finishes documents (an LLM answers one request at a time; on a slow endpoint a batch of 32 takes
+    minutes); ``cancel`` is checked between
     batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``
     when the corpus has no (or ambiguous) categories or ``batch_size < 1``; an annotator error
     (e.g. the embedding model failing) propagates after the batches before it were stored.
@@ -179,7 +194,8 @@ def preannotate(
             break
         batch = db.get_documents(store, todo_ids[start : start + batch_size])
         docs = [AnnotationDoc(key=d.id, title=d.title, text=d.text) for d in batch]
-        suggestions = annotator.annotate(docs, categories, cancel=cancel)
+        within = None if progress is None else partial(_progress_within, progress, start, len(todo_ids))
+        suggestions = annotator.annotate(docs, categories, cancel=cancel, progress=within)
         rows: list[dict[str, Any]] = []
         for s in suggestions:
             row: dict[str, Any] = {

@@ -307,8 +307,12 @@ def test_preannotate_llm_path_with_fake_server(store: db.Store, small_corpus: db
     with FakeOpenAIServer(by_content(answer)) as server:
         client = LLMClient(server.llm_config(), sleep=lambda s: None)
         annotator = ann.LLMAnnotator(client, cache=StoreLLMCache(store))
-        summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=4)
+        seen: list[tuple[int, int]] = []
+        summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=4,
+                                  progress=lambda d, t: seen.append((d, t)))
         assert (summary.ok, summary.failed) == (6, 1)
+        # every answer moves the bar, not only each stored batch of 4
+        assert seen == [(0, 7), (1, 7), (2, 7), (3, 7), (4, 7), (4, 7), (5, 7), (6, 7), (7, 7), (7, 7)]
         n_requests = len(server.requests)
         again = ann.preannotate(store, small_corpus.id, annotator, batch_size=4)
         assert again.todo == 1 and len(server.requests) == n_requests + 1  # only the failed doc is retried
