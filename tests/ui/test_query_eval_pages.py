@@ -196,7 +196,7 @@ def test_query_builder_llm_generation_flags_missing_title(monkeypatch: pytest.Mo
     def story(prompt: str) -> str:
         titles = re.findall(r"^Article \d+: (.+)$", prompt, flags=re.MULTILINE)
         if not titles:
-            return "a sub-query\nanother sub-query"
+            return "a sub-query\nanother sub-query\na third sub-query"  # the 3 asked for
         named = titles[:1]  # a 2-article story names only the first title -> flagged
         return ("In this long and winding story " + " and ".join(named) +
                 " played the main part among many other details worth telling here.")
