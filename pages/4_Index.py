@@ -20,7 +20,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state
 from ui.navigation import page_setup
-from ui.state import get_model, open_corpus_page
+from ui.state import follow_default, get_model, open_corpus_page
 
 page_setup(__file__, "🧭")
 st.title("Index")
@@ -82,9 +82,11 @@ with left:
     st.caption(f"{lm.family}: {lm.n_layers} layers, {lm.n_heads} heads × {lm.head_dim} (hidden {lm.hidden_size}), "
                f"device {lm.device}")
 with right:
-    layer = st.selectbox("Layer", list(range(lm.n_layers)), index=lm.n_layers - 1, key="index_layer",
-                         help="The paper uses the last layer.")
-    pooling = st.selectbox("Head pooling", POOLINGS, index=POOLINGS.index(lm.head_pooling), key="index_pooling",
+    # another model gets its own defaults (the last layer, its family's pooling), not the last model's choice
+    follow_default("index_layer", lm.spec.name, lm.n_layers - 1)
+    follow_default("index_pooling", lm.spec.name, lm.head_pooling)
+    layer = st.selectbox("Layer", list(range(lm.n_layers)), key="index_layer", help="The paper uses the last layer.")
+    pooling = st.selectbox("Head pooling", POOLINGS, key="index_pooling",
                            help="How token positions are pooled into one vector per head (last token for decoders).")
     backend = st.selectbox("Search backend", BACKENDS, key="index_backend",
                            help="torch: exact matmul; faiss-flat: exact; faiss-hnsw: approximate.")

@@ -39,7 +39,7 @@ from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, get_store, llm_config, open_corpus_page, run_model_or_stop
+from ui.state import finished_runs_or_stop, follow_default, get_store, llm_config, open_corpus_page, run_model_or_stop
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -156,10 +156,7 @@ if ground_truth:
 
 # --- controls ----------------------------------------------------------------------------------
 default_k = max(1, min(len(ground_truth) or 5, 20))
-query_key = (query_text, tuple(ground_truth))
-if st.session_state.get("_compare_last_query") != query_key or "compare_k" not in st.session_state:
-    st.session_state["_compare_last_query"] = query_key
-    st.session_state["compare_k"] = default_k  # k follows the number of aspects of a newly picked query
+follow_default("compare_k", (query_text, tuple(ground_truth)), default_k)  # k follows a new query's aspects
 cc = st.columns([3, 1, 1, 1])
 strategies = cc[0].multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
                                format_func=STRATEGY_LABELS.get, key="compare_strategies")

@@ -13,7 +13,7 @@ from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from ui.navigation import page_setup
-from ui.state import corpus_picker, get_model, open_store_page
+from ui.state import corpus_picker, follow_default, get_model, open_store_page
 
 page_setup(__file__, "🧭")
 st.title("Attention")
@@ -35,7 +35,8 @@ try:
 except ModelLoadError as exc:
     st.error(f"The model could not be loaded: {exc}")
     st.stop()
-layer = c2.selectbox("Layer", list(range(lm.n_layers)), index=lm.n_layers - 1, key="attn_layer")
+follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model starts at its own last layer
+layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer")
 max_tokens = c3.number_input("Max tokens", 8, 512, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens",
                              help="Longer texts are cut; big maps get slow to draw.")
 

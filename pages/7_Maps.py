@@ -21,7 +21,7 @@ from mrag_core.projection import METHODS, SpaceMap, ensure_maps, place_query, sp
 from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
 from ui.navigation import page_setup
-from ui.state import finished_runs_or_stop, get_model, get_store, open_corpus_page
+from ui.state import finished_runs_or_stop, follow_default, get_model, get_store, open_corpus_page
 
 page_setup(__file__, "🧭")
 st.title("Maps")
@@ -155,10 +155,7 @@ with st.expander("Place a query on the maps", expanded=True):
             st.info("No queries in this corpus.")
     elif src == "Type a query":
         query_text = st.text_input("Query text", key="maps_typed").strip()
-    qkey = (query_text, tuple(ground_truth))
-    if st.session_state.get("_maps_last_query") != qkey or "maps_k" not in st.session_state:
-        st.session_state["_maps_last_query"] = qkey
-        st.session_state["maps_k"] = max(1, min(len(ground_truth) or 5, 50))  # k follows the aspects
+    follow_default("maps_k", (query_text, tuple(ground_truth)), max(1, min(len(ground_truth) or 5, 50)))
     s1, s2 = st.columns(2)
     strategy = s1.selectbox("Highlight the documents retrieved by", MAP_STRATEGIES, format_func=STRATEGY_LABELS.get,
                             index=1, key="maps_strategy")

@@ -28,7 +28,7 @@ from mrag_core.reader import Answer, FactCount, LocalGenerator, ReaderDoc, Reade
 from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.render import escape, highlight
-from ui.state import llm_config
+from ui.state import follow_default, llm_config
 
 __all__ = ["ReaderDoc", "answer_html", "comparison_labels", "comparison_lists", "reader_panel"]
 
@@ -171,10 +171,8 @@ def reader_panel(
     right = cols[1].selectbox("Right", strategies, index=strategies.index(right_default), key=f"{key}_right",
                               format_func=lambda s: names.get(s, s))
     k_default = max(1, min(default_k or min(5, len(lists[left]), len(lists[right])), longest))
-    k_key, k_for = f"{key}_k", (question, default_k)
-    if st.session_state.get(f"_{key}_k_for") != k_for or k_key not in st.session_state:
-        st.session_state[f"_{key}_k_for"] = k_for
-        st.session_state[k_key] = k_default  # k follows the default of a newly picked question
+    k_key = f"{key}_k"
+    follow_default(k_key, (question, default_k), k_default)  # k follows the default of a newly picked question
     st.session_state[k_key] = max(1, min(int(st.session_state[k_key]), longest))
     k = int(cols[2].number_input("k (documents sent)", 1, longest, key=k_key))
     max_tokens = int(cols[3].number_input("Max answer tokens", 16, 4096, 256 if choice == ENDPOINT else 128,

@@ -19,6 +19,20 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def follow_default(key: str, owner: Any, value: Any) -> None:
+    """Set widget ``key`` to ``value`` whenever ``owner`` (what its default depends on) changes.
+
+    Streamlit keeps a keyed widget's value when its options change, so a value chosen for one model
+    or query (layer 5 of MiniLM, k = 3 for a 3-aspect query) would silently carry over to the next.
+    Call this before drawing the widget, and draw it without a default of its own (no ``index=`` /
+    ``value=``): the value set here is the default. ``owner`` must be comparable with ``!=``.
+    """
+    mark = f"_{key}_default_for"
+    if st.session_state.get(mark) != owner or key not in st.session_state:
+        st.session_state[mark] = owner
+        st.session_state[key] = value
+
+
 @st.cache_resource(show_spinner="Opening the database...")
 def get_store() -> db.Store:
     """The app's store: ``$MRAG_DATABASE_URL`` or the default SQLite file (migrated to head)."""

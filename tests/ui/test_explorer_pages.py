@@ -86,6 +86,23 @@ def test_index_run_is_reused_after_restart(built):
     assert not at.button(key="index_force").disabled and "No index" not in " ".join(texts(at.info))
 
 
+def test_index_page_gives_another_model_its_own_layer_and_pooling(built, tmp_path):
+    from tests.support.tiny_models import tiny_gpt2_folder
+
+    at = ok(page("4_Index.py").run())
+    assert (at.selectbox(key="index_layer").value, at.selectbox(key="index_pooling").value) == (5, "mean")  # MiniLM
+    folder = tiny_gpt2_folder(tmp_path / "gpt2-8")
+    at.selectbox(key="index_model_choice").set_value("Local folder…").run()
+    ok(at.text_input(key="index_model_path").input(str(folder)).run())
+    # a decoder: its last layer and last-token pooling, not MiniLM's layer 5 and mean pooling
+    assert at.selectbox(key="index_layer").value == 7
+    assert at.selectbox(key="index_pooling").value == "last"
+    ok(at.selectbox(key="index_layer").set_value(3).run())  # a choice for this model stays on reruns
+    assert at.selectbox(key="index_layer").value == 3
+    ok(at.selectbox(key="index_model_choice").set_value("minilm").run())
+    assert (at.selectbox(key="index_layer").value, at.selectbox(key="index_pooling").value) == (5, "mean")
+
+
 def test_index_page_rejects_missing_local_folder(built, tmp_path):
     at = ok(page("4_Index.py").run())
     at.selectbox(key="index_model_choice").set_value("Local folder…").run()
