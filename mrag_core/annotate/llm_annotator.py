@@ -183,8 +183,8 @@ def truncated_json_object(raw: str) -> TruncatedObject | None:
     Members are read from the first ``{`` (after :func:`strip_wrappers`) while they decode; a
     string value cut off by the end of the text is kept with ``...`` appended, a number at the very
     end is dropped (it may be cut short); the first member that does not decode otherwise ends the
-    object. Returns None when no member decodes
-    or when the text closes the object (then it is simply malformed JSON).
+    object. Returns None when no member decodes or when the text closes the object (then it is
+    simply malformed JSON).
     """
     text = strip_wrappers(raw)
     start = text.find("{")

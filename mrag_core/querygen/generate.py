@@ -8,8 +8,8 @@ requests in flight. Without a client the deterministic offline composer
 
 Status of a :class:`GeneratedQuery`:
 
-* ``'ok'``: the story mentions every title (and, if requested, fusion
-  sub-queries were produced);
+* ``'ok'``: the story mentions every title and does not loop (and, if
+  requested, the fusion sub-queries asked for were produced);
 * ``'flagged'``: there is a story, but it misses at least one title
   (``missing_titles`` lists them), repeats one sentence at least three times
   (a model caught in a loop), or its fusion sub-queries could not be made, are
