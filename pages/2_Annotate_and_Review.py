@@ -13,7 +13,7 @@ from mrag_core.workflows import annotation as aw
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup
-from ui.render import highlight
+from ui.render import highlight, md_plain
 from ui.state import corpus_picker, get_model, llm_config, open_store_page, preannotation_lock
 
 page_setup(__file__, "🏷️")
@@ -116,7 +116,7 @@ def preannotate_view() -> None:
                                      progress=progress)
         except (ValueError, db.StoreError) as exc:
             st.session_state.pop("pa_running", None)
-            st.error(f"Pre-annotation stopped: {exc}")
+            st.error(f"Pre-annotation stopped: {md_plain(str(exc))}")
             return
         st.session_state.pop("pa_running", None)
     finally:
@@ -209,13 +209,14 @@ def review_view() -> None:
     seen.setdefault(doc.id, doc.version)
     st.caption(f"Document {queue.index(doc.id) + 1} of {len(queue)} in the queue · id {doc.id} · "
                f"version {seen[doc.id]}")
-    st.subheader(doc.title or f"Document {doc.id}", anchor=False)
+    st.subheader(md_plain(doc.title) or f"Document {doc.id}", anchor=False)
     if doc.chunk_label is not None:
-        st.caption(f"{doc.chunk_label[0].upper()}{doc.chunk_label[1:]} (source: {doc.source})")
+        st.caption(f"{doc.chunk_label[0].upper()}{doc.chunk_label[1:]} (source: {md_plain(doc.source)})")
     left, right = st.columns([3, 2])
     with right:
         if item.decision is not None:
-            st.markdown(f"**Current label:** {item.decision.category} (decided by {item.decision.annotator})")
+            st.markdown(f"**Current label:** {md_plain(item.decision.category)} (decided by "
+                        f"{md_plain(item.decision.annotator)})")
         else:
             st.markdown("**Current label:** none (not reviewed)")
         sug = item.suggestion
@@ -223,11 +224,11 @@ def review_view() -> None:
             st.caption("No machine suggestion yet (run pre-annotation).")
         elif sug.status == "ok":
             conf = f"{sug.score:.0%}" if sug.score is not None else "unknown"
-            st.markdown(f"**Suggestion:** {sug.category} · confidence {conf} · by `{sug.agent}`")
+            st.markdown(f"**Suggestion:** {md_plain(sug.category)} · confidence {conf} · by {md_plain(sug.agent)}")
             if sug.reason:
-                st.caption(f"Reason: {sug.reason}")
+                st.caption(f"Reason: {md_plain(sug.reason)}")  # the LLM's words, shown verbatim
         else:
-            st.warning(f"The last suggestion failed ({sug.agent}): {sug.error}")
+            st.warning(f"The last suggestion failed ({md_plain(sug.agent)}): {md_plain(sug.error)}")
         default = (sug.category if sug is not None and sug.category else None) or (
             item.decision.category if item.decision is not None else None)
         names = list(cat_by_name)
@@ -355,7 +356,7 @@ def similar_view() -> None:
 if view == "Pre-annotate":
     preannotate_view()
     for err in st.session_state.pop("pa_errors", []):
-        st.caption(f"Failed: {err}")
+        st.caption(f"Failed: {md_plain(err)}")
 elif view == "Review queue":
     review_view()
 elif view == "Bulk accept":

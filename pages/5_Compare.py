@@ -10,7 +10,6 @@ query, its query set and corpus, once.
 
 from __future__ import annotations
 
-import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -38,6 +37,7 @@ from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
+from ui.render import md_plain
 from ui.query_widgets import query_picker
 from ui.state import finished_runs_or_stop, follow_default, get_store, llm_config, open_corpus_page, run_model_or_stop
 
@@ -85,11 +85,6 @@ def expansion_label(fam: str, outcome) -> str:  # noqa: ANN001 - ExpansionOutcom
             + (", from the cache" if outcome.cached else f", {outcome.latency_s:.2f} s"))
     return f"{FAMILY_LABELS[fam]} ({len(outcome.texts)}) — {cost}"
 
-
-def md_plain(text: str) -> str:
-    """``text`` with Markdown's special characters backslash-escaped, so LLM output in a message shows
-    verbatim (nothing becomes a link, emphasis or HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
 
 
 def run_label(r: db.EmbeddingRunInfo) -> str:

@@ -5,7 +5,6 @@ Thin page: the work is in :mod:`mrag_core.workflows.evaluation_runs`; runs live 
 
 from __future__ import annotations
 
-import re
 
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from mrag_core.llm_strategies import LLMOptions
 from mrag_core.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
-from ui.render import escape
+from ui.render import escape, md_plain
 from ui.run_controls import stop_button
 from ui.state import get_model, llm_config, open_corpus_page
 
@@ -43,11 +42,6 @@ COST_FORMAT = {"rsr": st.column_config.NumberColumn(format="%.3f"), "csr": st.co
                "llm_s": st.column_config.NumberColumn("LLM s", format="%.2f"),
                "llm_queries": st.column_config.NumberColumn("LLM-expanded queries")}
 
-
-def md_plain(text: str) -> str:
-    """``text`` with Markdown's special characters backslash-escaped, so LLM output in a message shows
-    verbatim (nothing becomes a link, emphasis or HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
 
 
 def _html_download(fig, name: str, key: str) -> None:

@@ -12,6 +12,12 @@ def escape(text: str) -> str:
     return html.escape(text or "", quote=True)
 
 
+def md_plain(text: str) -> str:
+    """``text`` with Markdown's special characters backslash-escaped, for data or LLM output inside a
+    message that Streamlit renders as Markdown: it shows verbatim (no link, image, emphasis or HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text or "")
+
+
 def highlight(text: str, keywords: Iterable[str], *, tag: str = "mark") -> str:
     """Escape ``text``, then wrap case-insensitive matches of ``keywords`` in ``<mark>``.
 

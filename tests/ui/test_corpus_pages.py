@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -280,11 +281,16 @@ def test_chunked_import_links_chunks_and_review_shows_it(tmp_path: Path) -> None
     review.run()
     review.radio(key="ar_view").set_value("Review queue").run()
     _no_exceptions(review)
-    assert review.subheader[0].value == f"Rome (part 2/{n})"
-    assert any(c.value == f"Chunk 2 of {n} of 'Rome' (source: rome.csv row 1)" for c in review.caption)
+    assert review.subheader[0].value == f"Rome \\(part 2/{n}\\)"  # Markdown-escaped: shows "Rome (part 2/3)"
+    assert any(_shown(c.value) == f"Chunk 2 of {n} of 'Rome' (source: rome.csv row 1)" for c in review.caption)
 
 
 # --------------------------------------------------------------------------- annotate & review page
+
+
+def _shown(markdown: str) -> str:
+    """What a reader sees of Markdown whose special characters are backslash-escaped (ui.render.md_plain)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def _labelled_corpus(store: db.Store) -> tuple[db.CorpusInfo, list[int], dict[str, int]]:
@@ -353,6 +359,29 @@ def test_review_queue_accept_save_next_and_skip(tmp_path: Path) -> None:
     assert any("failed" in w.value and "timeout" in w.value for w in at.warning)
 
 
+def test_review_queue_shows_llm_words_and_titles_verbatim_not_as_markdown(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    c = db.create_corpus(store, "Markup")
+    db.add_categories(store, c.id, ["sport", "cooking"])
+    ids = db.add_documents(store, c.id, [{"title": "**Big** [win](http://127.0.0.1:9/t)", "text": "A match."},
+                                         {"title": "Soup", "text": "Cook it."}]).document_ids
+    db.add_suggestions(store, [
+        {"document_id": ids[0], "agent": "llm:m_1", "category": "sport", "score": 0.9,
+         "reason": "see ![pixel](http://127.0.0.1:9/p.png) and <img src=x>"},
+        {"document_id": ids[1], "agent": "llm:m_1", "status": "failed",
+         "error": "answer names no valid category (label='[x](http://127.0.0.1:9/)')"},
+    ])  # fmt: skip
+    at = _review_app(c.id)
+    # Streamlit renders these strings as Markdown: every special character arrives backslash-escaped
+    assert at.subheader[0].value == "\\*\\*Big\\*\\* \\[win\\]\\(http\\://127\\.0\\.0\\.1\\:9/t\\)"
+    reason = next(c.value for c in at.caption if c.value.startswith("Reason:"))
+    assert "\\!\\[pixel\\]\\(" in reason and "\\<img src=x\\>" in reason and "![" not in reason
+    assert any("by llm\\:m\\_1" in m.value for m in at.markdown)
+    _submit(at, "Skip")
+    warning = next(w.value for w in at.warning if "failed" in w.value)
+    assert "label='\\[x\\]\\(http" in warning and "](" not in warning
+
+
 def test_review_queue_filters(tmp_path: Path) -> None:
     store = _store(tmp_path)
     corpus, ids, cats = _labelled_corpus(store)
@@ -383,7 +412,7 @@ def test_agent_filter_lists_stored_agents_with_versions(tmp_path: Path) -> None:
     picker.set_value(("llm:tiny", "v2")).run()
     _no_exceptions(at)
     assert at.subheader[0].value == "Recipe" and "Document 1 of 1" in at.caption[0].value
-    assert any("**Suggestion:** science" in m.value and "llm:tiny" in m.value for m in at.markdown)
+    assert any("**Suggestion:** science" in m.value and "llm:tiny" in _shown(m.value) for m in at.markdown)
     at.selectbox(key="rv_agent").set_value(("zero-shot:minilm", "")).run()
     assert "Document 2 of 3" in at.caption[0].value  # its failed-only document has no ok suggestion
     at.radio(key="ar_view").set_value("Bulk accept").run()
