@@ -3,6 +3,7 @@ acceptance of suggestions, and labelling similar documents together."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -248,7 +249,7 @@ def review_view() -> None:
         if st.session_state.get("rv_conflict") == doc.id:
             st.button("Reload this document", key="rv_reload", on_click=reload_document, args=(doc.id,))
     with left:
-        paragraphs = [p for p in doc.text.split("\n\n") if p.strip()]
+        paragraphs = [p for p in re.split(r"\n\s*\n", doc.text) if p.strip()]  # no blank line left inside one
         html = "".join(f"<p>{highlight(p, item.keywords)}</p>" for p in paragraphs)
         with st.container(height=420):
             st.markdown(html, unsafe_allow_html=True)  # escaped by ui.render.highlight

@@ -10,7 +10,7 @@ import streamlit as st
 import db
 from mrag_core.workflows import querysets as qw
 from ui.navigation import page_setup
-from ui.render import escape
+from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
 from ui.state import llm_config, open_corpus_page
 
@@ -23,7 +23,7 @@ store, corpus = open_corpus_page()
 
 
 def _text_block(text: str) -> None:
-    st.markdown(f"<div style='white-space: pre-wrap'>{escape(text)}</div>", unsafe_allow_html=True)
+    st.markdown(text_block(text), unsafe_allow_html=True)
 
 
 def _client():
@@ -109,7 +109,7 @@ with tab_gen:
                   and q.n_queries < int(q.params.get("planned", 0))]
     for q in unfinished:
         cols = st.columns([4, 1])
-        cols[0].write(f"'{q.name}': {q.n_queries} of {q.params['planned']} generated")
+        cols[0].write(f"'{md_plain(q.name)}': {q.n_queries} of {q.params['planned']} generated")
         if cols[1].button("Resume", key=f"qb_resume_{q.id}"):
             stop_slot = stop_button(f"qb_resume_stop_{q.id}", STOP_HELP)
             bar, progress = _progress()
@@ -136,12 +136,12 @@ with tab_hand:
         st.caption(f"{page.total} match(es); showing {len(page.items)}")
         for d in page.items:
             cols = st.columns([5, 1])
-            cols[0].markdown(f"**{escape(d.title)}** · {escape(d.label or '(unlabeled)')}")
+            cols[0].markdown(f"**{md_plain(d.title)}** · {md_plain(d.label or '(unlabeled)')}")
             if cols[1].button("Add", key=f"qb_pick_{d.id}", disabled=d.id in picks):
                 picks[d.id] = d.title
                 st.rerun()
     if picks:
-        st.markdown("Ground truth: " + ", ".join(escape(t) for t in picks.values()))
+        st.markdown("Ground truth: " + ", ".join(md_plain(t) for t in picks.values()))
         if st.button("Clear ground truth", key="qb_hand_clear"):
             picks.clear()
             st.rerun()
@@ -156,7 +156,7 @@ with tab_hand:
             st.error(str(exc))
         else:
             picks.clear()
-            st.success(f"Query #{row.id} added ({row.status}{': ' + row.error if row.error else ''}).")
+            st.success(f"Query #{row.id} added ({row.status}{': ' + md_plain(row.error) if row.error else ''}).")
 
 # --------------------------------------------------------------------------- import
 with tab_import:
@@ -207,7 +207,7 @@ with tab_review:
         if problems:
             st.subheader("Flagged and failed queries")
             for q in problems[:25]:
-                with st.expander(f"#{q.id} · {q.status} · {q.error[:80]}"):
+                with st.expander(f"#{q.id} · {q.status} · {md_plain(q.error[:80])}"):
                     _text_block(q.text or "(no text)")
                     if st.button("Regenerate", key=f"qb_regen_{q.id}"):
                         try:
@@ -215,7 +215,7 @@ with tab_review:
                         except qw.QuerySetError as exc:
                             st.error(str(exc))
                         else:
-                            st.info(f"Now {new.status}{': ' + new.error if new.error else ''}.")
+                            st.info(f"Now {new.status}{': ' + md_plain(new.error) if new.error else ''}.")
 
         st.subheader("Edit a query")
         rows = db.list_queries(store, qs.id)
@@ -241,7 +241,7 @@ with tab_review:
                 except qw.QuerySetError as exc:
                     st.error(str(exc))
                 else:
-                    st.success(f"Saved: {saved.status}{' - ' + saved.error if saved.error else ''}.")
+                    st.success(f"Saved: {saved.status}{' - ' + md_plain(saved.error) if saved.error else ''}.")
             if c2.button("Delete query", key=f"qb_edit_del_{q.id}"):
                 db.delete_query(store, q.id)
                 st.rerun()

@@ -18,7 +18,7 @@ from mrag_core.llm_strategies import LLMOptions
 from mrag_core.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
-from ui.render import escape, md_plain
+from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
 from ui.state import get_model, llm_config, open_corpus_page
 
@@ -319,8 +319,7 @@ with tab_compare:
                 if not pq.empty:
                     qid = st.selectbox("Query", pq["query_id"].tolist(), key="ev_cmp_query",
                                        format_func=lambda q: f"#{q}: {pq.set_index('query_id').loc[q, 'text'][:90]}")
-                    st.markdown(f"<div>{escape(pq.set_index('query_id').loc[qid, 'text'])}</div>",
-                                unsafe_allow_html=True)
+                    st.markdown(text_block(pq.set_index('query_id').loc[qid, 'text']), unsafe_allow_html=True)
                     for rid, strat in picked:
                         llm = (loaded[rid].details.get((strat, int(qid))) or {}).get("llm")
                         if isinstance(llm, dict):

@@ -27,7 +27,7 @@ import db
 from mrag_core.reader import Answer, FactCount, LocalGenerator, ReaderDoc, ReaderError, RemoteGenerator, count_facts
 from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison
 from mrag_core.workflows.llm_cache import StoreLLMCache
-from ui.render import escape, highlight
+from ui.render import highlight, md_plain
 from ui.state import follow_default, llm_config
 
 __all__ = ["ReaderDoc", "answer_html", "comparison_labels", "comparison_lists", "reader_panel"]
@@ -114,7 +114,7 @@ def _show_answer(answer: Answer, facts: FactCount, other: FactCount | None, key:
     with st.container(border=True):
         st.markdown(answer_html(answer.text, [f for _, f in facts.items()]), unsafe_allow_html=True)
     timing = "from the LLM cache (no tokens spent now)" if answer.cached else f"{answer.seconds:.1f} s"
-    st.caption(f"{escape(answer.model)} · {answer.prompt_tokens} prompt + {answer.completion_tokens} answer tokens "
+    st.caption(f"{md_plain(answer.model)} · {answer.prompt_tokens} prompt + {answer.completion_tokens} answer tokens "
                f"· {timing}")
     if answer.completion_tokens >= max_tokens:
         st.caption(f"The answer stopped at the {max_tokens}-token limit, so it may be cut off: raise "
@@ -197,7 +197,7 @@ def reader_panel(
     facts = [count_facts(a.text) if a is not None else None for a in answers]
     for i, (col, (strategy, docs), ak) in enumerate(zip(st.columns(2), sides, keys)):
         with col:
-            st.markdown(f"**{escape(names.get(strategy, strategy))}** · top {len(docs)}")
+            st.markdown(f"**{md_plain(names.get(strategy, strategy))}** · top {len(docs)}")
             with st.expander(f"Documents sent ({len(docs)})"):
                 st.dataframe(pd.DataFrame({"#": range(1, len(docs) + 1), "title": [d.title for d in docs],
                                            "category": [d.category for d in docs]}),

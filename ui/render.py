@@ -18,6 +18,13 @@ def md_plain(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text or "")
 
 
+def text_block(text: str) -> str:
+    """``text`` as one HTML ``<div>`` that keeps its line breaks, for ``st.markdown(...,
+    unsafe_allow_html=True)``: escaped, and with each line break written ``&#10;`` so the block has no
+    blank line (a blank line would end the HTML block and let the rest be read as Markdown)."""
+    return f"<div style='white-space: pre-wrap'>{escape(text).replace(chr(10), '&#10;')}</div>"
+
+
 def highlight(text: str, keywords: Iterable[str], *, tag: str = "mark") -> str:
     """Escape ``text``, then wrap case-insensitive matches of ``keywords`` in ``<mark>``.
 
