@@ -24,10 +24,35 @@ def aspects_label(q: db.QueryRow) -> str:
     return f"[{q.n_aspects} aspect{'s' if q.n_aspects != 1 else ''}] {q.text[:110]}"
 
 
+ALL_ASPECTS = "all"
+
+
+def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
+    """How many of ``queries`` have each number of aspects, by increasing number of aspects."""
+    counts: dict[int, int] = {}
+    for q in queries:
+        counts[q.n_aspects] = counts.get(q.n_aspects, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool) -> list[db.QueryRow]:
+    """An "Aspects" select in ``col`` (all, or one number of aspects of the set) and the queries it keeps.
+    ``reset``: back to all (a drill-down must find its query); a choice the current set lacks also falls back."""
+    counts = aspect_counts(queries)
+    options = [ALL_ASPECTS, *counts]
+    if reset or st.session_state.get(key, ALL_ASPECTS) not in options:
+        st.session_state[key] = ALL_ASPECTS
+    wanted = col.selectbox("Aspects", options, key=key, disabled=len(counts) < 2,
+                           format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
+                           help="Show only the queries with this number of aspects (ground-truth documents).")
+    return queries if wanted == ALL_ASPECTS else [q for q in queries if q.n_aspects == wanted]
+
+
 def query_picker(store: db.Store, corpus_id: int, *, key: str,
                  preselect: tuple[int, int] | None = None) -> PickedQuery:
-    """Radio "From a query set" / "Type a query" and the widgets behind it (keys start with ``key``).
-    ``preselect`` = (query set id, query id) selects that query (the evaluation drill-down).
+    """Radio "From a query set" / "Type a query" and the widgets behind it (keys start with ``key``): the
+    query set, an "Aspects" filter and the query. ``preselect`` = (query set id, query id) selects that
+    query (the evaluation drill-down), the filter back on all.
     Stops the page with a note when the corpus has no query set or the set is empty."""
     source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key=f"{key}_source")
     if source == "Type a query":
@@ -40,11 +65,13 @@ def query_picker(store: db.Store, corpus_id: int, *, key: str,
         st.stop()
     if preselect is not None:
         st.session_state[f"{key}_qs"] = next((s for s in sets if s.id == preselect[0]), sets[0])
-    qs = st.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key=f"{key}_qs")
+    set_col, aspects_col = st.columns([3, 1])
+    qs = set_col.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key=f"{key}_qs")
     queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed"]
     if not queries:
         st.info("This query set is empty.")
         st.stop()
+    queries = _filter_by_aspects(aspects_col, queries, key=f"{key}_aspects", reset=preselect is not None)
     if preselect is not None:
         picked = [q for q in queries if q.id == preselect[1]]
         if picked:

@@ -300,6 +300,34 @@ def test_compare_page_preselects_drilldown_query(built):
     assert at.selectbox(key="compare_query").value.id == target.id
 
 
+def test_compare_page_filters_queries_by_aspects_and_drilldown_resets_it(built):
+    import db
+
+    store = db.open_store()
+    corpus = db.list_corpora(store)[0]
+    qs = db.list_query_sets(store, corpus.id)[0]
+    queries = db.list_queries(store, qs.id)
+    store.close()
+    n_six = sum(q.n_aspects == 6 for q in queries)
+    assert 0 < n_six < len(queries)
+    at = ok(page("5_Compare.py").run())
+    aspects = at.selectbox(key="compare_aspects")
+    assert aspects.value == "all" and len(at.selectbox(key="compare_query").options) == len(queries)
+    assert aspects.options[0] == f"all ({len(queries)})" and f"6 ({n_six})" in aspects.options
+    ok(aspects.select(6).run())
+    qsel = at.selectbox(key="compare_query")
+    assert len(qsel.options) == n_six and all(o.startswith("[6 aspects]") for o in qsel.options)
+    assert qsel.value.n_aspects == 6  # the earlier choice is not among them: the first one is shown
+    lists = [d.value for d in at.dataframe if list(d.value.columns) == ["title", "category"]]
+    assert len(lists[0]) == 6  # its ground truth
+    # a drill-down to a 2-aspect query shows it: the filter goes back to all
+    target = next(q for q in queries if q.n_aspects == 2)
+    at.session_state["compare_query_id"] = target.id
+    ok(at.run())
+    assert at.selectbox(key="compare_aspects").value == "all"
+    assert at.selectbox(key="compare_query").value.id == target.id
+
+
 def test_attention_page(built):
     at = ok(page("6_Attention.py").run())
     charts = at.get("plotly_chart")
