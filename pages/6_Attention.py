@@ -13,6 +13,7 @@ from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from ui.navigation import page_setup
+from ui.query_widgets import stored_query_picker
 from ui.state import corpus_picker, follow_default, get_model, open_store_page
 
 page_setup(__file__, "🧭")
@@ -57,12 +58,7 @@ elif source == "A query":
     corpus = corpus_picker()
     if corpus is None:
         st.stop()
-    sets = db.list_query_sets(store, corpus.id)
-    queries = [q for s in sets for q in db.list_queries(store, s.id) if q.text.strip()]
-    if not queries:
-        st.info("No queries in this corpus yet.")
-        st.stop()
-    q = st.selectbox("Query", queries, format_func=lambda q: q.text[:120], key="attn_query")
+    q = stored_query_picker(store, corpus.id, key="attn")
     text, kind = q.text, "query"
 else:
     text = st.text_area("Text", "Lighthouses guide ships past the rocks, and tempeh is made by fermenting soybeans.",

@@ -21,6 +21,7 @@ from mrag_core.projection import METHODS, SpaceMap, ensure_maps, place_query, sp
 from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
 from ui.navigation import page_setup
+from ui.query_widgets import stored_query_picker
 from ui.state import finished_runs_or_stop, follow_default, get_model, get_store, open_corpus_page
 
 page_setup(__file__, "🧭")
@@ -145,14 +146,9 @@ ground_truth: list[int] = []
 with st.expander("Place a query on the maps", expanded=True):
     src = st.radio("Query", ["None", "From a query set", "Type a query"], horizontal=True, key="maps_qsrc")
     if src == "From a query set":
-        sets = db.list_query_sets(store, corpus.id)
-        queries = [q for s in sets for q in db.list_queries(store, s.id) if q.text.strip()]
-        if queries:
-            q = st.selectbox("Query", queries, key="maps_query",
-                             format_func=lambda q: f"[{q.n_aspects} aspects] {q.text[:110]}")
+        q = stored_query_picker(store, corpus.id, key="maps", stop=False)  # the maps are drawn without one
+        if q is not None:
             query_text, ground_truth = q.text, list(q.ground_truth)
-        else:
-            st.info("No queries in this corpus.")
     elif src == "Type a query":
         query_text = st.text_input("Query text", key="maps_typed").strip()
     follow_default("maps_k", (query_text, tuple(ground_truth)), max(1, min(len(ground_truth) or 5, 50)))

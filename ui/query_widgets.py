@@ -1,4 +1,5 @@
-"""The query picker shared by the Compare and Reader pages: a query from a query set, or typed."""
+"""Query pickers: a stored query (query set, number of aspects, query) on Compare, Reader, Maps and
+Attention; on Compare and Reader also a typed one."""
 
 from __future__ import annotations
 
@@ -37,10 +38,11 @@ def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
 
 def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool) -> list[db.QueryRow]:
     """An "Aspects" select in ``col`` (all, or one number of aspects of the set) and the queries it keeps.
-    ``reset``: back to all (a drill-down must find its query); a choice the current set lacks also falls back."""
+    ``reset``: back to all (a drill-down must find its query). A choice the current set lacks falls back to
+    all by itself (Streamlit resets a select whose value is not among its options)."""
     counts = aspect_counts(queries)
     options = [ALL_ASPECTS, *counts]
-    if reset or st.session_state.get(key, ALL_ASPECTS) not in options:
+    if reset:
         st.session_state[key] = ALL_ASPECTS
     wanted = col.selectbox("Aspects", options, key=key, disabled=len(counts) < 2,
                            format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
@@ -48,34 +50,47 @@ def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool
     return queries if wanted == ALL_ASPECTS else [q for q in queries if q.n_aspects == wanted]
 
 
-def query_picker(store: db.Store, corpus_id: int, *, key: str,
-                 preselect: tuple[int, int] | None = None) -> PickedQuery:
-    """Radio "From a query set" / "Type a query" and the widgets behind it (keys start with ``key``): the
-    query set, an "Aspects" filter and the query. ``preselect`` = (query set id, query id) selects that
-    query (the evaluation drill-down), the filter back on all.
-    Stops the page with a note when the corpus has no query set or the set is empty."""
-    source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key=f"{key}_source")
-    if source == "Type a query":
-        text = st.text_area("Query text", height=110, key=f"{key}_typed",
-                            placeholder="A question touching several unrelated topics…").strip()
-        return PickedQuery(text)
+def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect: tuple[int, int] | None = None,
+                        stop: bool = True) -> db.QueryRow | None:
+    """The query set, an "Aspects" filter and the query (keys ``{key}_qs``, ``{key}_aspects``,
+    ``{key}_query``); returns the chosen query. ``preselect`` = (query set id, query id) selects that
+    query (the evaluation drill-down), the filter back on all. Without a query set, or with an empty
+    set, a note says so and the page stops there (``stop=False``: returns ``None`` instead)."""
     sets = db.list_query_sets(store, corpus_id)
     if not sets:
-        st.info("This corpus has no query set: type a query instead.")
-        st.stop()
+        return _nothing_to_pick("This corpus has no query set yet: build one on the Query Builder page.", stop)
     if preselect is not None:
         st.session_state[f"{key}_qs"] = next((s for s in sets if s.id == preselect[0]), sets[0])
     set_col, aspects_col = st.columns([3, 1])
     qs = set_col.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key=f"{key}_qs")
-    queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed"]
+    queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed" and q.text.strip()]
     if not queries:
-        st.info("This query set is empty.")
-        st.stop()
+        return _nothing_to_pick("This query set has no query with a text.", stop)
     queries = _filter_by_aspects(aspects_col, queries, key=f"{key}_aspects", reset=preselect is not None)
     if preselect is not None:
         picked = [q for q in queries if q.id == preselect[1]]
         if picked:
             st.session_state[f"{key}_query"] = picked[0]
-    q = st.selectbox("Query", queries, key=f"{key}_query", format_func=aspects_label)
+    return st.selectbox("Query", queries, key=f"{key}_query", format_func=aspects_label)
+
+
+def _nothing_to_pick(message: str, stop: bool) -> None:
+    st.info(message)
+    if stop:
+        st.stop()
+    return None
+
+
+def query_picker(store: db.Store, corpus_id: int, *, key: str,
+                 preselect: tuple[int, int] | None = None) -> PickedQuery:
+    """Radio "From a query set" / "Type a query" and the widgets behind it (keys start with ``key``): for a
+    stored query, :func:`stored_query_picker` (which stops the page when there is nothing to pick) and the
+    query's text."""
+    source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key=f"{key}_source")
+    if source == "Type a query":
+        text = st.text_area("Query text", height=110, key=f"{key}_typed",
+                            placeholder="A question touching several unrelated topics…").strip()
+        return PickedQuery(text)
+    q = stored_query_picker(store, corpus_id, key=key, preselect=preselect)
     st.text_area("Query text", q.text, height=110, disabled=True, key=f"{key}_qtext_{q.id}")
     return PickedQuery(q.text, list(q.fusion), list(q.ground_truth), q)

@@ -336,6 +336,12 @@ def test_attention_page(built):
     at.radio(key="attn_source").set_value("Type a text").run()
     ok(at)
     assert not at.warning and any("12 heads" in c for c in texts(at.caption))
+    # a stored query, picked as on Compare: set, number of aspects, query
+    at.radio(key="attn_source").set_value("A query").run()
+    ok(at.selectbox(key="attn_aspects").select(2).run())
+    qsel = at.selectbox(key="attn_query")
+    assert qsel.options and all(o.startswith("[2 aspects]") for o in qsel.options)
+    assert len(at.get("plotly_chart")) == 2
 
 
 def test_maps_page_places_query_and_stores_maps(built):
@@ -348,8 +354,9 @@ def test_maps_page_places_query_and_stores_maps(built):
     run_id = int(at.selectbox(key="maps_run").value.id)
     assert {p.space for p in db.list_projections(store, run_id)} == {"standard", *(f"head:{h}" for h in range(12))}
     at.radio(key="maps_qsrc").set_value("From a query set").run()
+    at.selectbox(key="maps_aspects").select(3).run()
     qsel = at.selectbox(key="maps_query")
-    qsel.select_index(next(i for i, o in enumerate(qsel.options) if o.startswith("[3 aspects]"))).run()
+    assert qsel.options and all(o.startswith("[3 aspects]") for o in qsel.options)
     ok(at)
     table = at.dataframe[-1].value
     assert table["ground truth"].sum() == 3 and table["retrieved"].sum() == 3
