@@ -28,7 +28,7 @@ from mrag_core.reader import Answer, FactCount, LocalGenerator, ReaderDoc, Reade
 from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.render import highlight, md_plain
-from ui.state import follow_default, llm_config
+from ui.state import clamp_state, follow_default, llm_config
 
 __all__ = ["ReaderDoc", "answer_html", "comparison_labels", "comparison_lists", "reader_panel"]
 
@@ -173,7 +173,7 @@ def reader_panel(
     k_default = max(1, min(default_k or min(5, len(lists[left]), len(lists[right])), longest))
     k_key = f"{key}_k"
     follow_default(k_key, (question, default_k), k_default)  # k follows the default of a newly picked question
-    st.session_state[k_key] = max(1, min(int(st.session_state[k_key]), longest))
+    clamp_state(k_key, 1, longest)
     k = int(cols[2].number_input("k (documents sent)", 1, longest, key=k_key))
     max_tokens = int(cols[3].number_input("Max answer tokens", 16, 4096, 256 if choice == ENDPOINT else 128,
                                           step=16, key=f"{key}_max_tokens"))

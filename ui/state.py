@@ -33,6 +33,14 @@ def follow_default(key: str, owner: Any, value: Any) -> None:
         st.session_state[key] = value
 
 
+def clamp_state(key: str, low: int, high: int) -> None:
+    """Keep number input ``key``'s value within ``[low, high]``; call before drawing it. Streamlit resets a
+    value outside the input's bounds to the minimum, so k = 5 on an index of 4 documents (or k = 20 kept
+    from a larger index) would silently become 1."""
+    if key in st.session_state:
+        st.session_state[key] = max(low, min(int(st.session_state[key]), high))
+
+
 @st.cache_resource(show_spinner="Opening the database...")
 def get_store() -> db.Store:
     """The app's store: ``$MRAG_DATABASE_URL`` or the default SQLite file (migrated to head)."""
