@@ -15,6 +15,7 @@ from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import agent_picker
 from ui.navigation import page_setup
+from ui.render import plotly_text
 from ui.state import open_corpus_page
 
 page_setup(__file__, "📊")
@@ -40,7 +41,8 @@ else:
     st.dataframe(per_cat, hide_index=True, width="stretch", column_config={
         "accuracy": st.column_config.ProgressColumn("accuracy", min_value=0.0, max_value=1.0, format="percent")})
     names, matrix = aw.confusion_table(agreement)
-    fig = go.Figure(go.Heatmap(z=matrix, x=names, y=names, colorscale="Blues", text=matrix,
+    shown = [plotly_text(n) for n in names]  # category names verbatim on the axes and in the hover
+    fig = go.Figure(go.Heatmap(z=matrix, x=shown, y=shown, colorscale="Blues", text=matrix,
                                texttemplate="%{text}", hovertemplate="suggested %{y}<br>decided %{x}: %{z}<extra></extra>"))
     fig.update_layout(xaxis_title="human decision", yaxis_title="machine suggestion", height=160 + 28 * len(names),
                       yaxis_autorange="reversed", margin=dict(l=10, r=10, t=30, b=10))

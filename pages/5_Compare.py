@@ -36,10 +36,11 @@ from mrag_core.workflows.compare import (
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
-from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
-from ui.render import md_plain
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, follow_default, get_store, llm_config, open_corpus_page, run_model_or_stop
+from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
+from ui.render import md_plain, plotly_text
+from ui.state import (clamp_state, finished_runs_or_stop, follow_default, get_store, llm_config, open_corpus_page,
+                      run_model_or_stop)
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -104,10 +105,11 @@ def results_frame(cmp: Comparison, key: str) -> pd.DataFrame:
 def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     ev = cmp.evidence
     assert ev is not None
-    titles = [f"{j + 1}. {bundle.titles[d][:28]}" for j, d in enumerate(ev.docs)]
+    titles = [plotly_text(f"{j + 1}. {bundle.titles[d][:28]}") for j, d in enumerate(ev.docs)]
     heads = [f"h{h}" for h in range(ev.rank.shape[0])]
-    hover = [[(f"head {h} · {bundle.titles[d]}<br>rank {ev.rank[h, j] + 1} in this head · vote {ev.contribution[h, j]:.4f}"
-               if ev.rank[h, j] >= 0 else f"head {h} · {bundle.titles[d]}<br>not in this head's top {cmp.c}")
+    full = {d: plotly_text(bundle.titles[d]) for d in ev.docs}
+    hover = [[(f"head {h} · {full[d]}<br>rank {ev.rank[h, j] + 1} in this head · vote {ev.contribution[h, j]:.4f}"
+               if ev.rank[h, j] >= 0 else f"head {h} · {full[d]}<br>not in this head's top {cmp.c}")
               for j, d in enumerate(ev.docs)] for h in range(len(heads))]
     text = [[str(ev.rank[h, j] + 1) if ev.rank[h, j] >= 0 else "" for j in range(len(ev.docs))] for h in range(len(heads))]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.82, 0.18], horizontal_spacing=0.02,
@@ -150,13 +152,15 @@ if ground_truth:
                  hide_index=True, key="compare_gt")
 
 # --- controls ----------------------------------------------------------------------------------
-default_k = max(1, min(len(ground_truth) or 5, 20))
-follow_default("compare_k", (query_text, tuple(ground_truth)), default_k)  # k follows a new query's aspects
+k_max, c_max = min(50, index.n_docs), min(256, index.n_docs)
+follow_default("compare_k", (query_text, tuple(ground_truth)), min(len(ground_truth) or 5, 20))  # k follows the aspects
+clamp_state("compare_k", 1, k_max)  # a small index
+clamp_state("compare_c", 1, c_max)
 cc = st.columns([3, 1, 1, 1])
 strategies = cc[0].multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
                                format_func=STRATEGY_LABELS.get, key="compare_strategies")
-k = cc[1].number_input("k (results)", 1, min(50, index.n_docs), key="compare_k")
-c = cc[2].number_input("c (per-head depth)", 1, min(256, index.n_docs), min(32, index.n_docs), key="compare_c")
+k = cc[1].number_input("k (results)", 1, k_max, key="compare_k")
+c = cc[2].number_input("c (per-head depth)", 1, c_max, min(32, c_max), key="compare_c")
 variant = cc[3].selectbox("Voting", VARIANTS, key="compare_variant",
                           help="importance: s_i·2^-rank (paper); decay: 2^-rank; distance: 1/(1-cos). "
                                "Split RAG always uses 2^-rank (authors' default).")

@@ -14,6 +14,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
+from ui.render import plotly_text
 from ui.state import corpus_picker, follow_default, get_model, open_store_page
 
 page_setup(__file__, "🧭")
@@ -23,8 +24,8 @@ st.caption("MRAG's head vectors are what each head reads from the text. These he
 
 
 def axis_labels(tokens: list[str]) -> list[str]:
-    """Unique tick labels: position + token (tokens repeat)."""
-    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+    """Unique tick labels: position + token (tokens repeat), shown verbatim by Plotly."""
+    return [plotly_text(f"{i}:{t}") for i, t in enumerate(tokens)]
 
 
 store = open_store_page()

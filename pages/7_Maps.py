@@ -22,6 +22,7 @@ from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
+from ui.render import plotly_text
 from ui.state import finished_runs_or_stop, follow_default, get_model, get_store, open_corpus_page
 
 page_setup(__file__, "🧭")
@@ -67,14 +68,15 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
         df = df.dropna(subset=["row"])
         df["title"] = [bundle.titles[int(x)] for x in df["row"]]
         df["cat"] = [bundle.labels[int(x)] for x in df["row"]]
+        df["label"] = [plotly_text(f"{t} · {c}") for t, c in zip(df["title"], df["cat"])]  # verbatim in the hover
         for cat in cats:
             part = df[df["cat"] == cat]
             if part.empty:
                 continue
             fig.add_trace(go.Scatter(
-                x=part["x"], y=part["y"], mode="markers", name=cat, legendgroup=cat, showlegend=i == 0,
+                x=part["x"], y=part["y"], mode="markers", name=plotly_text(cat), legendgroup=cat, showlegend=i == 0,
                 marker=dict(color=color[cat], size=6, opacity=0.75), customdata=part["doc"],
-                text=part["title"] + " · " + part["cat"], hovertemplate="%{text}<extra></extra>"), row=r, col=c)
+                text=part["label"], hovertemplate="%{text}<extra></extra>"), row=r, col=c)
         for label, ids, marker in (
             ("retrieved", retrieved, dict(size=12, color="rgba(0,0,0,0)", line=dict(color="black", width=2))),
             ("missed ground truth", gt - retrieved, dict(size=13, symbol="x-open", color="crimson", line=dict(width=2))),
@@ -83,7 +85,7 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
             if not part.empty:
                 fig.add_trace(go.Scatter(
                     x=part["x"], y=part["y"], mode="markers", name=label, legendgroup=label,
-                    showlegend=i == 0, marker=marker, customdata=part["doc"], text=part["title"] + " · " + part["cat"],
+                    showlegend=i == 0, marker=marker, customdata=part["doc"], text=part["label"],
                     hovertemplate=f"{label}: %{{text}}<extra></extra>"), row=r, col=c)
         if space in query_xy:
             qx, qy = query_xy[space]

@@ -12,6 +12,14 @@ def escape(text: str) -> str:
     return html.escape(text or "", quote=True)
 
 
+def plotly_text(text: str) -> str:
+    """``text`` for a Plotly label (tick, legend, hover, cell text): Plotly reads its strings as rich text
+    (``<a href>``, ``<b>``, ``<i>``, ``<br>`` and the entities ``&lt; &gt; &amp;``), so ``<``, ``>`` and ``&``
+    are written as entities and the label shows verbatim. (The PNG export turns them back:
+    :func:`ui.chart_export.plain_text`.)"""
+    return html.escape(text or "", quote=False)
+
+
 def md_plain(text: str) -> str:
     """``text`` with Markdown's special characters backslash-escaped, for data or LLM output inside a
     message that Streamlit renders as Markdown: it shows verbatim (no link, image, emphasis or HTML)."""

@@ -6,7 +6,8 @@ import re
 
 from markdown_it import MarkdownIt
 
-from ui.render import md_plain, text_block
+from ui.chart_export import plain_text
+from ui.render import md_plain, plotly_text, text_block
 
 MD = MarkdownIt("commonmark")  # the CommonMark rules Streamlit's renderer follows (raw HTML passes through)
 
@@ -25,3 +26,12 @@ def test_text_block_keeps_line_breaks_and_stays_one_html_block() -> None:
     assert html.strip() == block  # passed through as raw HTML: no Markdown read inside it
     assert "<img" not in html and "<script>" not in html and "<em>" not in html
     assert re.sub(r"&#10;", "\n", block).count("\n") == story.count("\n")
+
+
+def test_plotly_text_hides_plotly_rich_text_and_the_png_export_turns_it_back() -> None:
+    raw = '<a href="https://h/x">click</a> <b>AT&T</b> &lt; <br> 3 > 2'
+    shown = plotly_text(raw)
+    assert shown == ('&lt;a href="https://h/x"&gt;click&lt;/a&gt; &lt;b&gt;AT&amp;T&lt;/b&gt; &amp;lt; &lt;br&gt; '
+                     '3 &gt; 2')
+    assert "<" not in shown and ">" not in shown  # no tag left for Plotly to read
+    assert plain_text(shown) == raw  # the PNG export (matplotlib) shows the same text
