@@ -26,6 +26,7 @@ def aspects_label(q: db.QueryRow) -> str:
 
 
 ALL_ASPECTS = "all"
+NO_QUERY_SET = "This corpus has no query set yet: build one on the Query Builder page, or type the text instead."
 
 
 def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
@@ -58,7 +59,7 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
     set, a note says so and the page stops there (``stop=False``: returns ``None`` instead)."""
     sets = db.list_query_sets(store, corpus_id)
     if not sets:
-        return _nothing_to_pick("This corpus has no query set yet: build one on the Query Builder page.", stop)
+        return _nothing_to_pick(NO_QUERY_SET, stop)
     if preselect is not None:
         st.session_state[f"{key}_qs"] = next((s for s in sets if s.id == preselect[0]), sets[0])
     set_col, aspects_col = st.columns([3, 1])

@@ -45,7 +45,8 @@ def corpus(tmp_path: Path) -> tuple[str, int, list[int]]:
 def test_without_query_set_a_note_then_stop_or_none(corpus):
     url, cid, _ = corpus
     at = _app(url, cid, stop=True)
-    assert [i.value for i in at.info] == ["This corpus has no query set yet: build one on the Query Builder page."]
+    assert [i.value for i in at.info] == [
+        "This corpus has no query set yet: build one on the Query Builder page, or type the text instead."]
     assert _after(at) == []  # the page stopped there
     at = _app(url, cid, stop=False)
     assert len(at.info) == 1 and _after(at) == ["after: None"]  # the page goes on (Maps draws its maps)
