@@ -75,7 +75,7 @@ def preannotate_view() -> None:
     cfg = llm_config()
     use_llm = False
     if cfg is not None:
-        choice = st.radio("Annotator", [f"LLM: {cfg.describe()}", f"Offline zero-shot ({ZERO_SHOT_MODEL})"],
+        choice = st.radio("Annotator", [f"LLM: {md_plain(cfg.describe())}", f"Offline zero-shot ({ZERO_SHOT_MODEL})"],
                           key="pa_annotator")
         use_llm = choice.startswith("LLM")
     else:

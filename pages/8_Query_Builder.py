@@ -79,7 +79,7 @@ with tab_gen:
                 "extracts of each document's most distinctive sentences, not LLM stories). The set is marked "
                 "'generated-offline'.")
     else:
-        st.success(f"Stories are written by the LLM: {cfg.describe()}")
+        st.success(f"Stories are written by the LLM: {md_plain(cfg.describe())}")
     if max_n == 0:
         st.info("No labelled document in this corpus: every aspect needs a category.")
     else:

@@ -116,7 +116,7 @@ with tab_run:
                 hyde_with_query=l3.checkbox("HyDE: fuse with the query", value=LLMOptions().hyde_with_query,
                                             key="ev_llm_hyde_q",
                                             help="RRF of the passage's list and the original query's list"))
-            st.caption(f"LLM: {llm_cfg.describe()}. Answers are cached in the database: a rerun or a resume "
+            st.caption(f"LLM: {md_plain(llm_cfg.describe())}. Answers are cached in the database: a rerun or a resume "
                        "costs no tokens.")
         strategies = [*strategies, *llm_strats]
         c3, c4, c5, c6, c7, c8 = st.columns(6)

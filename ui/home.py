@@ -7,6 +7,7 @@ import streamlit as st
 
 import db
 from ui.navigation import PAGES, page_title
+from ui.render import md_plain
 from ui.state import ensure_demo, get_store, llm_config
 
 def home() -> None:
@@ -34,7 +35,7 @@ def home() -> None:
                 "(embedding zero-shot annotator, deterministic query composer). See the README to configure "
                 "an OpenAI-compatible endpoint.")
     else:
-        st.success(f"LLM endpoint: {cfg.describe()}")
+        st.success(f"LLM endpoint: {md_plain(cfg.describe())}")
 
     st.subheader("Start here")
     demo_runs = db.list_embedding_runs(store, status.corpus_id, status="done")

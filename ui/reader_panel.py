@@ -158,7 +158,7 @@ def reader_panel(
         choice = LOCAL
     else:
         choice = st.radio("Generator", [ENDPOINT, LOCAL], horizontal=True, key=f"{key}_generator",
-                          format_func={ENDPOINT: f"Endpoint: {cfg.describe()}",
+                          format_func={ENDPOINT: f"Endpoint: {md_plain(cfg.describe())}",
                                        LOCAL: "Local SmolLM2-135M-Instruct"}.get)
     generator_id = f"{ENDPOINT}:{cfg.model}@{cfg.base_url}" if choice == ENDPOINT and cfg else f"{LOCAL}:smollm2"
 

@@ -36,11 +36,11 @@ def test_landing_loads_demo_without_llm_key(tmp_path: Path) -> None:
 
 def test_landing_shows_configured_endpoint_without_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MRAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("MRAG_LLM_MODEL", "tiny-model")
+    monkeypatch.setenv("MRAG_LLM_MODEL", "tiny_model_v2")  # Markdown would read _model_ as emphasis
     monkeypatch.setenv("MRAG_LLM_API_KEY", "sk-secretsecret123")
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert at.success and "tiny-model" in at.success[0].value
+    assert at.success and r"'tiny\_model\_v2'" in at.success[0].value  # escaped: shown verbatim
     assert "sk-secret" not in at.success[0].value
 
 
