@@ -212,12 +212,14 @@ with tab_view:
         if m.per_query.empty:
             st.info("This run has no stored results yet.")
         else:
-            st.subheader("Accuracy and cost")
-            st.caption("Means over all scored queries at k = each query's number of aspects. LLM-assisted "
-                       "strategies trade tokens for recall: tokens = prompt + completion tokens of their "
-                       "expansions (cached answers counted at what they cost once), tokens spent = sent by this "
-                       "run, LLM s = seconds waited for answers.")
-            st.dataframe(er.accuracy_and_cost(m), hide_index=True, key="ev_cost", column_config=COST_FORMAT)
+            cost = er.without_unused_cost(er.accuracy_and_cost(m))
+            spent = "tokens" in cost.columns
+            st.subheader("Accuracy and cost" if spent else "Accuracy")
+            st.caption("Means over all scored queries at k = each query's number of aspects." + (
+                " LLM-assisted strategies trade tokens for recall: tokens = prompt + completion tokens of their "
+                "expansions (cached answers counted at what they cost once), tokens spent = sent by this run, "
+                "LLM s = seconds waited for answers." if spent else " No strategy of this run used an LLM."))
+            st.dataframe(cost, hide_index=True, key="ev_cost", column_config=COST_FORMAT)
             if chosen.timing.get("warning"):
                 st.warning(chosen.timing["warning"])
             aspects = sorted(int(n) for n in m.summary["n_aspects"].unique())
@@ -236,7 +238,7 @@ with tab_view:
             k_hist = st.slider("k", 1, m.k_max, min(n_sel, m.k_max), key="ev_hist_k")
             at = m.per_query[(m.per_query["k"] == k_hist) & (m.per_query["n_aspects"] == n_sel)]
             hist = px.histogram(at, x="weighted", color="strategy", barmode="group", nbins=12,
-                                title=f"Weighted success ratio per query at k = {k_hist} ({n_sel} aspects)")
+                                title=f"Weighted success ratio per query at k = {k_hist} ({n_sel} aspect{'s' if n_sel != 1 else ''})")
             st.plotly_chart(hist, key="ev_hist")
             _html_download(hist, f"run{chosen.id}_hist_k{k_hist}", "ev_hist_dl")
 

@@ -734,6 +734,15 @@ def accuracy_and_cost(metrics: RunMetrics, *, k: int | None = None) -> pd.DataFr
     return pd.DataFrame(rows, columns=["strategy", "rsr", "csr", "weighted", "search_s", *COST_COLUMNS])
 
 
+def without_unused_cost(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (:func:`accuracy_and_cost`) without its LLM cost columns when every one of them is zero
+    (no strategy of the run used an LLM); otherwise unchanged."""
+    cost = [c for c in COST_COLUMNS if c in table.columns]
+    if cost and not table[cost].astype(float).to_numpy().any():
+        return table.drop(columns=cost)
+    return table
+
+
 def items_cost(store: db.Store, items: Sequence[tuple[int, str]], *,
                metrics: dict[int, RunMetrics] | None = None) -> pd.DataFrame:
     """LLM cost (:func:`llm_cost`) of each (run, strategy) item, labelled ``#run strategy`` as in

@@ -283,6 +283,9 @@ def test_llm_strategies_run_costs_cache_and_failures(store, setup, lm, fake_open
     assert 0 <= table.loc["hyde", "weighted"] <= 1
     cost = er.items_cost(store, [(run_id, "hyde"), (run_id, "standard")])
     assert cost["tokens"].tolist() == [300, 0]
+    assert er.without_unused_cost(table).equals(table)  # tokens were spent: the cost columns stay
+    free = table.loc[["standard"]].reset_index()  # a strategy that used no LLM: nothing to show
+    assert list(er.without_unused_cost(free).columns) == ["strategy", "rsr", "csr", "weighted", "search_s"]
 
     # A second run with the same settings: every usable answer comes from the store's cache.
     n = len(server.requests)
