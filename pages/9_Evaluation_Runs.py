@@ -21,6 +21,7 @@ from ui.navigation import page_setup
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
 from ui.state import get_model, llm_config, open_corpus_page
+from ui.strategy_colors import strategy_style
 
 page_setup(__file__, "📊")
 st.title("Evaluation Runs")
@@ -230,6 +231,7 @@ with tab_view:
                               value_name="ratio")
             long["metric"] = long["metric"].map({"rsr": "exact (RSR)", "csr": "category (CSR)"})
             fig = px.line(long, x="k", y="ratio", color="strategy", facet_col="metric", markers=True,
+                          **strategy_style(m.strategies),
                           range_y=[0, 1.05], title=f"{n_sel}-aspect queries (n = {int(curve['n_queries'].max())})")
             st.plotly_chart(fig, key="ev_curve")
             _html_download(fig, f"run{chosen.id}_success_n{n_sel}", "ev_curve_dl")
@@ -238,6 +240,7 @@ with tab_view:
             k_hist = st.slider("k", 1, m.k_max, min(n_sel, m.k_max), key="ev_hist_k")
             at = m.per_query[(m.per_query["k"] == k_hist) & (m.per_query["n_aspects"] == n_sel)]
             hist = px.histogram(at, x="weighted", color="strategy", barmode="group", nbins=12,
+                                **strategy_style(m.strategies),
                                 title=f"Weighted success ratio per query at k = {k_hist} ({n_sel} aspect{'s' if n_sel != 1 else ''})")
             st.plotly_chart(hist, key="ev_hist")
             _html_download(hist, f"run{chosen.id}_hist_k{k_hist}", "ev_hist_dl")
@@ -249,6 +252,7 @@ with tab_view:
             else:
                 imp_fig = px.bar(imp.assign(improvement_pct=imp["improvement"] * 100), x="n_aspects",
                                  y="improvement_pct", color="strategy", barmode="group",
+                                 **strategy_style(m.strategies),
                                  labels={"improvement_pct": "weighted ratio vs standard (%)", "n_aspects": "aspects"},
                                  title="Relative improvement of the weighted ratio at k = aspects")
                 st.plotly_chart(imp_fig, key="ev_imp")
@@ -355,6 +359,7 @@ with tab_sweep:
             st.info("The sweep has no stored results yet.")
         else:
             sfig = px.line(frame, x="layer", y="weighted", color="strategy", markers=True,
+                           **strategy_style(frame["strategy"]),
                            title="Weighted success ratio at k = aspects, by layer")
             st.plotly_chart(sfig, key="ev_sweep_fig")
             _html_download(sfig, "layer_sweep", "ev_sweep_dl")

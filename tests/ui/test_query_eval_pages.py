@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -61,6 +62,12 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     accuracy = at2.dataframe[1].value  # no strategy used an LLM: accuracy only, no all-zero token columns
     assert accuracy.columns.tolist() == ["strategy", "rsr", "csr", "weighted", "search_s"]
     assert "Accuracy" in [h.value for h in at2.subheader]
+    # Each strategy has one colour in every chart (the improvement chart has no 'standard' to shift them).
+    traces = [t for c in at2.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
+    colours = {(t["name"], t.get("line", {}).get("color") or t["marker"]["color"])
+               for t in traces if t.get("name") in ("standard", "mrag")}
+    assert colours == {("standard", "#7f7f7f"), ("mrag", "#1f77b4")}
+    assert sum(1 for t in traces if t.get("name") == "mrag") >= 3  # curves (2 facets), histogram, improvement
     single = _frame_with(at2, "hits@1")
     assert single["strategy"].tolist() == ["standard", "mrag"]
     assert (single["hits@1"] <= single["hits@2"]).all() and (single["hits@2"] <= single["queries"]).all()
