@@ -67,6 +67,7 @@ from db.corpora import (
 )
 from db.embeddings import (
     EmbeddingRunInfo,
+    copy_unchanged_vectors,
     create_embedding_run,
     delete_embedding_run,
     finish_embedding_run,
@@ -76,8 +77,10 @@ from db.embeddings import (
     list_embedding_runs,
     load_vectors,
     missing_documents,
+    reuse_candidates,
     save_vectors,
     set_embedding_run_status,
+    unchanged_documents,
 )
 from db.engine import (
     ENV_DATA_DIR,
@@ -182,6 +185,7 @@ __all__ = [
     "category_counts",
     "completed_queries",
     "create_corpus",
+    "copy_unchanged_vectors",
     "create_embedding_run",
     "create_eval_run",
     "create_query_set",
@@ -235,6 +239,7 @@ __all__ = [
     "load_projection",
     "load_vectors",
     "missing_documents",
+    "reuse_candidates",
     "open_store",
     "rename_corpus",
     "review_queue",
@@ -245,5 +250,7 @@ __all__ = [
     "source_chunks",
     "suggestion_agents",
     "update_category",
+    "unchanged_documents",
     "update_document",
+    "update_query",
 ]

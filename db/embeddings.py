@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import sqlalchemy as sa
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
@@ -190,15 +191,20 @@ def save_vectors(
     doc_ids: Sequence[int],
     standard: np.ndarray,
     heads: np.ndarray,
+    content_hashes: Sequence[str] | None = None,
 ) -> int:
     """Store one batch of vectors in one transaction (re-saving a document replaces its
     row, so a resumed batch is safe). ``standard`` is ``[n, dim]``, ``heads`` is
-    ``[n, n_heads, head_dim]``; both are stored as float32. Returns n.
+    ``[n, n_heads, head_dim]``; both are stored as float32. ``content_hashes``: sha256 of the
+    texts the vectors were computed from (default: the documents' current ``content_hash``),
+    kept so that a later run can reuse them (:func:`copy_unchanged_vectors`). Returns n.
 
     Raises NotFoundError (run), InvalidInputError (shapes, ids not in the run's corpus,
-    duplicate ids, non-finite values)."""
+    duplicate ids, non-finite values, a hash count that is not n)."""
     ids = [int(i) for i in doc_ids]
     n = len(ids)
+    if content_hashes is not None and len(content_hashes) != n:
+        raise InvalidInputError(f"save_vectors got {len(content_hashes)} content hashes for {n} documents.")
     std = np.ascontiguousarray(standard, dtype=_F32)
     hds = np.ascontiguousarray(heads, dtype=_F32)
     if len(set(ids)) != n:
@@ -217,11 +223,14 @@ def save_vectors(
             raise InvalidInputError("Vectors contain NaN or infinite values.")
         if n == 0:
             return 0
-        found = set(
-            session.scalars(
-                select(Document.id).where(Document.id.in_(ids), Document.corpus_id == run.corpus_id)
-            )
-        )
+        found = {
+            int(doc_id): content_hash
+            for doc_id, content_hash in session.execute(
+                select(Document.id, Document.content_hash).where(
+                    Document.id.in_(ids), Document.corpus_id == run.corpus_id
+                )
+            ).all()
+        }
         missing = [i for i in ids if i not in found]
         if missing:
             raise InvalidInputError(f"Document {missing[0]} is not in this run's corpus.")
@@ -238,11 +247,78 @@ def save_vectors(
                     "document_id": doc_id,
                     "standard": std[i].tobytes(),
                     "heads": hds[i].tobytes(),
+                    "content_hash": str(content_hashes[i]) if content_hashes is not None else found[doc_id],
                 }
                 for i, doc_id in enumerate(ids)
             ],
         )
     return n
+
+
+def copy_unchanged_vectors(store: Store, source_run_id: int, target_run_id: int) -> int:
+    """Copy into ``target_run_id`` the vectors of ``source_run_id`` whose document still has the text
+    they were computed from (stored ``content_hash`` = the document's current one) and that the target
+    does not hold yet, in one ``INSERT ... SELECT``. Both runs must embed the same corpus with the same
+    model (name and path), layer, pooling and shapes: such vectors are what the target would compute.
+    Returns the number copied. Raises NotFoundError, InvalidInputError (runs that differ)."""
+    with store.session() as session:
+        source = require(session, EmbeddingRun, source_run_id, "Embedding run")
+        target = require(session, EmbeddingRun, target_run_id, "Embedding run")
+        fields = ("corpus_id", "model_name", "model_path", "layer", "pooling", "n_heads", "head_dim", "dim")
+        differ = [f for f in fields if getattr(source, f) != getattr(target, f)]
+        if differ:
+            raise InvalidInputError(f"Runs {source_run_id} and {target_run_id} differ in {', '.join(differ)}: "
+                                    "their vectors are not interchangeable.")
+        if source_run_id == target_run_id:
+            return 0
+        v = EmbeddingVector.__table__
+        held = select(v.c.document_id).where(v.c.run_id == target_run_id)
+        rows = (
+            select(sa.literal(target_run_id), v.c.document_id, v.c.standard, v.c.heads, v.c.content_hash)
+            .join(Document, Document.id == v.c.document_id)
+            .where(v.c.run_id == source_run_id, Document.corpus_id == target.corpus_id,
+                   v.c.content_hash == Document.content_hash, v.c.document_id.not_in(held))
+        )
+        result = session.execute(
+            v.insert().from_select(["run_id", "document_id", "standard", "heads", "content_hash"], rows)
+        )
+        return int(result.rowcount or 0)
+
+
+def unchanged_documents(store: Store, run_id: int) -> int:
+    """How many documents of the run's corpus still have the text the run's vectors were computed from
+    (what a new run of the same settings copies from it). Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        require(session, EmbeddingRun, run_id, "Embedding run")
+        v = EmbeddingVector.__table__
+        return int(session.scalar(
+            select(func.count()).select_from(v).join(Document, Document.id == v.c.document_id)
+            .where(v.c.run_id == run_id, v.c.content_hash == Document.content_hash)
+        ) or 0)
+
+
+def reuse_candidates(store: Store, run_id: int) -> list[int]:
+    """Ids of the other runs (newest first) whose vectors :func:`copy_unchanged_vectors` may copy into
+    ``run_id``: same corpus, model name and path, layer, pooling and shapes. Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        return list(
+            session.scalars(
+                select(EmbeddingRun.id)
+                .where(
+                    EmbeddingRun.id != run.id,
+                    EmbeddingRun.corpus_id == run.corpus_id,
+                    EmbeddingRun.model_name == run.model_name,
+                    EmbeddingRun.model_path == run.model_path,
+                    EmbeddingRun.layer == run.layer,
+                    EmbeddingRun.pooling == run.pooling,
+                    EmbeddingRun.n_heads == run.n_heads,
+                    EmbeddingRun.head_dim == run.head_dim,
+                    EmbeddingRun.dim == run.dim,
+                )
+                .order_by(EmbeddingRun.id.desc())
+            )
+        )
 
 
 def missing_documents(store: Store, run_id: int) -> list[int]:

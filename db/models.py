@@ -243,7 +243,8 @@ class EmbeddingRun(Base):
 
 
 class EmbeddingVector(Base):
-    """Vectors of one document in one run: ``standard`` float32[dim], ``heads`` float32[h, hd]."""
+    """Vectors of one document in one run: ``standard`` float32[dim], ``heads`` float32[h, hd], computed
+    from the text whose sha256 is ``content_hash``."""
 
     __tablename__ = "embedding_vectors"
 
@@ -255,6 +256,8 @@ class EmbeddingVector(Base):
     )
     standard: Mapped[bytes] = mapped_column(LargeBinary)
     heads: Mapped[bytes] = mapped_column(LargeBinary)
+    # Added in revision 0004: sha256 of the text the vectors were computed from (NULL: unknown).
+    content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Projection(Base):

@@ -120,8 +120,12 @@ def consume(job: BuildJob) -> None:
             "warning", f"Cancelled with {job.result.run.n_saved} of {job.result.run.n_docs} documents embedded; "
             "Resume continues from there.")
     elif job.result is not None:
+        res = job.result
+        kept = (f"; {res.copied} unchanged document{'s' if res.copied != 1 else ''} kept their vectors from an "
+                "earlier index") if res.copied else ""
         st.session_state["index_message"] = (
-            "success", f"Embedded {job.result.embedded_now} documents in {job.result.seconds:.1f} s.")
+            "success", f"Embedded {res.embedded_now} document{'s' if res.embedded_now != 1 else ''} in "
+                       f"{res.seconds:.1f} s{kept}.")
 
 
 if job is not None and not job.finished:
@@ -155,10 +159,14 @@ elif state == "partial":
         start()
         st.rerun()
 elif state == "stale":
+    kept = db.unchanged_documents(store, run.id)
     st.warning(f"Index #{run.id} is stale: the corpus changed since it was built (documents added, edited or "
                "deleted). Retrieval would use outdated vectors.")
-    if st.button("Rebuild index", type="primary", key="index_rebuild"):
-        start(rebuild=True)
+    todo = corpus.n_documents - kept
+    st.caption(f"Updating embeds {todo} new or edited document{'s' if todo != 1 else ''}; the {kept} unchanged "
+               f"one{'s' if kept != 1 else ''} keep{'s' if kept == 1 else ''} their vectors from index #{run.id}.")
+    if st.button("Update index", type="primary", key="index_rebuild"):
+        start()
         st.rerun()
 
 if run is not None and state in ("done", "stale"):

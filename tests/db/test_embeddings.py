@@ -224,3 +224,45 @@ def test_projection_validation(store: Store, corpus: db.CorpusInfo, docs: list[i
         db.save_projection(store, run.id, "standard", "pca", np.zeros((3, 2)), docs)
     with pytest.raises(db.NotFoundError):
         db.save_projection(store, 999, "standard", "pca", xy, docs)
+
+
+def test_copy_unchanged_vectors_takes_only_documents_with_the_same_text(
+    store: Store, corpus: db.CorpusInfo, docs: list[int],
+) -> None:
+    old = _run(store, corpus.id, model_path="/models/tiny")
+    std, heads = _vectors(4, seed=3)
+    db.save_vectors(store, old.id, docs, std, heads)
+    db.finish_embedding_run(store, old.id)
+    db.update_document(store, docs[1], text="an edited text")  # its vectors no longer describe it
+    db.delete_documents(store, corpus.id, [docs[2]])
+    (added,) = db.add_documents(store, corpus.id, [{"text": "a brand-new document"}]).document_ids
+    assert db.is_stale(store, old.id)
+
+    assert db.unchanged_documents(store, old.id) == 2  # docs[0] and docs[3]
+    new = _run(store, corpus.id, model_path="/models/tiny")
+    assert db.reuse_candidates(store, new.id) == [old.id]
+    mine_std, mine_heads = _vectors(1, seed=4)
+    db.save_vectors(store, new.id, [docs[3]], mine_std, mine_heads)  # already held: kept, not replaced
+    assert db.copy_unchanged_vectors(store, old.id, new.id) == 1  # docs[0]
+    assert db.missing_documents(store, new.id) == [docs[1], added]
+    ids, got_std, got_heads = db.load_vectors(store, new.id)
+    assert ids.tolist() == [docs[0], docs[3]]
+    assert got_std[0].tobytes() == std[0].tobytes() and got_heads[0].tobytes() == heads[0].tobytes()
+    assert got_std[1].tobytes() == mine_std[0].tobytes()
+    assert db.copy_unchanged_vectors(store, old.id, new.id) == 0  # nothing left to copy
+    # Saved vectors carry the hash of the text they came from: the edited document's new vectors are reusable.
+    db.save_vectors(store, new.id, [docs[1]], *_vectors(1, seed=5))
+    newer = _run(store, corpus.id, model_path="/models/tiny")
+    assert [db.copy_unchanged_vectors(store, r, newer.id) for r in db.reuse_candidates(store, newer.id)] == [3, 0]
+
+
+def test_copy_unchanged_vectors_refuses_other_settings(store: Store, corpus: db.CorpusInfo, docs: list[int]) -> None:
+    base = _run(store, corpus.id)
+    db.save_vectors(store, base.id, docs, *_vectors(4, seed=6))
+    for other in (dict(layer=2), dict(pooling="mean"), dict(model_name="other"), dict(model_path="/elsewhere")):
+        run = _run(store, corpus.id, **other)
+        assert db.reuse_candidates(store, run.id) == []
+        with pytest.raises(db.InvalidInputError, match="not interchangeable"):
+            db.copy_unchanged_vectors(store, base.id, run.id)
+    with pytest.raises(db.InvalidInputError, match="2 content hashes for 1 documents"):
+        db.save_vectors(store, base.id, docs[:1], *_vectors(1, seed=7), content_hashes=["a", "b"])

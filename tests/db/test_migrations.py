@@ -88,7 +88,7 @@ def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0003"
+        assert store.schema_revision() == db.head_revision() == "0004"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -131,7 +131,7 @@ def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(db_path: Path) -
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == "0003"
+        assert store.schema_revision() == db.head_revision()
         rows = db.list_documents(store, 1).items
         assert [(d.title, d.chunk_index, d.chunk_of, d.chunk_count) for d in rows] == [
             ("T1", None, None, None),
@@ -152,6 +152,38 @@ def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(db_path: Path) -
         assert "chunk_of" not in columns and "chunk_count" not in columns
         with store.engine.connect() as conn:
             assert conn.execute(text("SELECT COUNT(*) FROM documents")).scalar_one() == 4
+
+
+def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    old = _store_at(url, "0003")
+    assert "content_hash" not in {c["name"] for c in inspect(old.engine).get_columns("embedding_vectors")}
+    vec = _fill_0001(old)  # run 1 (corpus version 7 = the corpus' version): document 1's vectors
+    heads = np.zeros((2, 4), dtype=np.float32)
+    with old.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO embedding_runs (id, corpus_id, corpus_version, model_name, model_path, layer, pooling, "
+            "n_docs, n_heads, head_dim, dim, status, timings, importance, error, created_at) VALUES "
+            "(2, 1, 6, 'm', '', -1, 'last', 2, 2, 4, 8, 'done', '{}', NULL, '', '2026-01-01 00:00:00.000000')"))
+        conn.execute(text("INSERT INTO embedding_vectors (run_id, document_id, standard, heads) VALUES (2, 2, :s, :h)"),
+                     {"s": vec.tobytes(), "h": heads.tobytes()})
+    old.close()
+
+    with db.open_store(url) as store:
+        assert store.schema_revision() == "0004"
+        with store.engine.connect() as conn:
+            hashes = dict(conn.execute(text("SELECT run_id, content_hash FROM embedding_vectors")).all())
+        assert hashes == {1: f"{1:064d}", 2: None}  # run 2 is stale (version 6): its text is unknown
+        # A new run of the same settings takes document 1's vectors from run 1, never document 2's from run 2.
+        new = db.create_embedding_run(store, 1, model_name="m", layer=-1, pooling="last", n_heads=2, head_dim=4, dim=8)
+        assert db.reuse_candidates(store, new.id) == [2, 1]
+        assert [db.copy_unchanged_vectors(store, r, new.id) for r in (2, 1)] == [0, 1]
+        assert db.missing_documents(store, new.id) == [2]
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0003")
+        assert "content_hash" not in {c["name"] for c in inspect(store.engine).get_columns("embedding_vectors")}
+        with store.engine.connect() as conn:  # the vectors themselves stay
+            assert conn.execute(text("SELECT COUNT(*) FROM embedding_vectors")).scalar_one() == 3
 
 
 def test_models_match_migrations(store: Store) -> None:

@@ -396,7 +396,7 @@ def test_maps_page_umap_cancel_button_only_while_computing(built, monkeypatch):
     assert len(at.dataframe[-1].value) == 96  # the maps' document table is drawn
 
 
-def test_stale_index_is_reported_and_offers_rebuild(built):
+def test_stale_index_is_reported_and_updated_embedding_only_the_edited_document(built):
     import db
 
     store = db.open_store()
@@ -406,6 +406,18 @@ def test_stale_index_is_reported_and_offers_rebuild(built):
     store.close()
     at = ok(page("4_Index.py").run())
     assert any("is stale" in w for w in texts(at.warning))
-    assert at.button(key="index_rebuild")
+    assert "Updating embeds 1 new or edited document; the 95 unchanged ones keep their vectors from index #1." in (
+        texts(at.caption))
     cmp = ok(page("5_Compare.py").run())
     assert any("is stale" in w for w in texts(cmp.warning))
+    # Update: only the edited document is embedded, and Compare has a current index again.
+    at.button(key="index_rebuild").click().run()
+    for _ in range(200):
+        if ok(at).success:
+            break
+        time.sleep(0.5)
+        at.run()
+    assert ("Embedded 1 document in" in texts(at.success)[0]
+            and texts(at.success)[0].endswith("; 95 unchanged documents kept their vectors from an earlier index."))
+    cmp = ok(page("5_Compare.py").run())
+    assert not any("is stale" in w for w in texts(cmp.warning))

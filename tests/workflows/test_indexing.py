@@ -138,8 +138,46 @@ def test_stale_run_is_detected_and_rebuilt_as_a_new_run(store, corpus, lm):
     assert db.is_stale(store, res.run.id)
     assert run_state(store, db.get_embedding_run(store, res.run.id)) == "stale"
     again = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8)
-    assert again.run.id != res.run.id and again.embedded_now == 23 and not again.resumed
-    assert not db.is_stale(store, again.run.id)
+    assert again.run.id != res.run.id and not again.resumed and not db.is_stale(store, again.run.id)
+    # Only the edited document is embedded; the 22 others keep the vectors of their unchanged text.
+    assert (again.embedded_now, again.copied, again.run.timings["copied"]) == (1, 22, 22)
+    ids, std, heads = db.load_vectors(store, again.run.id)
+    want_ids, want = direct(store, corpus, lm)
+    assert ids.tolist() == want_ids
+    np.testing.assert_allclose(std, want.standard, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(heads, want.heads, rtol=1e-4, atol=1e-5)
+    assert run_state(store, again.run) == "done" and again.run.importance is not None
+    np.testing.assert_allclose(again.run.importance["score"], head_importance(heads).score, rtol=1e-9)
+    # "Rebuild from scratch" embeds everything again.
+    fresh = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8, rebuild=True)
+    assert (fresh.embedded_now, fresh.copied) == (23, 0)
+
+
+def test_added_and_deleted_documents_embed_only_the_new_ones(store, corpus, lm, monkeypatch):
+    import mrag_core.workflows.indexing as indexing
+
+    first = build_embedding_run(store, corpus, lm, layer=0, batch_size=8)
+    ids = db.document_ids(store, corpus)
+    db.delete_documents(store, corpus, ids[:3])
+    db.add_documents(store, corpus, [{"title": "New", "text": f"{doc_text(100 + i)} fresh{i}", "label": "beta"}
+                                     for i in range(4)])
+    embedded: list[str] = []
+    real = indexing.embed_texts
+    monkeypatch.setattr(indexing, "embed_texts", lambda lm_, texts, **kw: (embedded.extend(texts), real(lm_, texts, **kw))[1])
+    seen: list[tuple[int, int]] = []
+    again = build_embedding_run(store, corpus, lm, layer=0, batch_size=8, progress=lambda d, t, e: seen.append((d, t)))
+    assert again.run.id != first.run.id and (again.embedded_now, again.copied) == (4, 20)
+    assert sorted(embedded) == sorted(r.text for r in db.get_documents(store, db.document_ids(store, corpus))
+                                      if r.title == "New")
+    assert seen == [(20, 24), (24, 24)]  # progress starts at the copied documents
+    want_ids, want = direct(store, corpus, lm, layer=0)
+    got_ids, std, heads = db.load_vectors(store, again.run.id)
+    assert got_ids.tolist() == want_ids
+    np.testing.assert_allclose(heads, want.heads, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(std, want.standard, rtol=1e-4, atol=1e-5)
+    # Another layer is another space: nothing to copy from the layer-0 runs.
+    other = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8)
+    assert (other.embedded_now, other.copied) == (24, 0)
 
 
 def test_pooling_choice_makes_its_own_run(store, corpus, lm):
