@@ -251,6 +251,19 @@ def finish_eval_run(
         return _info(session, run)
 
 
+def link_eval_index(store: Store, run_id: int, embedding_run_id: int) -> EvalRunInfo:
+    """Record the embedding run (index) an evaluation searched. Raises NotFoundError,
+    InvalidInputError (an index of another corpus)."""
+    with store.session() as session:
+        run = require(session, EvalRun, run_id, "Evaluation run")
+        index = require(session, EmbeddingRun, embedding_run_id, "Embedding run")
+        if index.corpus_id != run.corpus_id:
+            raise InvalidInputError(f"Embedding run {embedding_run_id} belongs to another corpus.")
+        run.embedding_run_id = embedding_run_id
+        session.flush()
+        return _info(session, run)
+
+
 def delete_eval_run(store: Store, run_id: int) -> None:
     """Delete an evaluation run and its results. Raises NotFoundError."""
     with store.session() as session:

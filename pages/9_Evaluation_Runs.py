@@ -197,6 +197,7 @@ with tab_view:
         table = pd.DataFrame([{
             "id": r.id, "name": r.name, "query set": qs_names.get(r.query_set_id, r.query_set_id),
             "model": r.config.get("model"), "layer": r.config.get("layer"),
+            "index": f"#{r.embedding_run_id}" if r.embedding_run_id is not None else "",
             "strategies": ", ".join(r.config.get("strategies", [])), "c": r.config.get("c"),
             "k_max": r.config.get("k_max"), "w": r.config.get("w"), "seed": r.seed, "status": r.status,
             "results": r.n_results, "seconds": round(float(r.timing.get("total_s", 0.0)), 1),

@@ -9,8 +9,9 @@ cancel or a crash loses at most one batch.
 
 Vectors: a finished, up-to-date embedding run of (corpus, model, layer, pooling) is used when
 there is one (:func:`mrag_core.workflows.indexing.load_corpus_index`, its stored head importance
-reused); otherwise the documents (ordered by database id) are embedded through the on-disk cache
-(:func:`mrag_core.embedding_cache.cached_embed`) and indexed here.
+reused); a stale or unfinished one is first updated (only documents without vectors of their
+current text are embedded); with no run at all the documents (ordered by database id) are embedded
+through the on-disk cache (:func:`mrag_core.embedding_cache.cached_embed`) and indexed here.
 
 Which queries are scored: status ``ok`` or ``flagged``, with text and at least one ground-truth
 document. Fusion strategies use each query's stored sub-queries; a query without any is searched
@@ -225,6 +226,17 @@ def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: i
             cand = indexing.find_run(store, corpus_id, lm.spec.name, lm.layer_index(layer), lm.head_pooling)
             if cand is not None and indexing.run_state(store, cand) == "done" and not db.missing_documents(store, cand.id):
                 run = cand
+            elif cand is not None:  # an index of these settings that is stale or unfinished: update it, which
+                # embeds only the documents without vectors of their current text (after an import of 10 documents
+                # into 10,000, the 10), and use it
+                on_docs = stage("documents")
+                built = indexing.build_embedding_run(
+                    store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
+                    progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
+                if built.status != "done":
+                    raise ExtractionCancelled(f"index update cancelled after {built.run.n_saved} of "
+                                              f"{built.run.n_docs} documents")
+                run = built.run
     if run is not None and indexing is not None:
         bundle = indexing.load_corpus_index(store, run.id)
         qlm = indexing.model_for_run(lm, run)
@@ -434,6 +446,8 @@ def run_evaluation(
         prepared, qlm = _prepare_index(store, corpus_id, lm, layer_idx, seed, embedding_run_id, stage, cancel,
                                        batch_size=16)
         timing.update(prepared.timing)
+        if prepared.embedding_run_id is not None:  # which index the run searched
+            db.link_eval_index(store, run_id, prepared.embedding_run_id)
         row_of = {d: i for i, d in enumerate(prepared.doc_ids)}
         sources = db.document_sources(store, corpus_id)
         units = topic_units([sources.get(d, "") for d in prepared.doc_ids], prepared.labels)

@@ -108,6 +108,14 @@ def test_run_must_match_its_corpus(
         db.create_eval_run(store, corpus_id=other.id, query_set_id=other_qs.id, embedding_run_id=emb_id)
     with pytest.raises(db.NotFoundError):
         db.create_eval_run(store, corpus_id=corpus.id, query_set_id=999)
+    # The index a run searched is recorded afterwards, and must be of the run's corpus too.
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id)
+    assert db.link_eval_index(store, run.id, emb_id).embedding_run_id == emb_id
+    other_index = db.create_embedding_run(store, other.id, model_name="m", layer=0, pooling="last", n_heads=1,
+                                          head_dim=2, dim=2)
+    with pytest.raises(db.InvalidInputError, match="another corpus"):
+        db.link_eval_index(store, run.id, other_index.id)
+    assert db.get_eval_run(store, run.id).embedding_run_id == emb_id
 
 
 def test_listing_and_deleting_runs(

@@ -59,6 +59,7 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     assert not at2.exception, at2.exception
     listed = at2.dataframe[0].value
     assert listed["id"].tolist() == [runs[0].id] and listed["status"].tolist() == ["done"]
+    assert listed["index"].tolist() == [""]  # no index was built: the documents were embedded for the run
     accuracy = at2.dataframe[1].value  # no strategy used an LLM: accuracy only, no all-zero token columns
     assert accuracy.columns.tolist() == ["strategy", "rsr", "csr", "weighted", "search_s"]
     assert "Accuracy" in [h.value for h in at2.subheader]

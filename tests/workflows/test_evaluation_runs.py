@@ -378,3 +378,25 @@ def test_topic_layout_queries_are_scored_per_topic(store, lm) -> None:
         found = {topic_of[d] for d in res.retrieved[:k] if d in gt}
         assert res.rsr[k - 1] == pytest.approx(len(found) / 2)  # per topic, not len(hits) / 4
     assert res.rsr[-1] in (0.0, 0.5, 1.0)
+
+
+def test_a_stale_index_is_updated_not_reembedded(store, setup, lm) -> None:
+    from mrag_core.workflows.indexing import build_embedding_run
+
+    corpus, qs, labels = setup
+    first = build_embedding_run(store, corpus.id, lm, layer=-1, batch_size=8).run
+    (added,) = db.add_documents(store, corpus.id, [{"title": "extra", "text": "A referee showed a red card.",
+                                                    "label": "football"}]).document_ids
+    labels[added] = "football"
+    stages: list[tuple[str, int, int]] = []
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, model_name="minilm", layer=-1,
+                               strategies=["standard", "mrag"], c=8, k_max=6, lm=lm,
+                               progress=lambda s, d, t: stages.append((s, d, t)))
+    info = db.get_eval_run(store, run_id)
+    assert info.embedding_run_id not in (None, first.id)  # a new, current index of the same settings
+    index = db.get_embedding_run(store, info.embedding_run_id)
+    assert (index.status, index.n_saved, index.timings["copied"]) == ("done", 13, 12)  # 1 document embedded
+    assert not db.is_stale(store, index.id)
+    assert ("documents", 13, 13) in stages and ("documents", 12, 13) in stages
+    for strat in ("standard", "mrag"):
+        _recompute(db.load_eval_results(store, run_id, strat), er.evaluable_queries(store, qs.id), labels, 6)
