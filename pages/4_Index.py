@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
@@ -18,7 +19,7 @@ from mrag_core.backends import BACKENDS
 from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
-from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state
+from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
 from ui.state import follow_default, get_model, open_corpus_page
 
@@ -190,3 +191,35 @@ if run is not None and state in ("done", "stale"):
         st.caption("s_i weights head i's votes in MRAG: heads whose vectors are large (a_i) and spread out (b_i) "
                    "count more.")
         st.plotly_chart(fig, key="importance_chart")
+
+# --------------------------------------------------------------------------- stored indexes
+stored = stored_indexes(store, corpus.id)
+if stored:
+    st.subheader("Stored indexes of this corpus")
+    st.caption("Each build is kept: updating after a corpus change makes a new index and leaves the stale one. "
+               "Delete the ones you no longer need; evaluation runs keep their results.")
+    st.dataframe(pd.DataFrame([{
+        "index": f"#{s.run.id}", "model": s.run.model_name, "layer": s.run.layer, "pooling": s.run.pooling,
+        "state": s.state, "documents": s.run.n_saved, "size MB": round(s.size_bytes / 1e6, 1),
+        "evaluations": s.evaluations, "created": s.run.created_at,
+    } for s in stored]), hide_index=True, key="index_stored")
+    live = {k for k, j in jobs.items() if not j.finished}  # builds running in this server process
+    deletable = {s.run.id: s for s in stored if not (s.run.status == "running" and s.settings in live)}
+    chosen_ids = st.multiselect(
+        "Indexes to delete", list(deletable), key="index_delete_ids",
+        format_func=lambda i: f"#{i} {deletable[i].run.model_name} L{deletable[i].run.layer} "
+                              f"{deletable[i].run.pooling} · {deletable[i].state}")
+    if chosen_ids:
+        freed = sum(deletable[i].size_bytes for i in chosen_ids) / 1e6
+        sure = st.checkbox(f"Delete {len(chosen_ids)} index{'es' if len(chosen_ids) != 1 else ''} with their "
+                           f"vectors and maps ({freed:.1f} MB); this cannot be undone", key="index_delete_sure")
+        if st.button("Delete", key="index_delete_go", disabled=not sure):
+            for i in chosen_ids:
+                db.delete_embedding_run(store, i)
+            if st.session_state.get("run_id") in chosen_ids:
+                st.session_state.pop("run_id", None)
+            for k in ("index_delete_ids", "index_delete_sure"):
+                st.session_state.pop(k, None)
+            st.session_state["index_message"] = ("success", f"Deleted {len(chosen_ids)} "
+                                                 f"index{'es' if len(chosen_ids) != 1 else ''} ({freed:.1f} MB).")
+            st.rerun()

@@ -139,7 +139,8 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     from mrag_core.workflows.indexing import model_for_run
 
     if db.is_stale(store, run):
-        st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Rebuild it on the Index page.")
+        st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Update it on the Index page "
+                   "(only new or edited documents are embedded).")
     try:
         return model_for_run(get_model(run.model_name), run)
     except (ModelLoadError, ValueError) as exc:

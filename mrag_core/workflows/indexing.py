@@ -246,6 +246,49 @@ def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch") -> I
 
 
 
+@dataclass(frozen=True)
+class StoredIndex:
+    """One stored embedding run of a corpus, for the list of indexes.
+
+    ``state``: ``current`` (the newest run of its settings, finished, corpus unchanged since),
+    ``superseded`` (a newer run of the same settings exists), ``stale`` (the corpus changed since) or
+    ``unfinished``; ``size_bytes``: its vectors (float32); ``evaluations``: evaluation runs that searched it.
+    """
+
+    run: db.EmbeddingRunInfo
+    state: str
+    size_bytes: int
+    evaluations: int
+
+    @property
+    def settings(self) -> tuple[int, str, int, str]:
+        """(corpus, model, layer, pooling): the key of :func:`find_run` and of a build job."""
+        return (self.run.corpus_id, self.run.model_name, self.run.layer, self.run.pooling)
+
+
+def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
+    """Every embedding run of the corpus, newest first, with its state, size and use."""
+    runs = db.list_embedding_runs(store, corpus_id)
+    used: dict[int, int] = {}
+    for ev in db.list_eval_runs(store, corpus_id=corpus_id):
+        if ev.embedding_run_id is not None:
+            used[ev.embedding_run_id] = used.get(ev.embedding_run_id, 0) + 1
+    newest: set[tuple] = set()
+    out = []
+    for run in runs:  # newest first
+        key = (run.model_name, run.layer, run.pooling)
+        if key in newest:
+            state = "superseded"
+        elif db.is_stale(store, run):
+            state = "stale"
+        else:
+            state = "current" if run.status == "done" else "unfinished"
+        newest.add(key)
+        size = run.n_saved * (run.dim + run.n_heads * run.head_dim) * 4
+        out.append(StoredIndex(run, state, size, used.get(run.id, 0)))
+    return out
+
+
 class BuildJob:
     """:func:`build_embedding_run` on a background thread, observable and cancellable.
 

@@ -421,3 +421,28 @@ def test_stale_index_is_reported_and_updated_embedding_only_the_edited_document(
             and texts(at.success)[0].endswith("; 95 unchanged documents kept their vectors from an earlier index."))
     cmp = ok(page("5_Compare.py").run())
     assert not any("is stale" in w for w in texts(cmp.warning))
+
+
+def stored_table(at: AppTest):
+    """The Index page's table of stored indexes."""
+    (table,) = [d.value for d in at.dataframe if {"index", "state", "size MB"} <= set(d.value.columns)]
+    return table
+
+
+def test_index_page_lists_stored_indexes_and_deletes_one(built):
+    import db
+
+    at = ok(page("4_Index.py").run())
+    table = stored_table(at)
+    listed = dict(zip(table["index"], table["state"]))
+    assert listed["#1"] == "superseded" and "current" in listed.values()  # #1 was updated into a newer index
+    assert set(table["size MB"]) and (table["documents"] > 0).all()
+    ok(at.multiselect(key="index_delete_ids").set_value([1]).run())
+    assert at.button(key="index_delete_go").disabled  # not before the confirmation
+    ok(at.checkbox(key="index_delete_sure").check().run())
+    ok(at.button(key="index_delete_go").click().run())
+    assert any(m.startswith("Deleted 1 index (") for m in texts(at.success))
+    assert "#1" not in stored_table(at)["index"].tolist()
+    store = db.open_store()
+    assert 1 not in [r.id for r in db.list_embedding_runs(store)]
+    store.close()

@@ -22,6 +22,7 @@ from mrag_core.workflows.indexing import (
     load_corpus_index,
     model_for_run,
     run_state,
+    stored_indexes,
 )
 from tests.support.tiny_tokenizer import WordTokenizer
 
@@ -225,3 +226,25 @@ def test_background_job_reports_progress_and_cancels(store, corpus, lm):
     assert job2.wait(120) and job2.error is None
     assert job2.result.status == "done" and job2.result.resumed and job2.done == job2.total == 23
     assert job2.result.run.id == job.result.run.id
+
+
+def test_stored_indexes_states_sizes_and_use(store, corpus, lm):
+    first = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8).run
+    other = build_embedding_run(store, corpus, lm, layer=0, batch_size=8).run
+    doc = db.document_ids(store, corpus)[0]
+    db.update_document(store, doc, text="copper engines and a meadow")
+    newest = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8).run
+    qs = db.create_query_set(store, corpus, "q")
+    for run_id in (first.id, first.id, newest.id):
+        ev = db.create_eval_run(store, corpus_id=corpus, query_set_id=qs.id)
+        db.link_eval_index(store, ev.id, run_id)
+    listed = stored_indexes(store, corpus)
+    assert [(s.run.id, s.state, s.evaluations) for s in listed] == [
+        (newest.id, "current", 1), (other.id, "stale", 0), (first.id, "superseded", 2)]
+    assert all(s.size_bytes == 23 * (32 + 4 * 8) * 4 for s in listed)  # float32 standard + 4 heads x 8
+    assert listed[0].settings == (corpus, "tiny-bert", 1, "mean")
+    cancel = threading.Event()
+    cancel.set()
+    unfinished = build_embedding_run(store, corpus, lm, layer=0, batch_size=8, cancel=cancel).run
+    assert unfinished.n_saved == 22  # the unchanged documents were copied before the first batch
+    assert [s.state for s in stored_indexes(store, corpus)][:2] == ["unfinished", "current"]
