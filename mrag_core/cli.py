@@ -1,4 +1,5 @@
-"""Command line: ``python -m mrag_core bench ...`` runs the engine headless.
+"""Command line: ``python -m mrag_core bench ...`` runs the engine headless; ``eval`` and ``index``
+(:mod:`mrag_core.cli_eval`, :mod:`mrag_core.cli_index`) work on the app's store.
 
 Bad input (missing file, wrong JSON shape, unknown model, bad option) ends with one line
 ``error: ...`` and exit status 2, never a traceback.
@@ -87,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_eval_parser(sub)
+    from mrag_core.cli_index import add_index_parser
+
+    add_index_parser(sub)
     return p
 
 
@@ -258,6 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mrag_core.cli_eval import cmd_eval  # registered when the evaluation-runs feature is present
 
             return cmd_eval(args)
+        if args.command == "index":
+            from mrag_core.cli_index import cmd_index
+
+            return cmd_index(args)
     except CLIError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,130 @@
+"""``python -m mrag_core index``: build, update or resume a stored corpus' index, headless.
+
+The index (an embedding run: standard and per-head vectors of one layer) is written to the same
+store the app uses (``--database`` or ``$MRAG_DATABASE_URL``, else the default SQLite file), so
+Compare, Maps and Evaluation Runs use it. As on the Index page: an up-to-date index is reused, an
+unfinished one resumed, and after documents were added, edited or deleted only those without
+vectors of their current text are embedded (``--rebuild`` embeds everything again). Ctrl+C stops
+after the current batch; the saved batches are kept and the next call resumes. ``--list`` prints
+the corpus' stored indexes instead. Bad input ends with one line ``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from mrag_core.cli import positive_int
+
+
+def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``index`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
+    i = subparsers.add_parser("index", help="build, update or resume the stored index of a stored corpus")
+    i.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    i.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
+    i.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
+    i.add_argument("--pooling", choices=("last", "first", "mean"), help="token pooling of head vectors "
+                   "(default: the model's)")
+    i.add_argument("--batch-size", type=positive_int, default=16)
+    i.add_argument("--rebuild", action="store_true", help="embed every document again, in a new index")
+    i.add_argument("--list", action="store_true", help="list the corpus' stored indexes and exit")
+    i.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    i.add_argument("--half", action="store_true", help="float16 weights on CUDA")
+    i.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    i.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    return i
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def format_indexes(rows: list[Any]) -> str:
+    """The stored indexes (:func:`~mrag_core.workflows.indexing.stored_indexes`) as a plain table."""
+    lines = [f"{'index':>6}  {'model':<24} {'layer':>5}  {'pooling':<7} {'state':<10} {'documents':>9} "
+             f"{'size MB':>8} {'evaluations':>11}"]
+    for s in rows:
+        lines.append(f"{'#' + str(s.run.id):>6}  {s.run.model_name[:24]:<24} {s.run.layer:>5}  {s.run.pooling:<7} "
+                     f"{s.state:<10} {s.run.n_saved:>9} {s.size_bytes / 1e6:>8.1f} {s.evaluations:>11}")
+    return "\n".join(lines)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build / update / resume (or list) a corpus' index; returns the exit status (0 done, 1 cancelled,
+    2 bad input)."""
+    import db
+    from mrag_core.workflows import indexing
+
+    try:
+        store = db.open_store(args.database)
+    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
+        return _fail(f"cannot open the database: {exc}")
+    try:
+        try:
+            corpus = db.get_corpus_by_name(store, args.corpus)
+        except db.NotFoundError:
+            names = ", ".join(repr(c.name) for c in db.list_corpora(store)) or "none"
+            return _fail(f"unknown corpus {args.corpus!r} (corpora: {names})")
+        if args.list:
+            rows = indexing.stored_indexes(store, corpus.id)
+            print(format_indexes(rows) if rows else f"corpus {corpus.name!r} has no stored index")
+            return 0
+        if corpus.n_documents == 0:
+            return _fail(f"corpus {corpus.name!r} has no documents")
+        from mrag_core.device import configure_threads
+        from mrag_core.models.loader import ModelLoadError, load_model
+
+        configure_threads(args.threads)
+        try:
+            lm = load_model(args.model, device=args.device, half=args.half)
+            layer = lm.layer_index(args.layer)
+        except (ModelLoadError, RuntimeError, ValueError, IndexError) as exc:
+            return _fail(str(exc))
+
+        cancel = threading.Event()
+        shown = [-1.0]
+
+        def progress(done: int, total: int, eta: float | None) -> None:
+            now = time.monotonic()
+            if done == total or now - shown[0] >= 5.0:  # a line every 5 s, and the last one
+                shown[0] = now
+                left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
+                print(f"documents: {done}/{total}{left}", file=sys.stderr, flush=True)
+
+        def on_interrupt(_signum: int, _frame: Any) -> None:
+            if cancel.is_set():
+                raise KeyboardInterrupt
+            print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
+            cancel.set()
+
+        previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() \
+            else None
+        try:
+            result = indexing.build_embedding_run(
+                store, corpus.id, lm, layer=layer, pooling=args.pooling, batch_size=args.batch_size,
+                progress=progress, cancel=cancel, rebuild=args.rebuild)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        run = result.run
+        if result.status == "cancelled":
+            print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run the same "
+                  "command again to resume")
+            return 1
+        if result.reused:
+            print(f"index #{run.id}: up to date, {run.n_saved} documents ({run.model_name}, layer {run.layer}, "
+                  f"pooling {run.pooling}); nothing to embed")
+            return 0
+        how = f"{result.embedded_now} embedded"
+        if result.copied:
+            how += f", {result.copied} unchanged copied from earlier indexes"
+        print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; "
+              f"{run.model_name}, layer {run.layer}, pooling {run.pooling}")
+        return 0
+    finally:
+        store.close()

@@ -1,0 +1,112 @@
+"""`python -m mrag_core index`: build, update, resume and list a stored corpus' index, against a real store."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import db  # noqa: E402
+import mrag_core.workflows.indexing as indexing  # noqa: E402
+from mrag_core.cli import build_parser, main  # noqa: E402
+
+DOCS = [
+    {"title": "Moon", "text": "The moon orbits the earth every month.", "label": "space"},
+    {"title": "Mars", "text": "Mars is a red planet with dusty storms.", "label": "space"},
+    {"title": "Bread", "text": "Bread dough rises with yeast in a warm kitchen.", "label": "food"},
+    {"title": "Soup", "text": "A hot tomato soup with basil and garlic.", "label": "food"},
+]
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    u = f"sqlite:///{tmp_path / 't.db'}"
+    store = db.open_store(u)
+    corpus = db.create_corpus(store, "Mini")
+    db.add_documents(store, corpus.id, DOCS)
+    store.close()
+    return u
+
+
+def _index(url: str, *extra: str) -> int:
+    return main(["index", "--corpus", "Mini", "--database", url, "--threads", "1", *extra])
+
+
+def test_build_reuse_update_and_list(url: str, capsys) -> None:
+    assert _index(url) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("index #1: done, 4 documents (4 embedded) in ") and out.endswith(
+        "; minilm, layer 5, pooling mean")
+    assert _index(url) == 0
+    assert capsys.readouterr().out.strip() == ("index #1: up to date, 4 documents (minilm, layer 5, pooling mean); "
+                                               "nothing to embed")
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    db.add_documents(store, corpus.id, [{"title": "Tea", "text": "Green tea steeps in hot water.", "label": "food"}])
+    assert _index(url) == 0
+    assert capsys.readouterr().out.startswith(
+        "index #2: done, 5 documents (1 embedded, 4 unchanged copied from earlier indexes) in ")
+    # The copied vectors are the ones of index #1, bit for bit; the app finds index #2 for these settings.
+    ids1, std1, heads1 = db.load_vectors(store, 1)
+    ids2, std2, heads2 = db.load_vectors(store, 2)
+    assert ids2.tolist()[:4] == ids1.tolist() and std2[:4].tobytes() == std1.tobytes()
+    assert heads2[:4].tobytes() == heads1.tobytes()
+    assert indexing.run_state(store, indexing.find_run(store, corpus.id, "minilm", 5, "mean")) == "done"
+    store.close()
+    assert _index(url, "--list") == 0
+    rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()]
+    assert rows[0] == ["index", "model", "layer", "pooling", "state", "documents", "size", "MB", "evaluations"]
+    assert [r[:6] for r in rows[1:]] == [["#2", "minilm", "5", "mean", "current", "5"],
+                                         ["#1", "minilm", "5", "mean", "superseded", "4"]]
+    assert float(rows[1][6]) == pytest.approx(5 * (384 + 12 * 32) * 4 / 1e6, abs=0.05)
+
+
+def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys, monkeypatch) -> None:
+    real = indexing.embed_texts
+    calls: list[int] = []
+
+    def embed_then_interrupt(lm, texts, **kw):
+        calls.append(len(texts))
+        out = real(lm, texts, **kw)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl+C during the first batch
+        return out
+
+    monkeypatch.setattr(indexing, "embed_texts", embed_then_interrupt)
+    assert _index(url, "--batch-size", "1") == 1
+    captured = capsys.readouterr()
+    assert "stopping after the current batch" in captured.err
+    assert captured.out.strip() == "index #1: cancelled with 1 of 4 documents saved; run the same command again to resume"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+    monkeypatch.setattr(indexing, "embed_texts", real)
+    assert _index(url, "--batch-size", "2") == 0
+    assert capsys.readouterr().out.startswith("index #1: done, 4 documents (3 embedded) in ")
+    store = db.open_store(url)
+    ids, std, _ = db.load_vectors(store, 1)
+    store.close()
+    assert len(ids) == 4 and np.isfinite(std).all()
+
+
+def test_bad_input_is_one_line(url: str, capsys, tmp_path: Path) -> None:
+    assert main(["index", "--corpus", "Nope", "--database", url]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: unknown corpus 'Nope' (corpora: 'Mini')"
+    assert _index(url, "--layer", "9") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: layer 9 is out of range: this model has 6 layers (0..5)")
+    missing = tmp_path / "no-such-model"
+    assert _index(url, "--model", str(missing)) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: unknown model '{missing}': not a registry name (minilm, smollm2) and not an existing folder")
+    store = db.open_store(url)
+    assert db.list_embedding_runs(store) == []  # nothing half-written
+    empty = db.create_corpus(store, "Empty")
+    store.close()
+    assert main(["index", "--corpus", empty.name, "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == "error: corpus 'Empty' has no documents"
+    assert "index" in build_parser().format_help()
