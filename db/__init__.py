@@ -37,6 +37,7 @@ from db.annotations import (
     list_suggestions,
     review_queue,
     suggestion_agents,
+    undecided_documents,
 )
 from db.corpora import (
     IMPORT_ANNOTATOR,
@@ -253,6 +254,7 @@ __all__ = [
     "suggestion_agents",
     "update_category",
     "unchanged_documents",
+    "undecided_documents",
     "update_document",
     "update_query",
 ]

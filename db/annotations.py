@@ -232,23 +232,31 @@ def documents_without_suggestion(
     model_version: str = "",
     *,
     retry_failed: bool = True,
+    undecided_only: bool = False,
 ) -> list[int]:
     """Ids (ascending) of the corpus' documents that still need a suggestion from
     ``agent``/``model_version``: those without one, and (``retry_failed``) those whose
-    suggestions from it all failed. Use to resume an interrupted pre-annotation."""
+    suggestions from it all failed; with ``undecided_only`` only documents without any label
+    decision (human or imported). Use to resume an interrupted pre-annotation."""
     done = select(Suggestion.document_id).where(
         Suggestion.agent == agent, Suggestion.model_version == model_version
     )
     if retry_failed:
         done = done.where(Suggestion.status == "ok")
+    stmt = select(Document.id).where(Document.corpus_id == corpus_id, Document.id.not_in(done))
+    if undecided_only:
+        stmt = stmt.where(Document.id.not_in(select(Decision.document_id)))
     with store.session(readonly=True) as session:
-        return list(
-            session.scalars(
-                select(Document.id)
-                .where(Document.corpus_id == corpus_id, Document.id.not_in(done))
-                .order_by(Document.id)
-            )
-        )
+        return list(session.scalars(stmt.order_by(Document.id)))
+
+
+def undecided_documents(store: Store, corpus_id: int) -> int:
+    """How many of the corpus' documents have no label decision (human or imported) yet."""
+    with store.session(readonly=True) as session:
+        return int(session.scalar(
+            select(func.count()).select_from(Document).where(
+                Document.corpus_id == corpus_id, Document.id.not_in(select(Decision.document_id)))
+        ) or 0)
 
 
 def suggestion_agents(store: Store, corpus_id: int) -> list[AgentInfo]:

@@ -88,12 +88,21 @@ def preannotate_view() -> None:
             if lock.acquire(timeout=600):
                 lock.release()
     agent, version = identity(use_llm)
-    todo = db.documents_without_suggestion(store, corpus.id, agent, version)
-    st.write(f"**{len(todo)}** of {corpus.n_documents} documents still need a suggestion from `{agent}` "
+    undecided = db.undecided_documents(store, corpus.id)
+    undecided_only = False
+    if 0 < undecided < corpus.n_documents:  # some documents have a label decision (imported or human), some not
+        undecided_only = st.radio(
+            "Documents", [True, False], key="pa_undecided", horizontal=True,
+            format_func=lambda only: (f"Only those without a label decision ({undecided})" if only else
+                                      f"All {corpus.n_documents} (e.g. to compare the annotator with the labels "
+                                      "on the Agreement page)"))
+    pool = undecided if undecided_only else corpus.n_documents
+    todo = db.documents_without_suggestion(store, corpus.id, agent, version, undecided_only=undecided_only)
+    st.write(f"**{len(todo)}** of {pool} documents still need a suggestion from `{agent}` "
              f"(`{version}`). Suggestions are proposals: they become labels only when you accept them.")
     batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch")
     c1, c2 = st.columns(2)
-    label = "Start pre-annotation" if len(todo) == corpus.n_documents else f"Resume ({len(todo)} left)"
+    label = "Start pre-annotation" if len(todo) == pool else f"Resume ({len(todo)} left)"
     start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
     cancelled = c2.button("Cancel", key="pa_cancel", help="Stops the running pre-annotation when its current batch "
                           "is stored; every finished batch is kept.")
@@ -114,7 +123,7 @@ def preannotate_view() -> None:
 
         try:
             summary = aw.preannotate(store, corpus.id, make_annotator(use_llm), batch_size=int(batch_size),
-                                     progress=progress)
+                                     progress=progress, undecided_only=undecided_only)
         except (ValueError, db.StoreError) as exc:
             st.session_state.pop("pa_running", None)
             st.error(f"Pre-annotation stopped: {md_plain(str(exc))}")

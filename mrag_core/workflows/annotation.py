@@ -163,9 +163,12 @@ def preannotate(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     retry_failed: bool = True,
+    undecided_only: bool = False,
 ) -> PreannotateSummary:
     """Suggest a category for every document of the corpus that has no ok suggestion from this
-    annotator yet (resume), ``batch_size`` documents at a time, storing each batch at once.
+    annotator yet (resume), ``batch_size`` documents at a time, storing each batch at once; with
+    ``undecided_only`` only for documents that have no label decision yet (e.g. not the ones
+    imported with a label: an LLM run then costs tokens only for what needs a label).
 
     ``progress(done, todo)`` is called after each stored batch, and within a batch as the annotator
     finishes documents (an LLM answers one request at a time; on a slow endpoint a batch of 32 takes
@@ -181,7 +184,8 @@ def preannotate(
     by_name = {c.name: c for c in db.list_categories(store, corpus_id)}
     n_total = len(db.document_ids(store, corpus_id))
     todo_ids = db.documents_without_suggestion(
-        store, corpus_id, annotator.agent, annotator.model_version, retry_failed=retry_failed
+        store, corpus_id, annotator.agent, annotator.model_version, retry_failed=retry_failed,
+        undecided_only=undecided_only,
     )
     ok = failed = 0
     errors: list[str] = []

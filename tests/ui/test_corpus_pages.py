@@ -535,6 +535,42 @@ def test_preannotate_offline_with_minilm_then_find_similar(tmp_path: Path) -> No
     assert [db.effective_label(store, i).source for i in ids] == ["decision", "suggestion", "decision"]
 
 
+def test_preannotate_skips_documents_imported_with_a_label_by_default(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    c = db.create_corpus(store, "Half labelled")
+    db.add_categories(store, c.id, [{"name": "sport", "description": "football, matches, goals"},
+                                    {"name": "cooking", "description": "recipes, food, baking"}])
+    ids = db.add_documents(store, c.id, [
+        {"title": "Final", "text": "The football team won the final with two goals.", "label": "sport"},
+        {"title": "Bread", "text": "Knead the dough and bake the bread in a hot oven."},
+        {"title": "Cup", "text": "The striker scored in the cup match."},
+    ]).document_ids  # fmt: skip
+    at = _review_app(c.id, "Pre-annotate")
+    assert at.radio(key="pa_undecided").value is True
+    assert any(m.value.startswith("**2** of 2 documents still need a suggestion") for m in at.markdown)
+    at.button(key="pa_start").click().run()
+    _no_exceptions(at)
+    assert at.success and "2 suggestions, 0 failed" in at.success[0].value
+    assert [len(db.list_suggestions(store, i)) for i in ids] == [0, 1, 1]  # the imported label was left alone
+    assert at.button(key="pa_start").disabled
+    at.radio(key="pa_undecided").set_value(False).run()  # all documents, e.g. to measure agreement
+    assert any(m.value.startswith("**1** of 3 documents still need a suggestion") for m in at.markdown)
+    assert at.button(key="pa_start").label == "Resume (1 left)"
+    store.close()
+
+
+def test_preannotate_offers_every_document_when_all_are_labelled(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    c = db.create_corpus(store, "All labelled")
+    db.add_categories(store, c.id, ["sport", "cooking"])
+    db.add_documents(store, c.id, [{"text": "A goal in the final.", "label": "sport"},
+                                   {"text": "Bake the bread.", "label": "cooking"}])
+    at = _review_app(c.id, "Pre-annotate")
+    assert not [r for r in at.radio if r.key == "pa_undecided"]  # nothing else to choose: the suggestions
+    assert any(m.value.startswith("**2** of 2 documents still need") for m in at.markdown)  # can check the labels
+    assert at.button(key="pa_start").label == "Start pre-annotation" and not at.button(key="pa_start").disabled
+
+
 # --------------------------------------------------------------------------- agreement & export page
 
 

@@ -322,6 +322,27 @@ def test_preannotate_llm_path_with_fake_server(store: db.Store, small_corpus: db
     assert db.llm_cache_stats(store).n_entries >= 6
 
 
+def test_preannotate_only_documents_without_a_label_decision(store: db.Store, small_corpus: db.CorpusInfo) -> None:
+    ids = db.document_ids(store, small_corpus.id)
+    cats = {c.name: c.id for c in db.list_categories(store, small_corpus.id)}
+    for doc in ids[:3]:  # three documents already carry a human label
+        db.decide_label(store, doc, cats["sport"], "ann", expected_version=db.get_document(store, doc).version)
+    assert db.undecided_documents(store, small_corpus.id) == 4
+
+    def answer(user: str) -> str:
+        return json.dumps({"label": "cooking", "confidence": 0.9, "reason": "r"})
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        annotator = ann.LLMAnnotator(LLMClient(server.llm_config(), sleep=lambda s: None), cache=StoreLLMCache(store))
+        summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=2, undecided_only=True)
+        assert (summary.todo, summary.ok) == (4, 4) and len(server.requests) == 4  # no tokens for labelled ones
+        assert [d for d in ids if db.list_suggestions(store, d)] == ids[3:]
+        assert ann.preannotate(store, small_corpus.id, annotator, undecided_only=True).todo == 0
+        # All documents (e.g. to measure the annotator against the human labels): the three labelled ones now.
+        assert ann.preannotate(store, small_corpus.id, annotator).todo == 3 and len(server.requests) == 7
+    assert db.effective_labels(store, small_corpus.id)[ids[0]].category == "sport"  # decisions win
+
+
 def test_preannotate_real_minilm_on_demo_subset(store: db.Store) -> None:
     from mrag_core.demo import load_demo
     from mrag_core.extraction import embed_texts
