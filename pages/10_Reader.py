@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-import db
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
 from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, get_store, open_corpus_page, run_model_or_stop
+from ui.state import finished_runs_or_stop, get_store, index_labeler, open_corpus_page, run_model_or_stop
 
 K_MAX = 20
 
@@ -36,8 +35,6 @@ def query_embeddings(run_id: int, query: str, subqueries: tuple[str, ...], _lm, 
     return embed_query(_lm, layer, query, subqueries)
 
 
-def run_label(r: db.EmbeddingRunInfo) -> str:
-    return f"#{r.id} · {r.model_name.split('/')[-1]} · layer {r.layer} · {r.pooling} pooling · {r.n_saved} docs"
 
 
 store, corpus = open_corpus_page()
@@ -45,7 +42,7 @@ runs = finished_runs_or_stop(store, corpus)
 run_ids = [r.id for r in runs]
 wanted = st.session_state.get("run_id")
 run = st.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
-                   format_func=run_label, key="reader_run")
+                   format_func=index_labeler(store, runs), key="reader_run")
 lm = run_model_or_stop(store, run)
 bundle = get_bundle(run.id)
 

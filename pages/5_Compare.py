@@ -39,8 +39,8 @@ from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain, plotly_text
-from ui.state import (clamp_state, finished_runs_or_stop, follow_default, get_store, llm_config, open_corpus_page,
-                      run_model_or_stop)
+from ui.state import (clamp_state, finished_runs_or_stop, follow_default, get_store, index_labeler, llm_config,
+                      open_corpus_page, run_model_or_stop)
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -88,8 +88,6 @@ def expansion_label(fam: str, outcome) -> str:  # noqa: ANN001 - ExpansionOutcom
 
 
 
-def run_label(r: db.EmbeddingRunInfo) -> str:
-    return f"#{r.id} · {r.model_name.split('/')[-1]} · layer {r.layer} · {r.pooling} pooling · {r.n_saved} docs"
 
 
 def results_frame(cmp: Comparison, key: str) -> pd.DataFrame:
@@ -132,7 +130,7 @@ run_ids = [r.id for r in runs]
 wanted = st.session_state.get("run_id")
 c1, c2 = st.columns([3, 1])
 run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
-                   format_func=run_label, key="compare_run")
+                   format_func=index_labeler(store, runs), key="compare_run")
 backend_default = st.session_state.get("run_backend", "torch")
 backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend")
 lm = run_model_or_stop(store, run)

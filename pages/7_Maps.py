@@ -23,7 +23,7 @@ from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_f
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import plotly_text
-from ui.state import finished_runs_or_stop, follow_default, get_model, get_store, open_corpus_page
+from ui.state import finished_runs_or_stop, follow_default, get_model, get_store, index_labeler, open_corpus_page
 
 page_setup(__file__, "🧭")
 st.title("Maps")
@@ -106,8 +106,7 @@ run_ids = [r.id for r in runs]
 wanted = st.session_state.get("run_id")
 c1, c2, c3 = st.columns([3, 1, 1])
 run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
-                   key="maps_run", format_func=lambda r: f"#{r.id} · {r.model_name.split('/')[-1]} · layer {r.layer} · "
-                                                        f"{r.pooling} · {r.n_saved} docs")
+                   key="maps_run", format_func=index_labeler(store, runs))
 method = c2.selectbox("Method", METHODS, key="maps_method", format_func={"pca": "PCA (fast)",
                                                                          "umap": "UMAP (slow first time)"}.get)
 seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed"))

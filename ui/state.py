@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -130,6 +130,19 @@ def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.Emb
         st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")
         st.stop()
     return runs
+
+
+def index_label(run: db.EmbeddingRunInfo, stale: bool = False) -> str:
+    """An index (embedding run) as the pickers name it: ``#2 · minilm · layer 5 · mean pooling · 1251 docs``,
+    with ``· stale`` when the corpus changed since it was built."""
+    return (f"#{run.id} · {run.model_name.split('/')[-1]} · layer {run.layer} · {run.pooling} pooling · "
+            f"{run.n_saved} docs" + (" · stale" if stale else ""))
+
+
+def index_labeler(store: db.Store, runs: list[db.EmbeddingRunInfo]) -> Callable[[db.EmbeddingRunInfo], str]:
+    """A ``format_func`` for a picker of ``runs``: :func:`index_label`, staleness looked up once."""
+    stale = {r.id for r in runs if db.is_stale(store, r)}
+    return lambda run: index_label(run, run.id in stale)
 
 
 def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
