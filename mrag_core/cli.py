@@ -27,6 +27,24 @@ class CLIError(Exception):
     """A user-facing error: printed as ``error: <message>``."""
 
 
+def fail(message: str) -> int:
+    """Print ``error: <message>`` on stderr; returns the exit status of bad input (2)."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def named_corpus(store: Any, name: str) -> Any:
+    """The stored corpus called ``name`` (a ``db.CorpusInfo``); raises :class:`CLIError` naming the
+    corpora there are when there is none."""
+    import db
+
+    try:
+        return db.get_corpus_by_name(store, name)
+    except db.NotFoundError:
+        names = ", ".join(repr(c.name) for c in db.list_corpora(store)) or "none"
+        raise CLIError(f"unknown corpus {name!r} (corpora: {names})") from None
+
+
 def _strategies(value: str) -> list[str]:
     names = [s.strip() for s in value.split(",") if s.strip()]
     bad = [s for s in names if s not in NAMED_STRATEGIES]

@@ -15,7 +15,8 @@ import argparse
 import sys
 from typing import Any
 
-from mrag_core.cli import COST_HEADING, add_llm_options, format_cost_table, format_table, llm_options_from, positive_int
+from mrag_core.cli import (COST_HEADING, CLIError, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
+                           named_corpus, positive_int)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -52,11 +53,6 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     return e
 
 
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run (or resume) an evaluation; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
     import db
@@ -65,27 +61,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         store = db.open_store(args.database)
     except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
-        return _fail(f"cannot open the database: {exc}")
+        return fail(f"cannot open the database: {exc}")
     try:
         resume = getattr(args, "resume", None)
         if resume is None:
             if not args.corpus or not args.query_set:
-                return _fail("give --corpus NAME and --query-set NAME (or --resume RUN_ID)")
+                return fail("give --corpus NAME and --query-set NAME (or --resume RUN_ID)")
             try:
-                corpus = db.get_corpus_by_name(store, args.corpus)
-            except db.NotFoundError:
-                names = ", ".join(repr(c.name) for c in db.list_corpora(store)) or "none"
-                return _fail(f"unknown corpus {args.corpus!r} (corpora: {names})")
+                corpus = named_corpus(store, args.corpus)
+            except CLIError as exc:
+                return fail(str(exc))
             sets = [q for q in db.list_query_sets(store, corpus.id) if q.name == args.query_set]
             if not sets:
                 names = ", ".join(repr(q.name) for q in db.list_query_sets(store, corpus.id)) or "none"
-                return _fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
+                return fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
             try:
                 er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
                                     c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
                                     llm_options=llm_options_from(args))
             except er.EvaluationInputError as exc:
-                return _fail(str(exc))
+                return fail(str(exc))
         from mrag_core.device import configure_threads
         from mrag_core.models.loader import ModelLoadError, load_model
 
@@ -95,11 +90,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             try:
                 model_name = db.get_eval_run(store, resume).config.get("model", model_name)
             except db.NotFoundError:
-                return _fail(f"evaluation run {resume} does not exist")
+                return fail(f"evaluation run {resume} does not exist")
         try:
             lm = load_model(model_name)
         except (ModelLoadError, RuntimeError) as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
 
         def progress(stage: str, done: int, total: int) -> None:
             if done == total:
@@ -114,7 +109,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
                     seed=args.seed, lm=lm, name=args.name, progress=progress, llm_options=llm_options_from(args))
         except er.EvaluationInputError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
         info = db.get_eval_run(store, run_id)
         print(f"run {run_id}: {info.status}, {info.n_results} results")
         metrics = er.load_run_metrics(store, run_id)

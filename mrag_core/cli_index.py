@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from mrag_core.cli import positive_int
+from mrag_core.cli import CLIError, fail, named_corpus, positive_int
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -37,11 +37,6 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     i.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
     i.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return i
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
 
 
 def format_indexes(rows: list[Any]) -> str:
@@ -63,19 +58,18 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         store = db.open_store(args.database)
     except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
-        return _fail(f"cannot open the database: {exc}")
+        return fail(f"cannot open the database: {exc}")
     try:
         try:
-            corpus = db.get_corpus_by_name(store, args.corpus)
-        except db.NotFoundError:
-            names = ", ".join(repr(c.name) for c in db.list_corpora(store)) or "none"
-            return _fail(f"unknown corpus {args.corpus!r} (corpora: {names})")
+            corpus = named_corpus(store, args.corpus)
+        except CLIError as exc:
+            return fail(str(exc))
         if args.list:
             rows = indexing.stored_indexes(store, corpus.id)
             print(format_indexes(rows) if rows else f"corpus {corpus.name!r} has no stored index")
             return 0
         if corpus.n_documents == 0:
-            return _fail(f"corpus {corpus.name!r} has no documents")
+            return fail(f"corpus {corpus.name!r} has no documents")
         from mrag_core.device import configure_threads
         from mrag_core.models.loader import ModelLoadError, load_model
 
@@ -84,7 +78,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             lm = load_model(args.model, device=args.device, half=args.half)
             layer = lm.layer_index(args.layer)
         except (ModelLoadError, RuntimeError, ValueError, IndexError) as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
 
         cancel = threading.Event()
         shown = [-1.0]
