@@ -47,8 +47,8 @@ def home() -> None:
         st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "
                 "about 15 s on one CPU core).")
     st.page_link("pages/4_Index.py", label="1. Index: embed the demo corpus (standard, per-head, split vectors)")
-    st.page_link("pages/5_Compare.py", label="2. Compare: pick a demo query with 3 to 6 aspects; Standard vs MRAG "
-                 "side by side, with the per-head evidence")
+    st.page_link("pages/5_Compare.py", label="2. Compare: a demo query with the most aspects comes preselected; "
+                 "Standard vs MRAG side by side, with the per-head evidence")
     st.page_link("pages/9_Evaluation_Runs.py", label="3. Evaluation Runs: score all demo queries, k = 1..32, and "
                  "compare runs")
 

@@ -37,6 +37,12 @@ def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
+def most_aspects_index(queries: list[db.QueryRow]) -> int:
+    """Position of the first query with the most aspects (0 for an empty list): the picker's default, since a
+    query touching many topics is where Standard RAG and MRAG differ."""
+    return max(range(len(queries)), key=lambda i: (queries[i].n_aspects, -i), default=0)
+
+
 def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool) -> list[db.QueryRow]:
     """An "Aspects" select in ``col`` (all, or one number of aspects of the set) and the queries it keeps.
     ``reset``: back to all (a drill-down must find its query). A choice the current set lacks falls back to
@@ -55,7 +61,8 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
                         stop: bool = True) -> db.QueryRow | None:
     """The query set, an "Aspects" filter and the query (keys ``{key}_qs``, ``{key}_aspects``,
     ``{key}_query``); returns the chosen query. ``preselect`` = (query set id, query id) selects that
-    query (the evaluation drill-down), the filter back on all. Without a query set, or with an empty
+    query (the evaluation drill-down), the filter back on all; otherwise the first query with the most
+    aspects is selected until the user picks one. Without a query set, or with an empty
     set, a note says so and the page stops there (``stop=False``: returns ``None`` instead)."""
     sets = db.list_query_sets(store, corpus_id)
     if not sets:
@@ -68,11 +75,15 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
     if not queries:
         return _nothing_to_pick("This query set has no query with a text.", stop)
     queries = _filter_by_aspects(aspects_col, queries, key=f"{key}_aspects", reset=preselect is not None)
+    qkey = f"{key}_query"
     if preselect is not None:
         picked = [q for q in queries if q.id == preselect[1]]
         if picked:
-            st.session_state[f"{key}_query"] = picked[0]
-    return st.selectbox("Query", queries, key=f"{key}_query", format_func=aspects_label)
+            st.session_state[qkey] = picked[0]
+    if qkey in st.session_state and st.session_state[qkey] not in queries:
+        del st.session_state[qkey]  # another set or filter: start again from its default
+    default = {} if qkey in st.session_state else {"index": most_aspects_index(queries)}
+    return st.selectbox("Query", queries, key=qkey, format_func=aspects_label, **default)
 
 
 def _nothing_to_pick(message: str, stop: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -82,12 +83,16 @@ def test_aspects_filter_counts_filters_and_falls_back_on_another_set(corpus):
     assert aspects.options == ["all (3)", "1 (1)", "3 (2)"] and aspects.value == "all" and not aspects.disabled
     assert at.selectbox(key="t_query").options == [
         "[1 aspect] one topic", "[3 aspects] three topics", "[3 aspects] three more topics"]
-    assert _after(at) == [f"after: {one}"]
+    assert _after(at) == [f"after: {three}"]  # the default: the first query with the most aspects
 
+    at.selectbox(key="t_query").select_index(0).run()
+    assert _after(at) == [f"after: {one}"]
+    at.run()
+    assert _after(at) == [f"after: {one}"]  # the user's pick stays
     aspects.select(3).run()
     qsel = at.selectbox(key="t_query")
     assert qsel.options == ["[3 aspects] three topics", "[3 aspects] three more topics"]
-    assert _after(at) == [f"after: {three}"]  # the first query was filtered out: the first one left
+    assert _after(at) == [f"after: {three}"]  # the pick was filtered out: the default of what is left
     qsel.select_index(1).run()
     assert _after(at) == [f"after: {three_b}"]
 
@@ -98,3 +103,15 @@ def test_aspects_filter_counts_filters_and_falls_back_on_another_set(corpus):
     assert aspects.value == "all" and aspects.options == ["all (1)", "2 (1)"] and aspects.disabled
     assert at.selectbox(key="t_query").options == ["[2 aspects] two topics"]
     assert _after(at) == [f"after: {two}"]
+
+
+def test_most_aspects_index_is_the_first_of_the_largest():
+    from ui.query_widgets import most_aspects_index
+
+    def rows(*aspects: int) -> list:
+        return [SimpleNamespace(id=i, n_aspects=n) for i, n in enumerate(aspects)]
+
+    assert most_aspects_index(rows(1, 3, 2, 3)) == 1
+    assert most_aspects_index(rows(5)) == 0
+    assert most_aspects_index(rows(1, 1, 2)) == 2
+    assert most_aspects_index([]) == 0
