@@ -129,7 +129,9 @@ with tab_run:
         k_max = c6.number_input("k_max", min_value=1, max_value=max(1, corpus.n_documents), step=1,
                                 value=min(32, max(1, corpus.n_documents)), key="ev_kmax")
         w = c7.number_input("w (exact-hit weight)", min_value=0.0, value=2.0, step=0.5, key="ev_w")
-        seed = c8.number_input("Seed", min_value=0, value=0, step=1, key="ev_seed")
+        seed = c8.number_input("Seed", min_value=0, value=0, step=1, key="ev_seed",
+                               help="samples the pairs of the head importance s_i; 0 uses the importance stored "
+                                    "with the index")
         if st.button("Run evaluation", type="primary", key="ev_start"):
             try:
                 layers = [int(x) for x in layers_text.replace(" ", "").split(",") if x]

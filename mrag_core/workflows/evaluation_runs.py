@@ -66,6 +66,7 @@ from mrag_core.llm_strategies import (
 )
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.significance import paired_test, significance_mark
+from mrag_core.workflows import indexing
 
 ProgressFn = Callable[[str, int, int], None]
 UNLABELED = "(unlabeled)"
@@ -208,50 +209,41 @@ class _Prepared:
     timing: dict[str, float]
 
 
-def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: int,
-                   embedding_run_id: int | None, stage: Callable[[str], Any],
-                   cancel: threading.Event | None, batch_size: int) -> tuple[_Prepared, Any]:
-    """The corpus index (from a finished embedding run when possible) and the model to embed queries with."""
+def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: int, embedding_run_id: int | None,
+                   stage: Callable[[str], Any], cancel: threading.Event | None,
+                   batch_size: int) -> tuple[_Prepared, Any]:
+    """The stored corpus index the run searches, and the model to embed queries with.
+
+    ``embedding_run_id`` names it; otherwise the finished, current index of (model, layer, pooling) is used,
+    and when there is none (never built, unfinished, or stale after the corpus changed) it is built or updated
+    first through :func:`~mrag_core.workflows.indexing.build_embedding_run` and kept: only documents without
+    vectors of their current text are embedded (after an import of 10 documents into 10,000, the 10), an
+    interrupted build resumes, and Compare, Maps and later runs find the index. ``seed`` samples the head
+    importance pairs (seed 0: the importance stored with the index). Raises ExtractionCancelled
+    when ``cancel`` stops the build (its saved vectors stay)."""
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
-    try:
-        from mrag_core.workflows import indexing
-    except ImportError:  # pragma: no cover - the indexing workflow ships with the app
-        indexing = None  # type: ignore[assignment]
-    run = None
-    if indexing is not None:
-        if embedding_run_id is not None:
-            run = db.get_embedding_run(store, embedding_run_id)
+    if embedding_run_id is not None:
+        run = db.get_embedding_run(store, embedding_run_id)
+    else:
+        cand = indexing.find_run(store, corpus_id, lm.spec.name, lm.layer_index(layer), lm.head_pooling)
+        if cand is not None and indexing.run_state(store, cand) == "done" and not db.missing_documents(store, cand.id):
+            run = cand
         else:
-            cand = indexing.find_run(store, corpus_id, lm.spec.name, lm.layer_index(layer), lm.head_pooling)
-            if cand is not None and indexing.run_state(store, cand) == "done" and not db.missing_documents(store, cand.id):
-                run = cand
-            elif cand is not None:  # an index of these settings that is stale or unfinished: update it, which
-                # embeds only the documents without vectors of their current text (after an import of 10 documents
-                # into 10,000, the 10), and use it
-                on_docs = stage("documents")
-                built = indexing.build_embedding_run(
-                    store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
-                    progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
-                if built.status != "done":
-                    raise ExtractionCancelled(f"index update cancelled after {built.run.n_saved} of "
-                                              f"{built.run.n_docs} documents")
-                run = built.run
-    if run is not None and indexing is not None:
-        bundle = indexing.load_corpus_index(store, run.id)
-        qlm = indexing.model_for_run(lm, run)
-        timing["load_index"] = time.perf_counter() - t0
-        return _Prepared(bundle.index, list(bundle.doc_ids), list(bundle.labels), run.id, timing), qlm
-    page = db.list_documents(store, corpus_id, limit=None)
-    docs = page.items  # ordered by id
-    texts = [d.text for d in docs]
-    emb, _ = cached_embed(lm, texts, kind="doc", layer=layer, batch_size=batch_size,
-                          progress=stage("documents"), cancel=cancel)
-    timing["embed_documents"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    index = CorpusIndex.build(emb, seed=seed)
-    timing["index"] = time.perf_counter() - t0
-    return _Prepared(index, [d.id for d in docs], [d.label or UNLABELED for d in docs], None, timing), lm
+            on_docs = stage("documents")
+            built = indexing.build_embedding_run(
+                store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
+                progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
+            if built.status != "done":
+                raise ExtractionCancelled(f"index build cancelled after {built.run.n_saved} of "
+                                          f"{built.run.n_docs} documents")
+            run = built.run
+            timing["embed_documents"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+    bundle = indexing.load_corpus_index(store, run.id, seed=seed)
+    qlm = indexing.model_for_run(lm, run)
+    timing["load_index"] = time.perf_counter() - t0
+    return _Prepared(bundle.index, list(bundle.doc_ids), list(bundle.labels), run.id, timing), qlm
 
 
 def topic_units(sources: Sequence[str], labels: Sequence[str]) -> list[int] | None:

@@ -225,8 +225,9 @@ def load_run_embeddings(store: db.Store, run_id: int) -> tuple[list[int], Embedd
     return [int(i) for i in ids], Embeddings(std, heads)
 
 
-def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch") -> IndexBundle:
-    """A :class:`CorpusIndex` over a run's vectors, the run's stored importance reused.
+def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch", seed: int = 0) -> IndexBundle:
+    """A :class:`CorpusIndex` over a run's vectors, the run's stored importance reused (it was sampled with
+    seed 0); another ``seed`` samples the importance pairs again with that seed.
 
     Rows follow ascending document id; ``labels`` are effective labels (``(unlabeled)`` when
     none). Raises ValueError if the run is not finished or has fewer than two documents.
@@ -241,7 +242,8 @@ def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch") -> I
             for r in db.get_documents(store, ids[start:start + DOC_FETCH_CHUNK])}
     labels = [rows[i].label or UNLABELED if i in rows else UNLABELED for i in ids]
     titles = [rows[i].title if i in rows else f"#{i}" for i in ids]
-    index = CorpusIndex.build(emb, backend=backend, head_importance_override=run_importance(run))
+    stored = run_importance(run) if seed == 0 else None
+    index = CorpusIndex.build(emb, backend=backend, seed=seed, head_importance_override=stored)
     return IndexBundle(index, ids, labels, titles)
 
 

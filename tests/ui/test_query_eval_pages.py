@@ -51,6 +51,7 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     runs = db.list_eval_runs(store)
     assert len(runs) == 1 and runs[0].status == "done" and runs[0].seed == 5
     assert runs[0].config["strategies"] == ["standard", "mrag"] and runs[0].config["k_max"] == 8
+    (kept,) = db.list_embedding_runs(store, corpus_id=runs[0].corpus_id)  # the corpus had no index: one was built
     store.close()
 
     # A fresh session (as after a restart) lists the stored run and shows its views.
@@ -59,7 +60,7 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     assert not at2.exception, at2.exception
     listed = at2.dataframe[0].value
     assert listed["id"].tolist() == [runs[0].id] and listed["status"].tolist() == ["done"]
-    assert listed["index"].tolist() == [""]  # no index was built: the documents were embedded for the run
+    assert listed["index"].tolist() == [f"#{kept.id}"] and kept.status == "done"
     accuracy = at2.dataframe[1].value  # no strategy used an LLM: accuracy only, no all-zero token columns
     assert accuracy.columns.tolist() == ["strategy", "rsr", "csr", "weighted", "search_s"]
     assert "Accuracy" in [h.value for h in at2.subheader]

@@ -158,6 +158,32 @@ def test_cancel_then_resume(store, setup, lm) -> None:
     assert a == b
 
 
+def test_a_run_without_an_index_builds_one_and_keeps_it(store, setup, lm) -> None:
+    from mrag_core.workflows.indexing import stored_indexes
+
+    corpus, qs, labels = setup
+    assert stored_indexes(store, corpus.id) == []
+    stages: list[str] = []
+    first = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
+                              k_max=5, lm=lm, progress=lambda s, d, t: stages.append(s))
+    (kept,) = stored_indexes(store, corpus.id)
+    assert kept.state == "current" and kept.run.n_saved == 12 and kept.evaluations == 1
+    assert db.get_eval_run(store, first).embedding_run_id == kept.run.id and "documents" in stages
+    # the next run searches the kept index: no document is embedded again
+    stages.clear()
+    second = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"],
+                               c=8, k_max=5, lm=lm, progress=lambda s, d, t: stages.append(s))
+    assert "documents" not in stages and "embed_documents" not in db.get_eval_run(store, second).timing
+    assert db.get_eval_run(store, second).embedding_run_id == kept.run.id
+    a = {(r.strategy, r.query_id): r.retrieved for r in db.load_eval_results(store, first)}
+    assert a == {(r.strategy, r.query_id): r.retrieved for r in db.load_eval_results(store, second)}
+    # another seed samples the head importance again (the index's own was sampled with seed 0)
+    seeded = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["mrag"], c=8, k_max=5,
+                               lm=lm, seed=3)
+    assert db.get_eval_run(store, seeded).embedding_run_id == kept.run.id
+    _recompute(db.load_eval_results(store, seeded, "mrag"), er.evaluable_queries(store, qs.id), labels, 5)
+
+
 def test_bad_input_writes_nothing(store, setup, lm) -> None:
     corpus, qs, _ = setup
     with pytest.raises(er.EvaluationInputError, match="k_max"):

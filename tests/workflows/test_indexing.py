@@ -20,6 +20,7 @@ from mrag_core.strategies import mrag_search, standard_search
 from mrag_core.workflows.indexing import (
     build_embedding_run,
     load_corpus_index,
+    load_run_embeddings,
     model_for_run,
     run_state,
     stored_indexes,
@@ -203,6 +204,17 @@ def test_load_corpus_index_reuses_importance_and_searches(store, corpus, lm):
     q = embed_texts(lm, [docs[0].text], kind="query", layer=-1)
     assert standard_search(index, q, 3)[0].doc_ids[0] == 4
     assert 4 in mrag_search(index, q, 3, c=5)[0].doc_ids
+
+
+def test_load_corpus_index_with_another_seed_samples_importance_again(store, corpus, lm):
+    res = build_embedding_run(store, corpus, lm, layer=-1, batch_size=32)
+    _, emb = load_run_embeddings(store, res.run.id)
+    # the stored importance is the seed-0 sample over the stored head vectors
+    np.testing.assert_allclose(res.run.importance["score"], head_importance(emb.heads, seed=0).score, rtol=1e-6)
+    other = load_corpus_index(store, res.run.id, seed=5).index
+    np.testing.assert_allclose(other.head_importance.score, head_importance(emb.heads, seed=5).score, rtol=1e-6)
+    np.testing.assert_allclose(other.split_importance.score, head_importance(emb.split(), seed=5).score, rtol=1e-6)
+    assert not np.allclose(other.head_importance.spread, res.run.importance["spread"])  # other pairs sampled
 
 
 def test_load_unfinished_run_is_refused(store, corpus, lm):
