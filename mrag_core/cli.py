@@ -1,5 +1,6 @@
-"""Command line: ``python -m mrag_core bench ...`` runs the engine headless; ``eval`` and ``index``
-(:mod:`mrag_core.cli_eval`, :mod:`mrag_core.cli_index`) work on the app's store.
+"""Command line: ``python -m mrag_core bench ...`` runs the engine headless; ``import``, ``queries``,
+``index`` and ``eval`` (:mod:`mrag_core.cli_import`, :mod:`mrag_core.cli_index`, :mod:`mrag_core.cli_eval`)
+work on the app's store.
 
 Bad input (missing file, wrong JSON shape, unknown model, bad option) ends with one line
 ``error: ...`` and exit status 2, never a traceback.
@@ -106,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_eval_parser(sub)
+    from mrag_core.cli_import import add_import_parsers
     from mrag_core.cli_index import add_index_parser
 
+    add_import_parsers(sub)
     add_index_parser(sub)
     return p
 
@@ -284,6 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mrag_core.cli_index import cmd_index
 
             return cmd_index(args)
+        if args.command in ("import", "queries"):
+            from mrag_core import cli_import
+
+            return cli_import.cmd_import(args) if args.command == "import" else cli_import.cmd_queries(args)
     except CLIError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,244 @@
+"""``python -m mrag_core import`` and ``queries``: create a corpus and its query set headless.
+
+With ``index`` and ``eval`` they run the app's whole pipeline without a browser (a GPU box over SSH):
+
+    python -m mrag_core import --corpus Wiki wikipedia_articles_v1.json.bz2
+    python -m mrag_core queries --corpus Wiki --name "Wiki queries" wikipedia_queries_v1.json.bz2
+    python -m mrag_core index --corpus Wiki
+    python -m mrag_core eval --corpus Wiki --query-set "Wiki queries"
+
+``import`` reads files as the Corpus Import page does (:mod:`mrag_core.workflows.corpus`): tables (CSV /
+TSV / JSON / JSONL / Parquet, optionally .bz2 / .gz; the text, title and label columns guessed from their
+names unless given), ZIPs of text files (folder = label), plain .txt / .md files, and the MRAG legal /
+accident topic layout (a folder or archive). The preview's problems are listed row by row; documents with
+an error are left out, the others are written in one transaction (nothing at all when none is left), and
+``--dry-run`` writes nothing. ``queries`` imports a benchmark query file (:func:`~mrag_core.workflows.
+querysets.import_benchmark_queries`); queries whose topic names no document are kept flagged and listed.
+Bad input ends with one line ``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from mrag_core.cli import CLIError, fail, named_corpus, positive_int
+
+KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
+TEXT_SUFFIXES = (".txt", ".md")
+SHOWN_ISSUES = 20
+
+
+def add_import_parsers(subparsers: Any) -> None:
+    """Register the ``import`` and ``queries`` sub-commands on ``subparsers`` (from ``add_subparsers``)."""
+    i = subparsers.add_parser("import", help="import documents into a new (or, with --add, an existing) corpus")
+    i.add_argument("paths", nargs="+", metavar="PATH", help="files (or one folder of the topic layout / text files)")
+    i.add_argument("--corpus", required=True, help="name of the corpus to create (or, with --add, to add to)")
+    i.add_argument("--add", action="store_true", help="add to the existing corpus of that name")
+    i.add_argument("--kind", choices=KINDS, default="auto",
+                   help="auto: a folder is the topic layout, .zip a ZIP of text files, .txt / .md plain text, "
+                        "anything else a table")
+    i.add_argument("--text-column", help="table: the column holding the text (default: guessed from the names)")
+    i.add_argument("--title-column", help="table: the title column (default: guessed)")
+    i.add_argument("--label-column", help="table: the label column (default: guessed)")
+    i.add_argument("--label", help="text files: the label of every document")
+    i.add_argument("--no-folder-labels", action="store_true", help="zip: do not use folder names as labels")
+    i.add_argument("--chunk", choices=("none", "paragraphs", "chars"), default="none",
+                   help="split long documents: paragraphs merged to --min-chars..--max-chars, or fixed "
+                        "--chunk-size characters with --overlap")
+    i.add_argument("--chunk-size", type=positive_int, default=1500)
+    i.add_argument("--overlap", type=int, default=150)
+    i.add_argument("--min-chars", type=positive_int, default=800)
+    i.add_argument("--max-chars", type=positive_int, default=4000)
+    i.add_argument("--keep-duplicates", action="store_true",
+                   help="import texts that repeat within the files or are already in the corpus")
+    i.add_argument("--dry-run", action="store_true", help="show what would be imported; write nothing")
+    i.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+
+    q = subparsers.add_parser("queries", help="import a benchmark query file as a query set of a stored corpus")
+    q.add_argument("path", metavar="PATH", help="queries JSON / JSONL (.bz2 / .gz) of {topics | related, text, "
+                                                "fusion}, or CSV / TSV with text and topics (titles split by |)")
+    q.add_argument("--corpus", required=True, help="corpus name")
+    q.add_argument("--name", required=True, help="name of the new query set")
+    q.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+
+
+def guess_kind(paths: list[Path]) -> str:
+    """The source kind of ``paths`` for ``--kind auto``: a folder is the topic layout, a ``.zip`` a ZIP of
+    text files, ``.txt`` / ``.md`` files plain text, anything else a table."""
+    if any(p.is_dir() for p in paths):
+        return "topics"
+    names = [p.name.lower() for p in paths]
+    if all(n.endswith(".zip") for n in names):
+        return "zip"
+    if all(n.endswith(TEXT_SUFFIXES) for n in names):
+        return "text"
+    return "table"
+
+
+def _read_files(paths: list[Path], kind: str) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every file; a folder given for plain text contributes its .txt / .md files."""
+    files: list[tuple[str, bytes]] = []
+    for p in paths:
+        if p.is_dir():
+            if kind != "text":
+                raise CLIError(f"{p} is a folder; only the topic layout (--kind topics) or text files "
+                               "(--kind text) can be read from a folder")
+            inner = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES))
+            if not inner:
+                raise CLIError(f"{p} holds no .txt or .md file")
+            files.extend((f.relative_to(p).as_posix(), f.read_bytes()) for f in inner)
+        else:
+            files.append((p.name, p.read_bytes()))
+    return files
+
+
+def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
+    """The column mapping of a table: the columns named by the options, the others guessed."""
+    from mrag_core.ingest import ColumnMapping, IngestError, sniff_columns, suggest_mapping
+
+    try:
+        columns = sniff_columns(data, fmt, name)
+    except IngestError as exc:
+        raise CLIError(f"cannot read {name}: {exc}") from None
+    for option, col in (("--text-column", args.text_column), ("--title-column", args.title_column),
+                        ("--label-column", args.label_column)):
+        if col is not None and col not in columns:
+            raise CLIError(f"{name} has no column {col!r} ({option}); its columns: {', '.join(columns)}")
+    guess = suggest_mapping(columns)
+    text = args.text_column or (guess.text if guess else None)
+    if text is None:
+        raise CLIError(f"cannot tell which column of {name} holds the text (columns: {', '.join(columns)}); "
+                       "name it with --text-column")
+    return ColumnMapping(text=text, title=args.title_column or (guess.title if guess else None),
+                         label=args.label_column or (guess.label if guess else None))
+
+
+def read_preview(args: argparse.Namespace) -> Any:
+    """The import preview of the command's files and options (nothing written); raises CLIError."""
+    from mrag_core.ingest import guess_format
+    from mrag_core.workflows import corpus as cw
+
+    paths = [Path(p).expanduser() for p in args.paths]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise CLIError(f"no such file or folder: {', '.join(missing)}")
+    kind = guess_kind(paths) if args.kind == "auto" else args.kind
+    if kind == "topics":
+        if len(paths) != 1:
+            raise CLIError("the topic layout is read from one folder (or one archive of it)")
+        return cw.read_topic_folder(paths[0])
+    files = _read_files(paths, kind)
+    mapping = None
+    if kind == "table":
+        fmt = guess_format(files[0][0])
+        if fmt is None:
+            raise CLIError(f"cannot tell the table format of {files[0][0]} from its name; use .csv, .tsv, .json, "
+                           ".jsonl or .parquet (or --kind)")
+        mapping = _mapping(args, files[0][0], files[0][1], fmt)
+    try:
+        return cw.read_upload(kind, files, mapping=mapping, label_from_folder=not args.no_folder_labels,
+                              label=args.label)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def chunk_options(args: argparse.Namespace) -> Any:
+    """The :class:`~mrag_core.workflows.corpus.ChunkOptions` of ``--chunk`` (None: no chunking)."""
+    from mrag_core.workflows.corpus import ChunkOptions
+
+    if args.chunk == "none":
+        return None
+    if args.chunk == "chars":
+        return ChunkOptions(method="chars", size=args.chunk_size, overlap=args.overlap)
+    return ChunkOptions(method="paragraphs", min_chars=args.min_chars, max_chars=args.max_chars)
+
+
+def format_issues(issues: list[Any], limit: int = SHOWN_ISSUES) -> str:
+    """The first ``limit`` import issues, one per line (``ERROR row 7: ...``), and how many more there are."""
+    lines = [f"  {issue}" for issue in issues[:limit]]
+    if len(issues) > limit:
+        lines.append(f"  ... and {len(issues) - limit} more")
+    return "\n".join(lines)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Read, check and import documents; returns the exit status (0 imported or previewed, 2 bad input)."""
+    import db
+    from mrag_core.workflows import corpus as cw
+
+    try:
+        store = db.open_store(args.database)
+    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
+        return fail(f"cannot open the database: {exc}")
+    try:
+        existing = None
+        if args.add:
+            existing = named_corpus(store, args.corpus)
+        elif any(c.name == args.corpus for c in db.list_corpora(store)):
+            raise CLIError(f"a corpus named {args.corpus!r} exists; pass --add to add documents to it")
+        read = read_preview(args)
+        hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
+            else set()
+        try:
+            preview = cw.prepare_import(read, chunking=chunk_options(args), deduplicate=not args.keep_duplicates,
+                                        existing_hashes=hashes)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+        n = len(preview.records)
+        labels = {r.label for r in preview.records if r.label}
+        print(f"read {preview.n_rows_read} row(s) / file(s): {n} document(s) to import in {len(labels)} "
+              f"categories; {len(preview.errors)} error(s) (left out), {len(preview.warnings)} warning(s)")
+        if preview.issues:
+            print(format_issues(preview.issues))
+        if n == 0:
+            raise CLIError("nothing to import: no document is left after the problems above; nothing was written")
+        if args.dry_run:
+            print("dry run: nothing was written")
+            return 0
+        try:
+            result = cw.import_records(store, preview.records, corpus_id=existing.id if existing else None,
+                                       new_name=None if existing else args.corpus,
+                                       deduplicate=not args.keep_duplicates)
+        except (ValueError, db.StoreError) as exc:
+            raise CLIError(f"nothing was imported: {exc}") from None
+        skipped = f" ({result.skipped_duplicates} duplicates skipped)" if result.skipped_duplicates else ""
+        print(f"imported {result.added} document(s) into {'new ' if result.created_corpus else ''}corpus "
+              f"{result.corpus_name!r}{skipped}; next: python -m mrag_core index --corpus {result.corpus_name!r}")
+        return 0
+    except CLIError as exc:
+        return fail(str(exc))
+    finally:
+        store.close()
+
+
+def cmd_queries(args: argparse.Namespace) -> int:
+    """Import a query file as a new query set; returns the exit status (0 imported, 2 bad input)."""
+    import db
+    from mrag_core.workflows import querysets as qw
+
+    try:
+        store = db.open_store(args.database)
+    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
+        return fail(f"cannot open the database: {exc}")
+    try:
+        corpus = named_corpus(store, args.corpus)
+        path = Path(args.path).expanduser()
+        if not path.is_file():
+            raise CLIError(f"no such file: {path}")
+        try:
+            report = qw.import_benchmark_queries(store, corpus.id, path, name=args.name, file_name=path.name)
+        except qw.QuerySetError as exc:
+            raise CLIError(f"nothing was imported: {exc}") from None
+        print(f"query set {args.name!r} (#{report.query_set_id}): {report.n_queries} queries imported, "
+              f"{report.n_flagged} flagged, {len(report.skipped)} row(s) skipped")
+        for row, topic in report.unresolved[:SHOWN_ISSUES]:
+            print(f"  query {row}: no document is titled {topic!r} (flagged)")
+        for where, problem in report.skipped[:SHOWN_ISSUES]:
+            print(f"  skipped {where}: {problem}")
+        return 0
+    except CLIError as exc:
+        return fail(str(exc))
+    finally:
+        store.close()
