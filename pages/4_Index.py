@@ -21,15 +21,12 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
-from ui.state import follow_default, get_model, open_corpus_page
+from ui.state import LOCAL_MODEL, follow_default, get_model, open_corpus_page
 
 page_setup(__file__, "🧭")
 st.title("Index")
 st.caption("Embed every document once: the standard vector and, from the same forward pass, each attention "
            "head's output of one layer (h embedding spaces). Runs are stored and reused.")
-
-LOCAL = "Local folder…"
-
 
 @st.cache_resource
 def _jobs() -> dict[tuple, BuildJob]:
@@ -63,10 +60,10 @@ store, corpus = open_corpus_page()
 names = list(MODEL_REGISTRY)
 left, right = st.columns(2)
 with left:
-    choice = st.selectbox("Model", [*names, LOCAL], key="index_model_choice",
-                          format_func=lambda n: n if n == LOCAL else f"{n} — {MODEL_REGISTRY[n].description}")
+    choice = st.selectbox("Model", [*names, LOCAL_MODEL], key="index_model_choice",
+                          format_func=lambda n: n if n == LOCAL_MODEL else f"{n} — {MODEL_REGISTRY[n].description}")
     model_name = choice
-    if choice == LOCAL:
+    if choice == LOCAL_MODEL:
         path = st.text_input("Folder of a Hugging Face model (config.json + weights)", key="index_model_path").strip()
         if not path:
             st.info("Type the path of a local model folder.")

@@ -23,7 +23,8 @@ from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_f
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import plotly_text
-from ui.state import finished_runs_or_stop, follow_default, get_model, get_store, index_labeler, open_corpus_page
+from ui.state import (finished_runs_or_stop, follow_default, get_model, get_store, index_labeler, open_corpus_page,
+                      stale_index_warning)
 
 page_setup(__file__, "🧭")
 st.title("Maps")
@@ -110,8 +111,7 @@ run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if
 method = c2.selectbox("Method", METHODS, key="maps_method", format_func={"pca": "PCA (fast)",
                                                                          "umap": "UMAP (slow first time)"}.get)
 seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed"))
-if db.is_stale(store, run):
-    st.warning(f"Index #{run.id} is stale: the corpus changed since it was built.")
+stale_index_warning(store, run)
 
 names = space_names(run.n_heads)
 stored = {p.space for p in db.list_projections(store, run.id) if p.method == method and p.seed == seed}

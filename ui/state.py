@@ -145,15 +145,48 @@ def index_labeler(store: db.Store, runs: list[db.EmbeddingRunInfo]) -> Callable[
     return lambda run: index_label(run, run.id in stale)
 
 
+LOCAL_MODEL = "Local folder…"  # the Index page's model choice for a folder path
+
+
+def index_page_choices(run: db.EmbeddingRunInfo) -> dict[str, Any]:
+    """The Index page's widget values that select ``run``'s settings: model (a registry name, or a local
+    folder by path), layer and pooling, plus the marks :func:`follow_default` compares, so the page keeps
+    them rather than resetting layer and pooling to the model's defaults."""
+    from mrag_core.models.registry import MODEL_REGISTRY
+
+    local = run.model_name not in MODEL_REGISTRY
+    choices: dict[str, Any] = {"index_model_choice": LOCAL_MODEL if local else run.model_name,
+                               "index_layer": run.layer, "index_pooling": run.pooling,
+                               "_index_layer_default_for": run.model_name,
+                               "_index_pooling_default_for": run.model_name}
+    if local:
+        choices["index_model_path"] = run.model_path or run.model_name
+    return choices
+
+
+def open_index_page_for(run: db.EmbeddingRunInfo) -> None:
+    """Go to the Index page with ``run``'s corpus and settings selected (there: its state and Update)."""
+    st.session_state["corpus_id"] = run.corpus_id
+    st.session_state.update(index_page_choices(run))
+    st.switch_page("pages/4_Index.py")
+
+
+def stale_index_warning(store: db.Store, run: db.EmbeddingRunInfo) -> None:
+    """When the corpus changed since ``run`` was built: a warning, and a button to the Index page on its settings."""
+    if db.is_stale(store, run):
+        st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Update it on the Index page "
+                   "(only new or edited documents are embedded).")
+        if st.button(f"Update index #{run.id} on the Index page", key=f"stale_update_{run.id}"):
+            open_index_page_for(run)
+
+
 def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     """The loaded model of an index (embedding run) for embedding queries; warns when the index is
     stale, and stops the page with the reason when the model cannot be loaded."""
     from mrag_core.models.loader import ModelLoadError
     from mrag_core.workflows.indexing import model_for_run
 
-    if db.is_stale(store, run):
-        st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Update it on the Index page "
-                   "(only new or edited documents are embedded).")
+    stale_index_warning(store, run)
     try:
         return model_for_run(get_model(run.model_name), run)
     except (ModelLoadError, ValueError) as exc:

@@ -411,6 +411,23 @@ def test_stale_index_is_reported_and_updated_embedding_only_the_edited_document(
     cmp = ok(page("5_Compare.py").run())
     assert any("is stale" in w for w in texts(cmp.warning))
     assert "#1 · minilm · layer 5 · mean pooling · 96 docs · stale" in cmp.selectbox(key="compare_run").options
+    # The warning's button opens the Index page on that index's settings, whatever was chosen there before.
+    # (A page run alone by AppTest cannot switch pages: the attempt is the exception, after the choices were set.)
+    cmp.session_state["index_layer"] = 2
+    cmp.session_state["_index_layer_default_for"] = "minilm"
+    runs = cmp.selectbox(key="compare_run")  # the module's other tests built other indexes before
+    ok(runs.select_index(next(i for i, o in enumerate(runs.options) if o.startswith("#1 "))).run())
+    cmp.button(key="stale_update_1").click().run()
+    assert [e.value for e in cmp.exception] and "`pages/4_Index.py`" in cmp.exception[0].value
+    assert (cmp.session_state["index_model_choice"], cmp.session_state["index_layer"]) == ("minilm", 5)
+    idx = page("4_Index.py")
+    for k in ("corpus_id", "index_model_choice", "index_layer", "index_pooling", "_index_layer_default_for",
+              "_index_pooling_default_for"):
+        idx.session_state[k] = cmp.session_state[k]
+    ok(idx.run())
+    assert idx.selectbox(key="index_layer").value == 5 and idx.selectbox(key="index_pooling").value == "mean"
+    assert any("Index #1 is stale" in w for w in texts(idx.warning))
+    assert [b.key for b in idx.button if b.key == "index_rebuild"] == ["index_rebuild"]
     # Update: only the edited document is embedded, and Compare has a current index again.
     at.button(key="index_rebuild").click().run()
     for _ in range(200):

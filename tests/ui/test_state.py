@@ -52,3 +52,18 @@ def test_follow_default_resets_only_when_its_owner_changes() -> None:
     at.session_state["n_layers"] = 30  # another model
     at.run()
     assert at.selectbox(key="layer").value == 29  # its own default, not layer 2 carried over
+
+
+def test_index_page_choices_select_a_registry_model_or_a_local_folder() -> None:
+    from types import SimpleNamespace
+
+    from ui.state import LOCAL_MODEL, index_page_choices
+
+    shipped = SimpleNamespace(model_name="minilm", model_path="/site/minilm", layer=3, pooling="first")
+    assert index_page_choices(shipped) == {
+        "index_model_choice": "minilm", "index_layer": 3, "index_pooling": "first",
+        "_index_layer_default_for": "minilm", "_index_pooling_default_for": "minilm"}
+    local = SimpleNamespace(model_name="my-qwen", model_path="/models/qwen", layer=27, pooling="last")
+    choices = index_page_choices(local)
+    assert (choices["index_model_choice"], choices["index_model_path"]) == (LOCAL_MODEL, "/models/qwen")
+    assert (choices["index_layer"], choices["_index_layer_default_for"]) == (27, "my-qwen")
