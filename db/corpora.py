@@ -26,8 +26,8 @@ from sqlalchemy.orm import Session
 from db._common import LIKE_ESCAPE, like_pattern, require, sha256_hex
 from db._labels import latest_decision, latest_suggestion
 from db.engine import Store
-from db.errors import DuplicateError, InvalidInputError, NotFoundError
-from db.models import Category, Corpus, Decision, Document, utcnow
+from db.errors import DuplicateError, InvalidInputError, NotFoundError, VersionConflictError
+from db.models import Category, Corpus, Decision, Document, Query, QueryGroundTruth, utcnow
 
 IMPORT_ANNOTATOR = "import"
 
@@ -689,14 +689,21 @@ def update_document(
     title: str | None = None,
     text: str | None = None,
     source: str | None = None,
+    expected_version: int | None = None,
 ) -> DocumentRow:
     """Edit a document's title/text/source. A text change re-hashes the document and bumps
-    ``corpus.version`` (embeddings become stale). Raises NotFoundError, InvalidInputError,
-    DuplicateError (the new text equals another document's)."""
+    ``corpus.version`` (embeddings become stale); a title or text change bumps the document's
+    ``version``, so a label decision made on what was shown before is refused. ``expected_version``:
+    refuse the edit (VersionConflictError) when the document changed since the caller loaded it.
+    Raises NotFoundError, InvalidInputError, DuplicateError (the new text equals another document's)."""
     with store.session() as session:
         doc = require(session, Document, document_id, "Document")
-        if title is not None:
+        if expected_version is not None and doc.version != expected_version:
+            raise VersionConflictError(document_id, expected_version, doc.version)
+        changed = False
+        if title is not None and title != doc.title:
             doc.title = title
+            changed = True
         if source is not None:
             doc.source = source
         if text is not None and text != doc.text:
@@ -714,9 +721,52 @@ def update_document(
                 raise DuplicateError(f"Document {clash} already has exactly this text.")
             doc.text = text
             doc.content_hash = new_hash
+            changed = True
             session.flush()
             bump_documents_version(session, doc.corpus_id)
+        if changed:
+            doc.version += 1
     return get_document(store, document_id)
+
+
+@dataclass(frozen=True)
+class DocumentDeletion:
+    """What :func:`delete_document` did: the deleted document's title and the ids of the queries whose
+    ground truth it was (now flagged)."""
+
+    title: str
+    flagged_queries: list[int]
+
+
+def ground_truth_queries(store: Store, document_id: int) -> list[int]:
+    """Ids of the queries (any query set) that have ``document_id`` in their ground truth."""
+    with store.session(readonly=True) as session:
+        return list(session.scalars(
+            select(QueryGroundTruth.query_id).where(QueryGroundTruth.document_id == document_id)
+            .order_by(QueryGroundTruth.query_id)))
+
+
+def delete_document(store: Store, document_id: int, *, expected_version: int | None = None) -> DocumentDeletion:
+    """Delete one document (with its chunks, labels and vectors) in one transaction. Queries whose
+    ground truth held it lose it and are flagged, their ``error`` naming the deleted document, so a
+    reviewer sees why their aspects no longer match. ``expected_version``: refuse (VersionConflictError)
+    when the document changed since the caller loaded it. Bumps ``corpus.version``. Raises NotFoundError."""
+    with store.session() as session:
+        doc = require(session, Document, document_id, "Document")
+        if expected_version is not None and doc.version != expected_version:
+            raise VersionConflictError(document_id, expected_version, doc.version)
+        title, corpus_id = doc.title, doc.corpus_id
+        queries = list(session.scalars(
+            select(QueryGroundTruth.query_id).where(QueryGroundTruth.document_id == document_id)
+            .order_by(QueryGroundTruth.query_id)))
+        note = f"ground-truth document {title or '#' + str(document_id)!r} (#{document_id}) was deleted"
+        for query in session.scalars(select(Query).where(Query.id.in_(queries))):
+            query.error = f"{query.error}; {note}" if query.error else note
+            if query.status == "ok":
+                query.status = "flagged"
+        session.execute(delete(Document).where(Document.id == document_id).execution_options(synchronize_session=False))
+        bump_documents_version(session, corpus_id)
+    return DocumentDeletion(title, queries)
 
 
 def delete_documents(store: Store, corpus_id: int, document_ids: Sequence[int]) -> int:

@@ -176,6 +176,69 @@ def save_decision(doc_id: int, mode: str, shown_suggestion: tuple[int, int] | No
     st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
 
 
+def edit_document(doc_id: int) -> None:
+    """Form callback: save the edited title and text, checked against the version the reviewer saw."""
+    seen: dict[int, int] = st.session_state.setdefault("rv_seen", {})
+    title = st.session_state.get(f"rv_edit_title_{doc_id}", "")
+    text = st.session_state.get(f"rv_edit_text_{doc_id}", "")
+    before = db.get_document(store, doc_id)
+    try:
+        row = db.update_document(store, doc_id, title=title.strip(), text=text,
+                                 expected_version=seen.get(doc_id, before.version))
+    except db.VersionConflictError as exc:
+        st.session_state["rv_conflict"] = doc_id
+        flash("error", f"Not saved: {exc}")
+        return
+    except (db.InvalidInputError, db.DuplicateError) as exc:
+        flash("error", f"Not saved: {exc}")
+        return
+    seen[doc_id] = row.version
+    if row.text != before.text:
+        flash("success", f"Saved the new text of '{md_plain(row.title) or doc_id}'. The corpus' indexes are stale "
+                         "now: update them on the Index page (only this document is embedded again).")
+    elif row.title != before.title:
+        flash("success", f"Renamed to '{md_plain(row.title)}'.")
+    else:
+        flash("info", "Nothing changed.")
+
+
+def delete_document(doc_id: int) -> None:
+    """Button callback: delete the document (checked against the version the reviewer saw), then the next one."""
+    queue: list[int] = st.session_state.get("rv_queue", [])
+    seen: dict[int, int] = st.session_state.setdefault("rv_seen", {})
+    try:
+        gone = db.delete_document(store, doc_id, expected_version=seen.get(doc_id))
+    except db.VersionConflictError as exc:
+        st.session_state["rv_conflict"] = doc_id
+        flash("error", f"Not deleted: {exc}")
+        return
+    except db.NotFoundError:
+        flash("info", "This document was already deleted.")
+        return
+    seen.pop(doc_id, None)
+    n = len(gone.flagged_queries)
+    flagged = (f" {n} quer{'y' if n == 1 else 'ies'} that had it as ground truth {'is' if n == 1 else 'are'} flagged "
+               "for review on the Query Builder page." if n else "")
+    flash("success", f"Deleted '{md_plain(gone.title) or doc_id}'.{flagged}")
+    st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
+
+
+def edit_or_delete(doc: db.DocumentRow) -> None:
+    """The review queue's expander to correct a document's title and text, or delete it."""
+    with st.expander("Edit or delete this document"):
+        with st.form(key=f"rv_edit_{doc.id}", border=False):
+            st.text_input("Title", doc.title, key=f"rv_edit_title_{doc.id}")
+            st.text_area("Text", doc.text, height=260, key=f"rv_edit_text_{doc.id}")
+            st.form_submit_button("Save changes", on_click=edit_document, args=(doc.id,))
+        queries = db.ground_truth_queries(store, doc.id)
+        impact = (f"; it is ground truth of {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}, which lose it "
+                  "and are flagged" if queries else "")
+        sure = st.checkbox(f"Delete this document with its labels and vectors{impact}. This cannot be undone.",
+                           key=f"rv_delete_sure_{doc.id}")
+        st.button("Delete document", key=f"rv_delete_{doc.id}", disabled=not sure, on_click=delete_document,
+                  args=(doc.id,))
+
+
 def reload_document(doc_id: int) -> None:
     st.session_state.setdefault("rv_seen", {}).pop(doc_id, None)
     st.session_state.pop("rv_conflict", None)
@@ -264,6 +327,7 @@ def review_view() -> None:
             st.markdown(html, unsafe_allow_html=True)  # escaped by ui.render.highlight
         if item.keywords:
             st.caption("Highlighted: words of the suggested category's name and description.")
+        edit_or_delete(doc)
 
 
 # --------------------------------------------------------------------------- bulk

@@ -311,6 +311,48 @@ def test_update_document(store: Store) -> None:
         db.update_document(store, 999, title="x")
 
 
+def test_editing_a_document_bumps_its_version_and_checks_the_one_seen(store: Store) -> None:
+    c = db.create_corpus(store, "C")
+    (a,) = db.add_documents(store, c.id, [{"text": "alpha", "title": "A"}]).document_ids
+    assert db.get_document(store, a).version == 1
+    assert db.update_document(store, a, title="A", text="alpha").version == 1  # nothing changed
+    assert db.update_document(store, a, title="A2", expected_version=1).version == 2
+    with pytest.raises(db.VersionConflictError, match="you saw version 1, it is now version 2"):
+        db.update_document(store, a, text="beta", expected_version=1)
+    assert db.get_document(store, a).text == "alpha"  # the refused edit wrote nothing
+    assert db.update_document(store, a, text="beta", expected_version=2).version == 3
+    # a label decision based on the text shown before the edit is refused
+    cat = db.add_categories(store, c.id, ["x"])[0]
+    with pytest.raises(db.VersionConflictError):
+        db.decide_label(store, a, cat.id, "ann", expected_version=2)
+
+
+def test_deleting_a_document_flags_the_queries_it_was_ground_truth_of(store: Store, count_rows) -> None:
+    c = db.create_corpus(store, "C")
+    a, b, d = db.add_documents(store, c.id, [{"text": "alpha", "title": "Alpha"}, {"text": "beta"},
+                                             {"text": "delta"}]).document_ids
+    qs = db.create_query_set(store, c.id, "Q")
+    both, other, only = db.add_queries(store, qs.id, [{"text": "alpha and beta", "ground_truth": [a, b]},
+                                                      {"text": "delta", "ground_truth": [d]},
+                                                      {"text": "alpha", "ground_truth": [a], "status": "flagged",
+                                                       "error": "checked by hand"}])
+    version = db.get_corpus(store, c.id).version
+    assert db.ground_truth_queries(store, a) == [both, only]
+    with pytest.raises(db.VersionConflictError):
+        db.delete_document(store, a, expected_version=7)
+    assert db.document_ids(store, c.id) == [a, b, d] and count_rows("query_ground_truth") == 4
+    gone = db.delete_document(store, a, expected_version=1)
+    assert gone == db.DocumentDeletion("Alpha", [both, only])
+    assert db.document_ids(store, c.id) == [b, d] and db.get_corpus(store, c.id).version == version + 1
+    rows = {q.id: q for q in db.list_queries(store, qs.id)}
+    note = "ground-truth document 'Alpha' (#%d) was deleted" % a
+    assert (rows[both].status, rows[both].error, rows[both].ground_truth) == ("flagged", note, [b])
+    assert (rows[only].status, rows[only].error, rows[only].ground_truth) == ("flagged", f"checked by hand; {note}", [])
+    assert (rows[other].status, rows[other].error) == ("ok", "")
+    with pytest.raises(db.NotFoundError):
+        db.delete_document(store, a)
+
+
 def test_delete_documents_only_touches_the_given_corpus(store: Store) -> None:
     c = db.create_corpus(store, "C")
     other = db.create_corpus(store, "Other")

@@ -439,6 +439,61 @@ def test_review_version_conflict_is_reported_not_overwritten(tmp_path: Path) -> 
     assert db.effective_label(store, ids[0]).category == "sport"
 
 
+def test_review_queue_edits_and_deletes_a_document(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    qs = db.create_query_set(store, corpus.id, "Q")
+    (query,) = db.add_queries(store, qs.id, [{"text": "a match and pasta", "ground_truth": [ids[0], ids[1]]}])
+    at = _review_app(corpus.id)
+    assert at.subheader[0].value == "Match report"
+    version = db.get_corpus(store, corpus.id).version
+    # edit the title and the text: saved, the corpus changed (indexes stale), the document's version bumped
+    at.text_input(key=f"rv_edit_title_{ids[0]}").set_value("Match report (fixed)")
+    at.text_area(key=f"rv_edit_text_{ids[0]}").set_value("The match ended with a late goal.")
+    _submit(at, "Save changes")
+    doc = db.get_document(store, ids[0])
+    assert (doc.title, doc.text, doc.version) == ("Match report (fixed)", "The match ended with a late goal.", 2)
+    assert db.get_corpus(store, corpus.id).version == version + 1
+    assert "indexes are stale" in at.success[0].value
+    assert at.subheader[0].value == "Match report \(fixed\)"  # shown as text, markdown-escaped
+    _submit(at, "Accept suggestion")  # the label decision uses the edited document's version
+    assert db.effective_label(store, ids[0]).category == "sport"
+    # an empty text or another document's text is refused, and nothing changes
+    at.selectbox(key="rv_cat").set_value("cooking").run()
+    assert at.subheader[0].value == "Recipe"
+    at.text_area(key=f"rv_edit_text_{ids[1]}").set_value("Protons and neutrons.")
+    _submit(at, "Save changes")
+    assert "Not saved" in at.error[0].value and "already has exactly this text" in at.error[0].value
+    assert db.get_document(store, ids[1]).text == "Cook the pasta."
+    # delete: only once confirmed; the query whose ground truth it was loses it and is flagged
+    delete = at.button(key=f"rv_delete_{ids[1]}")
+    assert delete.disabled
+    sure = at.checkbox(key=f"rv_delete_sure_{ids[1]}")
+    assert "ground truth of 1 query, which lose it and are flagged" in sure.label
+    sure.check().run()
+    at.button(key=f"rv_delete_{ids[1]}").click().run()
+    _no_exceptions(at)
+    assert "Deleted 'Recipe'. 1 query that had it as ground truth is flagged" in at.success[0].value
+    assert ids[1] not in db.document_ids(store, corpus.id)
+    (row,) = db.list_queries(store, qs.id)
+    assert (row.id, row.status, row.ground_truth) == (query, "flagged", [ids[0]])
+    assert "'Recipe'" in row.error and "was deleted" in row.error
+
+
+def test_review_queue_edit_refused_when_someone_changed_the_document(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    corpus, ids, cats = _labelled_corpus(store)
+    at = _review_app(corpus.id)
+    db.update_document(store, ids[0], title="Renamed meanwhile")  # another reviewer, while it is open
+    at.text_area(key=f"rv_edit_text_{ids[0]}").set_value("My edit.")
+    _submit(at, "Save changes")
+    assert "Not saved" in at.error[0].value and "you saw version 1, it is now version 2" in at.error[0].value
+    assert db.get_document(store, ids[0]).text.startswith("The match ended")
+    at.checkbox(key=f"rv_delete_sure_{ids[0]}").check().run()
+    at.button(key=f"rv_delete_{ids[0]}").click().run()
+    assert "Not deleted" in at.error[0].value and ids[0] in db.document_ids(store, corpus.id)
+
+
 def test_bulk_accept_selected(tmp_path: Path) -> None:
     store = _store(tmp_path)
     corpus, ids, cats = _labelled_corpus(store)
