@@ -34,6 +34,18 @@ def fail(message: str) -> int:
     return 2
 
 
+def open_cli_store(url: str | None) -> Any:
+    """The app's store at ``url`` (else ``$MRAG_DATABASE_URL`` or the default file); raises :class:`CLIError`
+    naming the problem (a bad URL, a file that is not a database, a failed migration)."""
+    import db
+
+    try:
+        return db.open_store(url)
+    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # not SQLAlchemy's "Background on..." line
+        raise CLIError(f"cannot open the database: {first}") from None
+
+
 def named_corpus(store: Any, name: str) -> Any:
     """The stored corpus called ``name`` (a ``db.CorpusInfo``); raises :class:`CLIError` naming the
     corpora there are when there is none."""

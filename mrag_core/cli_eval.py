@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from mrag_core.cli import (COST_HEADING, CLIError, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
-                           named_corpus, positive_int)
+                           named_corpus, open_cli_store, positive_int)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -59,9 +59,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from mrag_core.workflows import evaluation_runs as er
 
     try:
-        store = db.open_store(args.database)
-    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
-        return fail(f"cannot open the database: {exc}")
+        store = open_cli_store(args.database)
+    except CLIError as exc:
+        return fail(str(exc))
     try:
         resume = getattr(args, "resume", None)
         if resume is None:

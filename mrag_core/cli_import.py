@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, positive_int
+from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, positive_int
 
 KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
 TEXT_SUFFIXES = (".txt", ".md")
@@ -169,9 +169,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from mrag_core.workflows import corpus as cw
 
     try:
-        store = db.open_store(args.database)
-    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
-        return fail(f"cannot open the database: {exc}")
+        store = open_cli_store(args.database)
+    except CLIError as exc:
+        return fail(str(exc))
     try:
         existing = None
         if args.add:
@@ -215,13 +215,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_queries(args: argparse.Namespace) -> int:
     """Import a query file as a new query set; returns the exit status (0 imported, 2 bad input)."""
-    import db
     from mrag_core.workflows import querysets as qw
 
     try:
-        store = db.open_store(args.database)
-    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
-        return fail(f"cannot open the database: {exc}")
+        store = open_cli_store(args.database)
+    except CLIError as exc:
+        return fail(str(exc))
     try:
         corpus = named_corpus(store, args.corpus)
         path = Path(args.path).expanduser()

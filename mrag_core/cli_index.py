@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, positive_int
+from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, positive_int
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -52,13 +52,12 @@ def format_indexes(rows: list[Any]) -> str:
 def cmd_index(args: argparse.Namespace) -> int:
     """Build / update / resume (or list) a corpus' index; returns the exit status (0 done, 1 cancelled,
     2 bad input)."""
-    import db
     from mrag_core.workflows import indexing
 
     try:
-        store = db.open_store(args.database)
-    except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
-        return fail(f"cannot open the database: {exc}")
+        store = open_cli_store(args.database)
+    except CLIError as exc:
+        return fail(str(exc))
     try:
         try:
             corpus = named_corpus(store, args.corpus)

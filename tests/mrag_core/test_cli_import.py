@@ -177,3 +177,15 @@ def test_topic_layout_folder_and_topic_level_queries(url: str, tmp_path: Path, c
     (q,) = db.list_queries(store, 1)
     store.close()
     assert len(q.ground_truth) == 3  # both documents of the breach topic and the one of negligence
+
+
+@pytest.mark.parametrize("command", [["import", "--corpus", "X", "a.json"], ["queries", "--corpus", "X", "--name", "Q",
+                                                                             "q.json"],
+                                     ["index", "--corpus", "X"], ["eval", "--corpus", "X", "--query-set", "Q"]])
+def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, capsys, command: list[str]) -> None:
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("this is not SQLite")
+    assert main([*command, "--database", f"sqlite:///{not_a_db}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot open the database: ") and len(err.strip().splitlines()) == 1
+    assert not_a_db.read_text() == "this is not SQLite"
