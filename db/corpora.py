@@ -738,12 +738,15 @@ class DocumentDeletion:
     flagged_queries: list[int]
 
 
+def _ground_truth_query_ids(session: Session, document_id: int) -> list[int]:
+    return list(session.scalars(select(QueryGroundTruth.query_id).where(QueryGroundTruth.document_id == document_id)
+                                .order_by(QueryGroundTruth.query_id)))
+
+
 def ground_truth_queries(store: Store, document_id: int) -> list[int]:
     """Ids of the queries (any query set) that have ``document_id`` in their ground truth."""
     with store.session(readonly=True) as session:
-        return list(session.scalars(
-            select(QueryGroundTruth.query_id).where(QueryGroundTruth.document_id == document_id)
-            .order_by(QueryGroundTruth.query_id)))
+        return _ground_truth_query_ids(session, document_id)
 
 
 def delete_document(store: Store, document_id: int, *, expected_version: int | None = None) -> DocumentDeletion:
@@ -756,9 +759,7 @@ def delete_document(store: Store, document_id: int, *, expected_version: int | N
         if expected_version is not None and doc.version != expected_version:
             raise VersionConflictError(document_id, expected_version, doc.version)
         title, corpus_id = doc.title, doc.corpus_id
-        queries = list(session.scalars(
-            select(QueryGroundTruth.query_id).where(QueryGroundTruth.document_id == document_id)
-            .order_by(QueryGroundTruth.query_id)))
+        queries = _ground_truth_query_ids(session, document_id)
         note = f"ground-truth document {title or '#' + str(document_id)!r} (#{document_id}) was deleted"
         for query in session.scalars(select(Query).where(Query.id.in_(queries))):
             query.error = f"{query.error}; {note}" if query.error else note

@@ -19,6 +19,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def default_mark(key: str) -> str:
+    """The session key where :func:`follow_default` keeps what widget ``key``'s default was set for."""
+    return f"_{key}_default_for"
+
+
 def follow_default(key: str, owner: Any, value: Any) -> None:
     """Set widget ``key`` to ``value`` whenever ``owner`` (what its default depends on) changes.
 
@@ -27,7 +32,7 @@ def follow_default(key: str, owner: Any, value: Any) -> None:
     Call this before drawing the widget, and draw it without a default of its own (no ``index=`` /
     ``value=``): the value set here is the default. ``owner`` must be comparable with ``!=``.
     """
-    mark = f"_{key}_default_for"
+    mark = default_mark(key)
     if st.session_state.get(mark) != owner or key not in st.session_state:
         st.session_state[mark] = owner
         st.session_state[key] = value
@@ -157,8 +162,8 @@ def index_page_choices(run: db.EmbeddingRunInfo) -> dict[str, Any]:
     local = run.model_name not in MODEL_REGISTRY
     choices: dict[str, Any] = {"index_model_choice": LOCAL_MODEL if local else run.model_name,
                                "index_layer": run.layer, "index_pooling": run.pooling,
-                               "_index_layer_default_for": run.model_name,
-                               "_index_pooling_default_for": run.model_name}
+                               default_mark("index_layer"): run.model_name,
+                               default_mark("index_pooling"): run.model_name}
     if local:
         choices["index_model_path"] = run.model_path or run.model_name
     return choices

@@ -225,19 +225,16 @@ def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: i
     t0 = time.perf_counter()
     if embedding_run_id is not None:
         run = db.get_embedding_run(store, embedding_run_id)
-    else:
-        cand = indexing.find_run(store, corpus_id, lm.spec.name, lm.layer_index(layer), lm.head_pooling)
-        if cand is not None and indexing.run_state(store, cand) == "done" and not db.missing_documents(store, cand.id):
-            run = cand
-        else:
-            on_docs = stage("documents")
-            built = indexing.build_embedding_run(
-                store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
-                progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
-            if built.status != "done":
-                raise ExtractionCancelled(f"index build cancelled after {built.run.n_saved} of "
-                                          f"{built.run.n_docs} documents")
-            run = built.run
+    else:  # build_embedding_run returns a current index as it is, and builds, resumes or updates any other
+        on_docs = stage("documents")
+        built = indexing.build_embedding_run(
+            store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
+            progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
+        if built.status != "done":
+            raise ExtractionCancelled(f"index build cancelled after {built.run.n_saved} of "
+                                      f"{built.run.n_docs} documents")
+        run = built.run
+        if not built.reused:
             timing["embed_documents"] = time.perf_counter() - t0
             t0 = time.perf_counter()
     bundle = indexing.load_corpus_index(store, run.id, seed=seed)

@@ -12,6 +12,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
 from mrag_core.cli_eval import add_eval_parser, cmd_eval  # noqa: E402
+from tests.support.mini_corpus import mini_store  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,17 +23,8 @@ def _parser() -> argparse.ArgumentParser:
 
 @pytest.fixture
 def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    u = f"sqlite:///{tmp_path / 't.db'}"
-    store = db.open_store(u)
-    corpus = db.create_corpus(store, "Mini")
-    ids = db.add_documents(store, corpus.id, [
-        {"title": "Moon", "text": "The moon orbits the earth every month.", "label": "space"},
-        {"title": "Mars", "text": "Mars is a red planet with dusty storms.", "label": "space"},
-        {"title": "Bread", "text": "Bread dough rises with yeast in a warm kitchen.", "label": "food"},
-        {"title": "Soup", "text": "A hot tomato soup with basil and garlic.", "label": "food"},
-    ]).document_ids
-    qs = db.create_query_set(store, corpus.id, "Set A")
+    u, store, corpus_id, ids = mini_store(tmp_path, monkeypatch)
+    qs = db.create_query_set(store, corpus_id, "Set A")
     db.add_queries(store, qs.id, [
         {"text": "red planet storms", "ground_truth": [ids[1]]},
         {"text": "moon orbit and yeast bread", "ground_truth": [ids[0], ids[2]]},

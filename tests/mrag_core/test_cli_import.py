@@ -13,14 +13,7 @@ import pytest
 import db
 from mrag_core.cli import main
 from mrag_core.cli_import import guess_kind
-
-ARTICLES = [
-    {"title": "Moon", "text": "The moon orbits the earth every month.", "label": "space"},
-    {"title": "Mars", "text": "Mars is a red planet with dusty storms.", "label": "space"},
-    {"title": "Bread", "text": "Bread dough rises with yeast in a warm kitchen.", "label": "food"},
-    {"title": "Soup", "text": "A hot tomato soup with basil and garlic.", "label": "food"},
-]
-
+from tests.support.mini_corpus import MINI_DOCS
 
 @pytest.fixture
 def url(tmp_path: Path) -> str:
@@ -42,12 +35,12 @@ def _docs(url: str, name: str) -> list[tuple[str, str, str | None]]:
 
 def test_benchmark_articles_and_queries_then_index_ready(url: str, tmp_path: Path, capsys) -> None:
     articles = tmp_path / "articles.json.bz2"
-    articles.write_bytes(bz2.compress(json.dumps(ARTICLES).encode()))
+    articles.write_bytes(bz2.compress(json.dumps(MINI_DOCS).encode()))
     assert _run(url, "import", "--corpus", "Mini", str(articles)) == 0
     out = capsys.readouterr().out
     assert "4 document(s) to import in 2 categories; 0 error(s)" in out
     assert "imported 4 document(s) into new corpus 'Mini'" in out
-    assert _docs(url, "Mini") == [(a["title"], a["text"], a["label"]) for a in ARTICLES]
+    assert _docs(url, "Mini") == [(a["title"], a["text"], a["label"]) for a in MINI_DOCS]
 
     queries = tmp_path / "queries.json"
     queries.write_text(json.dumps([
@@ -91,9 +84,9 @@ def test_table_with_named_columns_problems_listed_and_dry_run(url: str, tmp_path
 
 def test_adding_needs_add_skips_duplicates_and_writes_nothing_when_nothing_is_left(url, tmp_path, capsys) -> None:
     first = tmp_path / "a.jsonl"
-    first.write_text("\n".join(json.dumps(a) for a in ARTICLES[:2]))
+    first.write_text("\n".join(json.dumps(a) for a in MINI_DOCS[:2]))
     both = tmp_path / "b.jsonl"
-    both.write_text("\n".join(json.dumps(a) for a in ARTICLES[1:3]))
+    both.write_text("\n".join(json.dumps(a) for a in MINI_DOCS[1:3]))
     assert _run(url, "import", "--corpus", "Mini", str(first)) == 0
     assert _run(url, "import", "--corpus", "Mini", str(both)) == 2
     assert "a corpus named 'Mini' exists; pass --add to add documents to it" in capsys.readouterr().err

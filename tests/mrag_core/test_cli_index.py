@@ -14,22 +14,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import db  # noqa: E402
 import mrag_core.workflows.indexing as indexing  # noqa: E402
 from mrag_core.cli import build_parser, main  # noqa: E402
-
-DOCS = [
-    {"title": "Moon", "text": "The moon orbits the earth every month.", "label": "space"},
-    {"title": "Mars", "text": "Mars is a red planet with dusty storms.", "label": "space"},
-    {"title": "Bread", "text": "Bread dough rises with yeast in a warm kitchen.", "label": "food"},
-    {"title": "Soup", "text": "A hot tomato soup with basil and garlic.", "label": "food"},
-]
-
+from tests.support.mini_corpus import mini_store  # noqa: E402
 
 @pytest.fixture
 def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
-    u = f"sqlite:///{tmp_path / 't.db'}"
-    store = db.open_store(u)
-    corpus = db.create_corpus(store, "Mini")
-    db.add_documents(store, corpus.id, DOCS)
+    u, store, _, _ = mini_store(tmp_path, monkeypatch)
     store.close()
     return u
 
