@@ -27,7 +27,19 @@ from db._common import LIKE_ESCAPE, like_pattern, require, sha256_hex
 from db._labels import latest_decision, latest_suggestion
 from db.engine import Store
 from db.errors import DuplicateError, InvalidInputError, NotFoundError, VersionConflictError
-from db.models import Category, Corpus, Decision, Document, Query, QueryGroundTruth, utcnow
+from db.models import (
+    Category,
+    Corpus,
+    Decision,
+    Document,
+    EmbeddingRun,
+    EmbeddingVector,
+    EvalRun,
+    Query,
+    QueryGroundTruth,
+    QuerySet,
+    utcnow,
+)
 
 IMPORT_ANNOTATOR = "import"
 
@@ -334,6 +346,38 @@ def rename_corpus(
             return _corpus_info(session, corpus)
     except IntegrityError as exc:
         raise DuplicateError(f"A corpus named {cleaned!r} already exists.") from exc
+
+
+@dataclass(frozen=True)
+class CorpusFootprint:
+    """What a corpus holds besides its documents: all of it goes when the corpus is deleted.
+    ``vector_bytes``: the stored float32 vectors of its indexes (n_saved x (dim + h x head_dim) x 4 per index)."""
+
+    corpus_id: int
+    n_query_sets: int
+    n_queries: int
+    n_indexes: int
+    vector_bytes: int
+    n_eval_runs: int
+
+
+def corpus_footprints(store: Store) -> dict[int, CorpusFootprint]:
+    """:class:`CorpusFootprint` of every corpus, by corpus id (a few grouped counts, not a query per corpus)."""
+    with store.session(readonly=True) as session:
+        ids = session.scalars(select(Corpus.id)).all()
+        sets = dict(session.execute(select(QuerySet.corpus_id, func.count()).group_by(QuerySet.corpus_id)).all())
+        queries = dict(session.execute(
+            select(QuerySet.corpus_id, func.count()).join(Query, Query.query_set_id == QuerySet.id)
+            .group_by(QuerySet.corpus_id)).all())
+        runs = dict(session.execute(select(EmbeddingRun.corpus_id, func.count()).group_by(EmbeddingRun.corpus_id)).all())
+        evals = dict(session.execute(select(EvalRun.corpus_id, func.count()).group_by(EvalRun.corpus_id)).all())
+        per_vector = (EmbeddingRun.dim + EmbeddingRun.n_heads * EmbeddingRun.head_dim) * 4
+        sizes = dict(session.execute(
+            select(EmbeddingRun.corpus_id, func.sum(per_vector))
+            .join(EmbeddingVector, EmbeddingVector.run_id == EmbeddingRun.id)
+            .group_by(EmbeddingRun.corpus_id)).all())
+    return {i: CorpusFootprint(i, int(sets.get(i, 0)), int(queries.get(i, 0)), int(runs.get(i, 0)),
+                               int(sizes.get(i) or 0), int(evals.get(i, 0))) for i in ids}
 
 
 def delete_corpus(store: Store, corpus_id: int) -> None:

@@ -332,3 +332,15 @@ class LLMCacheEntry(Base):
     completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     latency_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AppMarker(Base):
+    """A named fact about this database that outlives the rows it is about (added in revision 0005);
+    e.g. ``demo_corpus``: the id of the demo corpus set up here, so a deleted demo is not put back."""
+
+    __tablename__ = "app_markers"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -4,7 +4,9 @@ A first start creates the corpus, its categories and documents, then the query s
 transactions; an interrupted first start completes on the next one without duplicating anything.
 Once set up, the corpus is the user's: documents deleted or edited, categories removed, are not put
 back at the next start (its ``version`` tells: 1 when created, 2 after the demo documents were added,
-more after any later change of its documents).
+more after any later change of its documents). The marker ``demo_corpus`` (``db.set_marker``) keeps the
+demo corpus' id: a renamed demo corpus is still the demo, and a deleted one is not created again unless
+asked (``restore=True``, the Home page's "Restore the demo corpus").
 """
 
 from __future__ import annotations
@@ -15,32 +17,69 @@ import db
 from mrag_core.demo import DEMO_CORPUS_NAME, load_demo
 
 DEMO_QUERY_SET_NAME = "Demo queries"
+#: ``db`` marker holding the id of the demo corpus set up in this database.
+DEMO_MARKER = "demo_corpus"
+#: ``db`` marker holding the id of the demo query set once created (a deleted set is not created again).
+DEMO_QUERIES_MARKER = "demo_queries"
 
 
 @dataclass(frozen=True)
 class DemoStatus:
-    """What :func:`ensure_demo_corpus` found or did; ``query_set_id`` is None when the user deleted the set."""
+    """What :func:`ensure_demo_corpus` found or did; ``query_set_id`` is None when the user deleted the set;
+    ``corpus_id`` is None when the user deleted the demo corpus (``removed``)."""
 
-    corpus_id: int
+    corpus_id: int | None
     query_set_id: int | None
     added_documents: int
     created: bool
+    removed: bool = False
 
 
 #: ``corpus.version`` right after the demo documents were added (created at 1, one add).
 SET_UP_VERSION = 2
 
 
-def ensure_demo_corpus(store: db.Store) -> DemoStatus:
-    """Create the demo corpus with its categories, documents and query set, or complete an interrupted
-    first start; a corpus in use is left as it is."""
-    demo = load_demo()
-    try:
-        corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
-        created = False
+def _identity(corpus: db.CorpusInfo) -> str:
+    """The demo marker's value: id and creation time (SQLite hands a deleted corpus' id to the next one)."""
+    return f"{corpus.id}@{corpus.created_at.isoformat()}"
+
+
+def demo_corpus_id(store: db.Store) -> int | None:
+    """The id of this database's demo corpus (whatever it is called now), or None when there is none."""
+    marked = db.get_marker(store, DEMO_MARKER)
+    if marked is not None:
+        head = marked.split("@", 1)[0]
+        try:
+            corpus = db.get_corpus(store, int(head)) if head.isdigit() else None
+        except db.NotFoundError:
+            return None
+        return corpus.id if corpus is not None and marked in (head, _identity(corpus)) else None
+    try:  # set up before markers existed
+        return db.get_corpus_by_name(store, DEMO_CORPUS_NAME).id
     except db.NotFoundError:
+        return None
+
+
+def demo_removed(store: db.Store) -> bool:
+    """True when the demo corpus was set up in this database and then deleted."""
+    return db.get_marker(store, DEMO_MARKER) is not None and demo_corpus_id(store) is None
+
+
+def ensure_demo_corpus(store: db.Store, *, restore: bool = False) -> DemoStatus:
+    """Create the demo corpus with its categories, documents and query set, or complete an interrupted
+    first start; a corpus in use is left as it is. A demo corpus the user deleted is created again only
+    with ``restore`` (under its shipped name, which must be free)."""
+    demo = load_demo()
+    created = False
+    found = demo_corpus_id(store)
+    if found is not None:
+        corpus = db.get_corpus(store, found)
+    elif db.get_marker(store, DEMO_MARKER) is not None and not restore:
+        return DemoStatus(None, None, 0, False, removed=True)
+    else:
         corpus = db.create_corpus(store, DEMO_CORPUS_NAME, "Original demo corpus shipped with MRAG Studio: 12 categories, 96 articles.")
         created = True
+    db.set_marker(store, DEMO_MARKER, _identity(corpus))
     added = 0
     if corpus.n_documents == 0 and corpus.version == 1:  # created, documents not added yet
         db.add_categories(store, corpus.id, demo.categories)
@@ -51,8 +90,10 @@ def ensure_demo_corpus(store: db.Store) -> DemoStatus:
         ).added
     sets = [s for s in db.list_query_sets(store, corpus.id) if s.name == DEMO_QUERY_SET_NAME]
     if sets:
+        db.set_marker(store, DEMO_QUERIES_MARKER, str(sets[0].id))
         return DemoStatus(corpus.id, sets[0].id, added, created)
-    if db.get_corpus(store, corpus.id).version != SET_UP_VERSION:  # its documents changed since: the user's now
+    deleted = db.get_marker(store, DEMO_QUERIES_MARKER) is not None and not (created or restore)
+    if deleted or db.get_corpus(store, corpus.id).version != SET_UP_VERSION:  # the user's now
         return DemoStatus(corpus.id, None, added, created)
     by_title = {row.title: row.id for row in db.list_documents(store, corpus.id, limit=None).items}
     qs = db.create_query_set(store, corpus.id, DEMO_QUERY_SET_NAME, source="manual",
@@ -62,4 +103,5 @@ def ensure_demo_corpus(store: db.Store) -> DemoStatus:
          "fusion": list(q.get("fusion", [])), "generator": "hand-written", "status": "ok"}
         for q in demo.queries if all(t in by_title for t in q["topics"])
     ])
+    db.set_marker(store, DEMO_QUERIES_MARKER, str(qs.id))
     return DemoStatus(corpus.id, qs.id, added, created)

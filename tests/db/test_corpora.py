@@ -64,9 +64,18 @@ def test_delete_corpus_removes_everything_it_owns(
         store, ev.id, [{"strategy": "s", "query_id": q_ids[0], "retrieved": [1], "rsr": [1.0], "csr": [1.0]}]
     )
 
+    db.add_queries(store, db.create_query_set(store, corpus.id, "q2").id, [{"text": "a?"}, {"text": "b?"}])
+
+    feet = db.corpus_footprints(store)
+    # 4 vectors of (2 standard + 1 head x 2) float32 = 4 x 16 bytes; 1 + 2 queries in 2 sets.
+    assert feet[corpus.id] == db.CorpusFootprint(corpus.id, n_query_sets=2, n_queries=3, n_indexes=1,
+                                                 vector_bytes=64, n_eval_runs=1)
+    assert feet[other.id] == db.CorpusFootprint(other.id, 0, 0, 0, 0, 0)
+
     db.delete_corpus(store, corpus.id)
 
     assert [c.name for c in db.list_corpora(store)] == ["Other"]
+    assert list(db.corpus_footprints(store)) == [other.id]
     assert count_rows("documents") == 1
     assert count_rows("categories") == 1
     assert count_rows("decisions") == 1  # the other corpus' import label

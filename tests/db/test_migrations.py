@@ -88,7 +88,7 @@ def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0004"
+        assert store.schema_revision() == db.head_revision() == "0005"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -170,7 +170,7 @@ def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(db_path: Pat
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == "0004"
+        assert store.schema_revision() == db.head_revision()
         with store.engine.connect() as conn:
             hashes = dict(conn.execute(text("SELECT run_id, content_hash FROM embedding_vectors")).all())
         assert hashes == {1: f"{1:064d}", 2: None}  # run 2 is stale (version 6): its text is unknown
@@ -184,6 +184,34 @@ def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(db_path: Pat
         assert "content_hash" not in {c["name"] for c in inspect(store.engine).get_columns("embedding_vectors")}
         with store.engine.connect() as conn:  # the vectors themselves stay
             assert conn.execute(text("SELECT COUNT(*) FROM embedding_vectors")).scalar_one() == 3
+
+
+def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(db_path: Path) -> None:
+    from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
+
+    url = f"sqlite:///{db_path}"
+    old = _store_at(url, "0004")
+    now = "2026-01-02 03:04:05.000000"
+    with old.engine.begin() as conn:
+        for cid, name in ((1, "Mine"), (2, "MRAG Studio demo")):
+            conn.execute(text("INSERT INTO corpora (id, name, description, created_at, updated_at, version, "
+                              "labels_version) VALUES (:id, :n, '', :now, :now, 5, 1)"), {"id": cid, "n": name, "now": now})
+        for sid, cid, name in ((1, 1, "Demo queries"), (2, 2, "Other"), (3, 2, "Demo queries")):
+            conn.execute(text("INSERT INTO query_sets (id, corpus_id, name, description, source, params, created_at) "
+                              "VALUES (:id, :c, :n, '', 'manual', '{}', :now)"), {"id": sid, "c": cid, "n": name, "now": now})
+    old.close()
+
+    with db.open_store(url) as store:
+        assert store.schema_revision() == "0005"
+        assert (db.get_marker(store, "demo_corpus"), db.get_marker(store, "demo_queries")) == ("2", "3")
+        assert demo_corpus_id(store) == 2
+        status = ensure_demo_corpus(store)  # the existing demo is kept as it is (version 5: the user's)
+        assert (status.corpus_id, status.query_set_id, status.added_documents) == (2, 3, 0)
+        assert db.get_marker(store, "demo_corpus") == f"2@{db.get_corpus(store, 2).created_at.isoformat()}"
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0004")
+        assert "app_markers" not in inspect(store.engine).get_table_names()
+        assert len(db.list_corpora(store)) == 2
 
 
 def test_models_match_migrations(store: Store) -> None:
