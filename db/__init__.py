@@ -15,6 +15,7 @@ Everything listed in ``__all__`` is re-exported here. No Streamlit imports in th
 
 from __future__ import annotations
 
+from db._common import identity_key
 from db.annotations import (
     AgentInfo,
     Agreement,
@@ -224,6 +225,7 @@ __all__ = [
     "finish_eval_run",
     "get_corpus",
     "get_marker",
+    "identity_key",
     "get_corpus_by_name",
     "get_document",
     "document_sources",

@@ -45,3 +45,10 @@ def to_jsonable(value: Any) -> Any:
     if callable(tolist):
         return to_jsonable(tolist())
     return value
+
+
+def identity_key(row: Any) -> str:
+    """``"<id>@<created_at ISO>"`` of a stored row (any info with ``id`` and ``created_at``): it tells the row
+    from a later one that got the same id. SQLite gives the id of the newest row, once deleted, to the
+    next one, so caches and markers that outlive a row key on this, never on the id alone."""
+    return f"{row.id}@{row.created_at.isoformat()}"

@@ -736,7 +736,8 @@ def update_document(
     expected_version: int | None = None,
 ) -> DocumentRow:
     """Edit a document's title/text/source. A text change re-hashes the document and bumps
-    ``corpus.version`` (embeddings become stale); a title or text change bumps the document's
+    ``corpus.version`` (embeddings become stale), a title change ``corpus.updated_at`` (what caches of
+    the corpus' titles are keyed on); a title or text change bumps the document's
     ``version``, so a label decision made on what was shown before is refused. ``expected_version``:
     refuse the edit (VersionConflictError) when the document changed since the caller loaded it.
     Raises NotFoundError, InvalidInputError, DuplicateError (the new text equals another document's)."""
@@ -748,6 +749,9 @@ def update_document(
         if title is not None and title != doc.title:
             doc.title = title
             changed = True
+            # Not the documents' version (vectors embed the text only), but shown titles changed.
+            session.execute(update(Corpus).where(Corpus.id == doc.corpus_id).values(updated_at=utcnow())
+                            .execution_options(synchronize_session=False))
         if source is not None:
             doc.source = source
         if text is not None and text != doc.text:

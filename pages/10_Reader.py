@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+import db
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
-from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, get_store, index_labeler, open_corpus_page, run_model_or_stop
+from ui.state import finished_runs_or_stop, index_bundle, index_labeler, open_corpus_page, run_model_or_stop
 
 K_MAX = 20
 
@@ -24,17 +24,10 @@ st.caption("Retrieval is only half of RAG: send the top-k documents of Standard 
            "and compare what the answers contain.")
 
 
-@st.cache_resource(show_spinner="Loading the index…", max_entries=4)
-def get_bundle(run_id: int) -> IndexBundle:
-    """A finished run's search index (immutable once done, so the run id is a safe key)."""
-    return load_corpus_index(get_store(), run_id, "torch")
-
-
 @st.cache_resource(max_entries=128)
-def query_embeddings(run_id: int, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
+def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
+    """Query and sub-queries in one forward pass (cached per run, by its db.identity_key, and texts)."""
     return embed_query(_lm, layer, query, subqueries)
-
-
 
 
 store, corpus = open_corpus_page()
@@ -44,7 +37,7 @@ wanted = st.session_state.get("run_id")
 run = st.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
                    format_func=index_labeler(store, runs), key="reader_run")
 lm = run_model_or_stop(store, run)
-bundle = get_bundle(run.id)
+bundle = index_bundle(store, run)
 
 # --- query -------------------------------------------------------------------------------------
 picked = query_picker(store, corpus.id, key="reader")
@@ -55,7 +48,7 @@ if not query_text:
 
 # --- retrieval (every strategy; Fusion uses the stored sub-queries or one per sentence) ----------
 subqueries, sub_source = resolve_subqueries(query_text, stored_fusion, prefer="stored")
-q_emb, sub_emb, _ = query_embeddings(run.id, query_text, tuple(subqueries), lm, run.layer)
+q_emb, sub_emb, _ = query_embeddings(db.identity_key(run), query_text, tuple(subqueries), lm, run.layer)
 result = compare(bundle, q_emb, sub_emb, strategies=list(STRATEGY_LABELS), k=min(K_MAX, bundle.index.n_docs),
                  ground_truth=ground_truth, query=query_text, subqueries=subqueries, subquery_source=sub_source)
 st.caption(f"Fusion sub-queries: {len(subqueries)}, {SUBQUERY_SOURCES[sub_source]}."

@@ -392,7 +392,8 @@ def similar_view() -> None:
     if not st.toggle(f"Embed the corpus with {ZERO_SHOT_MODEL} (cached on disk)", key="fs_on"):
         st.caption("Turn on to compute the embeddings (a few seconds the first time).")
         return
-    emb_ids, emb = corpus_embeddings(corpus.id, db.get_corpus(store, corpus.id).version)
+    fresh = db.get_corpus(store, corpus.id)
+    emb_ids, emb = corpus_embeddings(fresh.id, fresh.version, db.identity_key(fresh))
     spaces: list[Any] = ["standard", *range(emb.n_heads)]
     c1, c2 = st.columns(2)
     space = c1.selectbox("Space", spaces, key="fs_space",

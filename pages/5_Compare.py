@@ -33,14 +33,14 @@ from mrag_core.workflows.compare import (
     resolve_expansions,
     resolve_subqueries,
 )
-from mrag_core.workflows.indexing import IndexBundle, load_corpus_index
+from mrag_core.workflows.indexing import IndexBundle
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain, plotly_text
-from ui.state import (clamp_state, finished_runs_or_stop, follow_default, get_store, index_labeler, llm_config,
-                      open_corpus_page, run_model_or_stop)
+from ui.state import (clamp_state, finished_runs_or_stop, follow_default, get_store, index_bundle, index_labeler,
+                      llm_config, open_corpus_page, run_model_or_stop)
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -48,16 +48,11 @@ st.caption("One query, several retrieval strategies, side by side. The query and
            "in one forward pass that feeds every strategy.")
 
 
-@st.cache_resource(show_spinner="Loading the index…", max_entries=4)
-def get_bundle(run_id: int, backend: str) -> IndexBundle:
-    """A finished run's search index (immutable once done, so the run id is a safe key)."""
-    return load_corpus_index(get_store(), run_id, backend)
-
-
 @st.cache_resource(max_entries=128)
-def query_embeddings(run_id: int, query: str, subqueries: tuple[str, ...],
+def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
                      expansions: tuple[tuple[str, tuple[str, ...]], ...], _lm, layer: int):  # noqa: ANN001
-    """Query, sub-queries and every expansion text in one forward pass (cached per run and texts)."""
+    """Query, sub-queries and every expansion text in one forward pass (cached per run, by its
+    db.identity_key, and texts)."""
     return embed_query_and_texts(_lm, layer, query, subqueries, {f: list(t) for f, t in expansions})
 
 
@@ -134,7 +129,7 @@ run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if
 backend_default = st.session_state.get("run_backend", "torch")
 backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend")
 lm = run_model_or_stop(store, run)
-bundle = get_bundle(run.id, backend)
+bundle = index_bundle(store, run, backend)
 index = bundle.index
 if calibrated := index.calibration_lines():
     st.caption("HNSW efSearch, the smallest reaching the recall target against exact search, per view and, for "
@@ -247,7 +242,7 @@ if families:
             st.error(f"{FAMILY_LABELS[fam]}: {md_plain(outcome.error or 'failed')}. Its strategies are left out.")
     llm_strategies = [s for s in llm_strategies if expansions[family_of(s)].ok]
 exp_texts = tuple((f, o.texts) for f, o in expansions.items() if o.ok)
-q_emb, sub_emb, exp_emb, _ = query_embeddings(run.id, query_text, tuple(subqueries), exp_texts, lm, run.layer)
+q_emb, sub_emb, exp_emb, _ = query_embeddings(db.identity_key(run), query_text, tuple(subqueries), exp_texts, lm, run.layer)
 result = compare(bundle, q_emb, sub_emb, strategies=[*strategies, *llm_strategies], k=int(k), c=int(c),
                  variant=variant, ground_truth=ground_truth, query=query_text, subqueries=subqueries,
                  subquery_source=sub_source, expansions={f: o for f, o in expansions.items() if o.ok},

@@ -19,11 +19,11 @@ import db
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import METHODS, SpaceMap, ensure_maps, place_query, space_names
 from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
-from mrag_core.workflows.indexing import IndexBundle, load_corpus_index, model_for_run
+from mrag_core.workflows.indexing import IndexBundle, model_for_run
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import plotly_text
-from ui.state import (finished_runs_or_stop, follow_default, get_model, get_store, index_labeler, open_corpus_page,
+from ui.state import (finished_runs_or_stop, follow_default, get_model, index_bundle, index_labeler, open_corpus_page,
                       stale_index_warning)
 
 page_setup(__file__, "🧭")
@@ -33,11 +33,6 @@ st.caption("Each head is its own embedding space. The same documents arrange dif
 
 NCOLS = 4
 MAP_STRATEGIES = ("standard", "mrag", "split")
-
-
-@st.cache_resource(show_spinner="Loading the index…", max_entries=4)
-def get_bundle(run_id: int) -> IndexBundle:
-    return load_corpus_index(get_store(), run_id, "torch")
 
 
 def doc_id_of(point: dict) -> int | None:
@@ -139,7 +134,7 @@ if todo:
 else:
     maps = ensure_maps(store, run.id, method, seed=seed)
 
-bundle = get_bundle(run.id)
+bundle = index_bundle(store, run)
 
 # --- optional query ------------------------------------------------------------------------------
 query_text = ""

@@ -84,8 +84,9 @@ def show_preview(preview: ImportPreview) -> None:
 
 
 @st.cache_resource(show_spinner="Embedding the corpus with minilm...", max_entries=4)
-def corpus_embeddings(corpus_id: int, corpus_version: int) -> tuple[list[int], Any]:
-    """(document ids, Embeddings) of the corpus with minilm (disk-cached; one entry per version)."""
+def corpus_embeddings(corpus_id: int, corpus_version: int, identity: str) -> tuple[list[int], Any]:
+    """(document ids, Embeddings) of the corpus with minilm (disk-cached; one entry per version; ``identity``,
+    :func:`db.identity_key`, because SQLite gives a deleted corpus' id to the next one)."""
     from mrag_core.embedding_cache import cached_embed
 
     store = get_store()

@@ -197,3 +197,35 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     except (ModelLoadError, ValueError) as exc:
         st.error(f"The index's model could not be loaded: {exc}")
         st.stop()
+
+
+@st.cache_resource(show_spinner="Loading the index…", max_entries=4)
+def _run_index(run_id: int, identity: str, backend: str) -> tuple[list[int], Any]:
+    """A finished run's ``(document ids, CorpusIndex)``: its vectors never change, so it is kept; ``identity``
+    (:func:`db.identity_key`) is in the key because SQLite gives a deleted run's id to the next one."""
+    from mrag_core.workflows.indexing import load_run_index
+
+    return load_run_index(get_store(), run_id, backend)
+
+
+@st.cache_resource(max_entries=8)
+def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tuple[int, int, str]
+                    ) -> tuple[list[str], list[str]]:
+    """Labels and titles of a run's documents; ``corpus_state`` (version, labels version, updated_at) changes
+    with any label, title or text change, so a relabelled document shows its new category."""
+    from mrag_core.workflows.indexing import document_facts
+
+    return document_facts(get_store(), _run_index(run_id, identity, backend)[0])
+
+
+def index_bundle(store: db.Store, run: db.EmbeddingRunInfo, backend: str = "torch") -> Any:
+    """The :class:`~mrag_core.workflows.indexing.IndexBundle` of a finished run for Compare, Reader and Maps:
+    the search index cached per run and backend, the documents' labels and titles as they are now."""
+    from mrag_core.workflows.indexing import IndexBundle
+
+    identity = db.identity_key(run)
+    corpus = db.get_corpus(store, run.corpus_id)
+    ids, index = _run_index(run.id, identity, backend)
+    labels, titles = _document_facts(run.id, identity, backend,
+                                     (corpus.version, corpus.labels_version, corpus.updated_at.isoformat()))
+    return IndexBundle(index, ids, labels, titles)

@@ -17,7 +17,7 @@ import db
 from mrag_core.demo import DEMO_CORPUS_NAME, load_demo
 
 DEMO_QUERY_SET_NAME = "Demo queries"
-#: ``db`` marker holding the id of the demo corpus set up in this database.
+#: ``db`` marker holding :func:`db.identity_key` of the demo corpus set up in this database.
 DEMO_MARKER = "demo_corpus"
 #: ``db`` marker holding the id of the demo query set once created (a deleted set is not created again).
 DEMO_QUERIES_MARKER = "demo_queries"
@@ -39,11 +39,6 @@ class DemoStatus:
 SET_UP_VERSION = 2
 
 
-def _identity(corpus: db.CorpusInfo) -> str:
-    """The demo marker's value: id and creation time (SQLite hands a deleted corpus' id to the next one)."""
-    return f"{corpus.id}@{corpus.created_at.isoformat()}"
-
-
 def demo_corpus_id(store: db.Store) -> int | None:
     """The id of this database's demo corpus (whatever it is called now), or None when there is none."""
     marked = db.get_marker(store, DEMO_MARKER)
@@ -53,7 +48,7 @@ def demo_corpus_id(store: db.Store) -> int | None:
             corpus = db.get_corpus(store, int(head)) if head.isdigit() else None
         except db.NotFoundError:
             return None
-        return corpus.id if corpus is not None and marked in (head, _identity(corpus)) else None
+        return corpus.id if corpus is not None and marked in (head, db.identity_key(corpus)) else None
     try:  # set up before markers existed
         return db.get_corpus_by_name(store, DEMO_CORPUS_NAME).id
     except db.NotFoundError:
@@ -79,7 +74,7 @@ def ensure_demo_corpus(store: db.Store, *, restore: bool = False) -> DemoStatus:
     else:
         corpus = db.create_corpus(store, DEMO_CORPUS_NAME, "Original demo corpus shipped with MRAG Studio: 12 categories, 96 articles.")
         created = True
-    db.set_marker(store, DEMO_MARKER, _identity(corpus))
+    db.set_marker(store, DEMO_MARKER, db.identity_key(corpus))
     added = 0
     if corpus.n_documents == 0 and corpus.version == 1:  # created, documents not added yet
         db.add_categories(store, corpus.id, demo.categories)

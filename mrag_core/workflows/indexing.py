@@ -225,27 +225,34 @@ def load_run_embeddings(store: db.Store, run_id: int) -> tuple[list[int], Embedd
     return [int(i) for i in ids], Embeddings(std, heads)
 
 
-def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch", seed: int = 0) -> IndexBundle:
-    """A :class:`CorpusIndex` over a run's vectors, the run's stored importance reused (it was sampled with
-    seed 0); another ``seed`` samples the importance pairs again with that seed.
-
-    Rows follow ascending document id; ``labels`` are effective labels (``(unlabeled)`` when
-    none). Raises ValueError if the run is not finished or has fewer than two documents.
-    """
+def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: int = 0) -> tuple[list[int], CorpusIndex]:
+    """``(document ids, CorpusIndex)`` over a run's vectors (row ``i`` is ``ids[i]``, ascending ids), the run's
+    stored importance reused (it was sampled with seed 0); another ``seed`` samples the importance pairs again
+    with that seed. Raises ValueError if the run is not finished or has fewer than two documents."""
     run = db.get_embedding_run(store, run_id)
     if run.status != "done":
         raise ValueError(f"embedding run {run_id} is not finished (status: {run.status}); build it first")
     ids, emb = load_run_embeddings(store, run_id)
     if len(ids) < 2:
         raise ValueError(f"embedding run {run_id} holds {len(ids)} document(s); at least two are needed")
+    stored = run_importance(run) if seed == 0 else None
+    return ids, CorpusIndex.build(emb, backend=backend, seed=seed, head_importance_override=stored)
+
+
+def document_facts(store: db.Store, ids: list[int]) -> tuple[list[str], list[str]]:
+    """``(labels, titles)`` of these documents as they are now: effective labels (``(unlabeled)`` when none)
+    and titles (``#id`` for a document deleted since)."""
     rows = {r.id: r for start in range(0, len(ids), DOC_FETCH_CHUNK)
             for r in db.get_documents(store, ids[start:start + DOC_FETCH_CHUNK])}
     labels = [rows[i].label or UNLABELED if i in rows else UNLABELED for i in ids]
     titles = [rows[i].title if i in rows else f"#{i}" for i in ids]
-    stored = run_importance(run) if seed == 0 else None
-    index = CorpusIndex.build(emb, backend=backend, seed=seed, head_importance_override=stored)
-    return IndexBundle(index, ids, labels, titles)
+    return labels, titles
 
+
+def load_corpus_index(store: db.Store, run_id: int, backend: str = "torch", seed: int = 0) -> IndexBundle:
+    """:func:`load_run_index` with the documents' current :func:`document_facts`."""
+    ids, index = load_run_index(store, run_id, backend, seed)
+    return IndexBundle(index, ids, *document_facts(store, ids))
 
 
 @dataclass(frozen=True)

@@ -383,3 +383,14 @@ def test_document_sources_of_one_corpus(tmp_path) -> None:
                                          {"title": "y", "text": "two"}]).document_ids
     db.add_documents(store, b.id, [{"title": "z", "text": "three", "source": "other.csv"}])
     assert db.document_sources(store, a.id) == {ids[0]: "legal topic wills", ids[1]: ""}
+
+
+def test_a_title_change_moves_updated_at_but_not_the_documents_version(store: Store) -> None:
+    c = db.create_corpus(store, "C")
+    (doc_id,) = db.add_documents(store, c.id, [{"title": "Old", "text": "t"}]).document_ids
+    before = db.get_corpus(store, c.id)
+    db.update_document(store, doc_id, title="New")
+    after = db.get_corpus(store, c.id)
+    assert after.version == before.version and after.updated_at > before.updated_at
+    db.update_document(store, doc_id, title="New")  # no change, nothing moves
+    assert db.get_corpus(store, c.id).updated_at == after.updated_at

@@ -67,3 +67,44 @@ def test_index_page_choices_select_a_registry_model_or_a_local_folder() -> None:
     choices = index_page_choices(local)
     assert (choices["index_model_choice"], choices["index_model_path"]) == (LOCAL_MODEL, "/models/qwen")
     assert (choices["index_layer"], choices["_index_layer_default_for"]) == (27, "my-qwen")
+
+
+def _finished_run(store, corpus_id: int, doc_ids: list[int], model_name: str):  # noqa: ANN001, ANN202
+    """A finished index of random vectors (4 dims, 2 heads x 2) over ``doc_ids``."""
+    import numpy as np
+
+    import db
+
+    rng = np.random.default_rng(len(doc_ids))
+    run = db.create_embedding_run(store, corpus_id, model_name=model_name, layer=0, pooling="mean",
+                                  n_heads=2, head_dim=2, dim=4)
+    db.save_vectors(store, run.id, doc_ids, rng.normal(size=(len(doc_ids), 4)), rng.normal(size=(len(doc_ids), 2, 2)))
+    db.finish_embedding_run(store, run.id, status="done")
+    return db.get_embedding_run(store, run.id)
+
+
+def test_index_bundle_shows_current_labels_and_titles_and_never_a_deleted_runs_index(fresh_env) -> None:
+    import db
+    from ui.state import get_store, index_bundle
+
+    store = get_store()
+    corpus = db.create_corpus(store, "C")
+    ids = list(db.add_documents(store, corpus.id, [
+        {"title": f"T{i}", "text": f"text {i}", "label": "a" if i < 2 else "b"} for i in range(4)]).document_ids)
+    first = _finished_run(store, corpus.id, ids, "m1")
+    bundle = index_bundle(store, first)
+    assert (bundle.doc_ids, bundle.labels, bundle.titles) == (ids, ["a", "a", "b", "b"], ["T0", "T1", "T2", "T3"])
+    assert index_bundle(store, first).index is bundle.index  # the search index is kept
+
+    doc = db.get_document(store, ids[0])
+    db.decide_label(store, ids[0], db.add_categories(store, corpus.id, ["b"])[0].id, "ann", expected_version=doc.version)
+    db.update_document(store, ids[3], title="Renamed")
+    again = index_bundle(store, first)
+    assert again.index is bundle.index  # labels and titles changed, the vectors did not
+    assert (again.labels, again.titles) == (["b", "a", "b", "b"], ["T0", "T1", "T2", "Renamed"])
+
+    db.delete_embedding_run(store, first.id)
+    second = _finished_run(store, corpus.id, ids[:3], "m2")
+    assert second.id == first.id  # SQLite hands the deleted run's id to the next one
+    fresh = index_bundle(store, second)
+    assert fresh.index is not bundle.index and fresh.doc_ids == ids[:3] and fresh.index.n_docs == 3
