@@ -1,5 +1,6 @@
 """Corpus Studio 1/3: import documents (upload or paste, map columns, chunk, de-duplicate,
-preview row by row) into a new or existing corpus. Nothing is written before "Import N documents"."""
+preview row by row) into a new or existing corpus. Nothing is written before "Import N documents".
+Above the import, "Manage corpora" (``ui.corpus_manager``) lists, renames and deletes corpora."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import streamlit as st
 import db
 from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from mrag_core.workflows import corpus as cw
+from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
 from ui.state import open_store_page
@@ -19,6 +21,10 @@ st.title("Corpus import")
 st.caption("Upload or paste documents, check the preview, then import them into a new or existing corpus.")
 
 store = open_store_page()
+
+with st.expander("Manage corpora: what each holds; rename, describe or delete", key="cm_open", on_change="rerun"):
+    if st.session_state.get("cm_open"):  # drawn (and counted) only while open
+        manage_corpora(store)
 
 UPLOAD_TYPES = {
     "table": ["csv", "tsv", "json", "jsonl", "ndjson", "parquet", "bz2", "gz"],

@@ -21,18 +21,12 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
-from ui.state import LOCAL_MODEL, follow_default, get_model, open_corpus_page
+from ui.state import LOCAL_MODEL, build_jobs, follow_default, get_model, open_corpus_page
 
 page_setup(__file__, "🧭")
 st.title("Index")
 st.caption("Embed every document once: the standard vector and, from the same forward pass, each attention "
            "head's output of one layer (h embedding spaces). Runs are stored and reused.")
-
-@st.cache_resource
-def _jobs() -> dict[tuple, BuildJob]:
-    """Build jobs of this server process, keyed by (corpus, model, layer, pooling)."""
-    return {}
-
 
 def _fmt_eta(seconds: float | None) -> str:
     if seconds is None:
@@ -91,13 +85,13 @@ with right:
     batch_size = st.select_slider("Batch size", [4, 8, 16, 32, 64], value=16, key="index_batch")
 
 key = (corpus.id, lm.spec.name, int(layer), pooling)
-jobs = _jobs()
+jobs = build_jobs()
 job = jobs.get(key)
 
 
 @st.fragment(run_every=1.0)
 def job_panel() -> None:
-    job = _jobs().get(key)
+    job = build_jobs().get(key)
     if job is not None and not job.finished:
         frac = job.done / job.total if job.total else 0.0
         st.progress(frac, text=f"Embedding {job.done} / {job.total or '?'} documents · ETA {_fmt_eta(job.eta_s)}")
@@ -110,7 +104,7 @@ def job_panel() -> None:
 
 def consume(job: BuildJob) -> None:
     """Turn a finished job into a message shown once."""
-    _jobs().pop(key, None)
+    build_jobs().pop(key, None)
     if job.error is not None:
         st.session_state["index_message"] = ("error", f"The build failed: {job.error}")
     elif job.result is not None and job.result.status == "cancelled":

@@ -1,5 +1,5 @@
-"""Home: the landing page. Loads the demo corpus on first start, says whether it has an index yet,
-links the demo steps and every page, and explains the idea."""
+"""Home: the landing page. Loads the demo corpus on first start, says whether it has an index yet (or,
+when the user deleted it, offers to restore it), links the demo steps and every page, and explains the idea."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import streamlit as st
 import db
 from ui.navigation import PAGES, page_title
 from ui.render import md_plain
+from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
 from ui.state import ensure_demo, get_store, llm_config
 
 def home() -> None:
@@ -17,7 +18,7 @@ def home() -> None:
                "compared with standard RAG.")
 
     try:
-        status = ensure_demo()
+        ensure_demo()
     except db.StoreError as exc:
         st.error(f"The database could not be prepared: {exc}")
         st.stop()
@@ -38,8 +39,23 @@ def home() -> None:
         st.success(f"LLM endpoint: {md_plain(cfg.describe())}")
 
     st.subheader("Start here")
-    demo_runs = db.list_embedding_runs(store, status.corpus_id, status="done")
-    if demo_runs:
+    demo_id = demo_corpus_id(store)  # looked up each time: it may have been renamed or deleted since the start
+    demo_runs = db.list_embedding_runs(store, demo_id, status="done") if demo_id is not None else []
+    if demo_id is None:
+        st.info("The demo corpus was deleted. Restore it to follow the steps below: 96 original articles in 12 "
+                "categories and 24 multi-aspect queries, as on first start; your own corpora are not touched.")
+        if st.button("Restore the demo corpus", key="home_restore_demo"):
+            try:
+                with st.spinner("Restoring the demo corpus..."):
+                    ensure_demo_corpus(store, restore=True)
+            except db.DuplicateError as exc:
+                st.error(f"Not restored: {md_plain(str(exc))} Rename that corpus first (Corpus Import, Manage corpora).")
+            except db.StoreError as exc:
+                st.error(f"Not restored: {md_plain(str(exc))}")
+            else:
+                ensure_demo.clear()
+                st.rerun()
+    elif demo_runs:
         newest = demo_runs[0]  # newest first
         st.success(f"The demo corpus has a finished index (#{newest.id}: {newest.model_name}, layer {newest.layer}): "
                    "go straight to Compare.")

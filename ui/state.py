@@ -71,10 +71,26 @@ def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
 
 
 @st.cache_resource
+def build_jobs() -> dict[tuple, Any]:
+    """Index build jobs (``BuildJob``) of this server process, keyed by (corpus id, model, layer, pooling)."""
+    return {}
+
+
+@st.cache_resource
 def preannotation_lock(corpus_id: int) -> threading.Lock:
     """Held while a corpus is pre-annotated, by whichever session runs it: one run per corpus at a
     time, and a run that the page stopped (a rerun starts while it finishes its batch) is waited for."""
     return threading.Lock()
+
+
+def corpus_busy(corpus_id: int) -> str | None:
+    """Why the corpus must not be deleted now (an index build or a pre-annotation of it runs in this server),
+    or None."""
+    if any(key[0] == corpus_id and not job.finished for key, job in build_jobs().items()):
+        return "an index of it is being built"
+    if preannotation_lock(corpus_id).locked():
+        return "it is being pre-annotated"
+    return None
 
 
 def _secrets() -> Any:

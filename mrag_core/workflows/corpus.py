@@ -293,6 +293,22 @@ def import_records(
     )
 
 
+# --------------------------------------------------------------------------- deleting
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def describe_footprint(corpus: db.CorpusInfo, foot: db.CorpusFootprint) -> str:
+    """What deleting ``corpus`` removes, in words (the Corpus Studio's confirmation and the CLI):
+    ``96 documents, 12 categories, 1 query set (24 queries), 1 index (0.6 MB of vectors), 2 evaluation runs``."""
+    return (f"{_count(corpus.n_documents, 'document')}, {_count(corpus.n_categories, 'category', 'categories')}, "
+            f"{_count(foot.n_query_sets, 'query set')} ({_count(foot.n_queries, 'query', 'queries')}), "
+            f"{_count(foot.n_indexes, 'index', 'indexes')} ({foot.vector_bytes / 1e6:.1f} MB of vectors), "
+            f"{_count(foot.n_eval_runs, 'evaluation run')}")
+
+
 # --------------------------------------------------------------------------- export
 
 

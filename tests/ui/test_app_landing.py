@@ -72,3 +72,35 @@ def test_landing_says_whether_the_demo_index_is_built(tmp_path: Path) -> None:
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not any("demo corpus has no index yet" in i.value for i in at.info)
     assert any(f"finished index (#{run.id}: minilm, layer 5)" in s.value for s in at.success)
+
+
+def test_a_deleted_demo_corpus_stays_deleted_and_can_be_restored(tmp_path: Path) -> None:
+    AppTest.from_file(APP, default_timeout=60).run()
+    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    db.delete_corpus(store, db.get_corpus_by_name(store, DEMO_CORPUS_NAME).id)
+    st.cache_resource.clear()  # as after a server restart
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {m.label: m.value for m in at.metric}["Corpora"] == "0" and db.list_corpora(store) == []
+    assert any("The demo corpus was deleted" in i.value for i in at.info)
+    at.button(key="home_restore_demo").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    assert corpus.n_documents == len(load_demo().documents)
+    assert len(db.list_queries(store, db.list_query_sets(store, corpus.id)[0].id)) == len(load_demo().queries)
+    assert any("demo corpus has no index yet" in i.value for i in at.info)
+    assert "home_restore_demo" not in [b.key for b in at.button]
+
+
+def test_a_renamed_demo_corpus_is_still_the_one_home_talks_about(tmp_path: Path) -> None:
+    AppTest.from_file(APP, default_timeout=60).run()
+    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    db.rename_corpus(store, corpus.id, "Volcanoes and more")
+    run = db.create_embedding_run(store, corpus.id, model_name="minilm", layer=5, pooling="mean", n_heads=2,
+                                  head_dim=2, dim=4)
+    db.finish_embedding_run(store, run.id)
+    st.cache_resource.clear()
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert {m.label: m.value for m in at.metric}["Corpora"] == "1"  # not created again under its old name
+    assert any(f"finished index (#{run.id}: minilm, layer 5)" in s.value for s in at.success)

@@ -660,3 +660,89 @@ def test_agreement_and_export(tmp_path: Path) -> None:
     db.decide_label(store, ids[2], cats["science"], "alice", db.get_document(store, ids[2]).version)
     at.run()
     assert not at.get("download_button")
+
+
+# --------------------------------------------------------------------------- manage corpora
+
+
+def _two_corpora(tmp_path: Path) -> tuple[db.Store, int, int]:
+    """The demo corpus (as the page loads it) plus "News *1*" with a query set and an index."""
+    AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()  # loads the demo corpus
+    store = _store(tmp_path)
+    news = db.create_corpus(store, "News *1*")
+    ids = db.add_documents(store, news.id, [{"text": "a goal", "label": "sport"}, {"text": "pasta", "label": "food"}]
+                           ).document_ids
+    db.add_queries(store, db.create_query_set(store, news.id, "Q").id, [{"text": "goal pasta", "ground_truth": ids}])
+    run = db.create_embedding_run(store, news.id, model_name="m", layer=0, pooling="mean", n_heads=1, head_dim=2, dim=2)
+    db.save_vectors(store, run.id, ids, [[1.0, 0.0], [0.0, 1.0]], [[[1.0, 0.0]], [[0.0, 1.0]]])
+    demo_id = next(c.id for c in db.list_corpora(store) if c.id != news.id)
+    return store, demo_id, news.id
+
+
+def _manage_open(at: AppTest) -> AppTest:
+    """Open the "Manage corpora" expander (its contents are drawn only while it is open)."""
+    at.session_state["cm_open"] = True
+    return at.run()
+
+
+def test_manage_corpora_lists_renames_and_refuses_a_taken_name(tmp_path: Path) -> None:
+    store, demo_id, news_id = _two_corpora(tmp_path)
+    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
+    assert not at.dataframe  # closed: nothing drawn
+    _manage_open(at)
+    _no_exceptions(at)
+    table = at.dataframe[0].value
+    assert list(table["corpus"]) == ["MRAG Studio demo", "News *1*"]
+    assert table.set_index("corpus").loc["News *1*", ["documents", "query sets", "queries", "indexes"]].tolist() == [2, 1, 1, 1]
+    assert table.set_index("corpus").loc["MRAG Studio demo", ["documents", "query sets", "queries"]].tolist() == [96, 1, 24]
+
+    at.selectbox(key="cm_corpus").set_value(news_id).run()
+    at.text_input(key=f"cm_name_{news_id}").set_value("MRAG Studio demo")
+    at.button(key=f"FormSubmitter:cm_edit_{news_id}-Save name and description").click().run()
+    assert any("already exists" in e.value for e in at.error)
+    assert db.get_corpus(store, news_id).name == "News *1*"
+
+    at.text_input(key=f"cm_name_{news_id}").set_value("World news")
+    at.text_area(key=f"cm_desc_{news_id}").set_value("wire copy")
+    at.button(key=f"FormSubmitter:cm_edit_{news_id}-Save name and description").click().run()
+    _no_exceptions(at)
+    info = db.get_corpus(store, news_id)
+    assert (info.name, info.description) == ("World news", "wire copy")
+    assert any("Saved corpus 'World news'" in s.value for s in at.success)
+    assert at.selectbox(key="cm_corpus").value == news_id  # the choice survives the rename
+
+
+def test_manage_corpora_deletes_only_after_confirmation_and_names_what_goes(tmp_path: Path) -> None:
+    store, demo_id, news_id = _two_corpora(tmp_path)
+    at = _manage_open(AppTest.from_file(IMPORT_PAGE, default_timeout=60).run())
+    at.session_state["corpus_id"] = news_id  # the corpus the other pages have selected
+    at.selectbox(key="cm_corpus").set_value(news_id).run()
+    sure = at.checkbox(key=f"cm_delete_sure_{news_id}")
+    assert sure.label == (r"Delete 'News \*1\*' and everything it holds: 2 documents, 2 categories, 1 query set "
+                          "(1 query), 1 index (0.0 MB of vectors), 0 evaluation runs. This cannot be undone.")
+    assert at.button(key=f"cm_delete_{news_id}").disabled
+    sure.check().run()
+    at.button(key=f"cm_delete_{news_id}").click().run()
+    _no_exceptions(at)
+    assert [c.id for c in db.list_corpora(store)] == [demo_id]
+    assert db.list_query_sets(store, news_id) == [] and db.list_embedding_runs(store, news_id) == []
+    assert any(r"Deleted corpus 'News \*1\*'" in s.value for s in at.success)
+    assert "corpus_id" not in at.session_state  # the other pages fall back to a corpus that exists
+    assert list(at.dataframe[0].value["corpus"]) == ["MRAG Studio demo"]
+
+
+def test_manage_corpora_refuses_to_delete_a_corpus_being_preannotated(tmp_path: Path) -> None:
+    from ui.state import preannotation_lock
+
+    store, demo_id, news_id = _two_corpora(tmp_path)
+    lock = preannotation_lock(news_id)
+    assert lock.acquire(blocking=False)
+    try:
+        at = _manage_open(AppTest.from_file(IMPORT_PAGE, default_timeout=60).run())
+        at.selectbox(key="cm_corpus").set_value(news_id).run()
+        assert any("cannot be deleted while it is being pre-annotated" in i.value for i in at.info)
+        assert at.checkbox(key=f"cm_delete_sure_{news_id}").disabled and at.button(key=f"cm_delete_{news_id}").disabled
+    finally:
+        lock.release()
+    at.run()
+    assert not at.checkbox(key=f"cm_delete_sure_{news_id}").disabled

@@ -1,0 +1,94 @@
+"""`python -m mrag_core corpora`: list, rename and delete stored corpora, against a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import db
+from mrag_core.cli import main
+from tests.support.mini_corpus import mini_store
+
+
+@pytest.fixture
+def filled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """Corpus "Mini" (4 documents, 2 categories) with a query set of 2 queries, an index of 4 vectors of
+    (8 + 2 x 4) float32 = 64 bytes each, and one evaluation run; plus an empty corpus "Empty"."""
+    url, store, corpus_id, ids = mini_store(tmp_path, monkeypatch)
+    try:
+        qs = db.create_query_set(store, corpus_id, "Q")
+        db.add_queries(store, qs.id, [{"text": "moon bread", "ground_truth": ids[::2]}, {"text": "soup"}])
+        run = db.create_embedding_run(store, corpus_id, model_name="m", layer=0, pooling="mean",
+                                      n_heads=2, head_dim=4, dim=8)
+        db.save_vectors(store, run.id, ids, np.ones((4, 8)), np.ones((4, 2, 4)))
+        db.create_eval_run(store, corpus_id=corpus_id, query_set_id=qs.id, embedding_run_id=run.id)
+        db.create_corpus(store, "Empty")
+    finally:
+        store.close()
+    return url, corpus_id
+
+
+def _names(url: str) -> list[str]:
+    store = db.open_store(url)
+    try:
+        return [c.name for c in db.list_corpora(store)]
+    finally:
+        store.close()
+
+
+def test_list_shows_what_each_corpus_holds(filled, capsys) -> None:
+    url, _ = filled
+    assert main(["corpora", "--database", url]) == 0
+    header, empty, mini = capsys.readouterr().out.splitlines()
+    assert header.split() == ["corpus", "documents", "categories", "query", "sets", "queries", "indexes",
+                              "vectors", "MB", "evaluations"]
+    assert empty.split() == ["Empty", "0", "0", "0", "0", "0", "0.0", "0"]
+    assert mini.split() == ["Mini", "4", "2", "1", "2", "1", "0.0", "1"]  # 256 bytes
+
+
+def test_rename_and_its_refusals(filled, capsys) -> None:
+    url, corpus_id = filled
+    assert main(["corpora", "--rename", "Mini", "Tiny", "--description", "four docs", "--database", url]) == 0
+    assert "renamed corpus 'Mini' to 'Tiny'" in capsys.readouterr().out
+    store = db.open_store(url)
+    try:
+        info = db.get_corpus(store, corpus_id)
+        assert (info.name, info.description, info.n_documents) == ("Tiny", "four docs", 4)
+    finally:
+        store.close()
+    assert main(["corpora", "--rename", "Tiny", "Empty", "--database", url]) == 2
+    assert "error: A corpus named 'Empty' already exists." in capsys.readouterr().err
+    assert main(["corpora", "--rename", "Tiny", "  ", "--database", url]) == 2
+    assert "must not be empty" in capsys.readouterr().err
+    assert main(["corpora", "--rename", "Nope", "X", "--database", url]) == 2
+    assert "unknown corpus 'Nope' (corpora: 'Empty', 'Tiny')" in capsys.readouterr().err
+    assert _names(url) == ["Empty", "Tiny"]
+
+
+def test_delete_needs_yes_and_then_removes_everything(filled, capsys) -> None:
+    url, _ = filled
+    assert main(["corpora", "--delete", "Mini", "--database", url]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("error: deleting 'Mini' would remove 4 documents, 2 categories, 1 query set (2 queries), "
+                           "1 index (0.0 MB of vectors), 1 evaluation run; add --yes to delete it")
+    assert _names(url) == ["Empty", "Mini"]
+    assert main(["corpora", "--delete", "Mini", "--yes", "--database", url]) == 0
+    assert capsys.readouterr().out.startswith("deleted corpus 'Mini': 4 documents")
+    assert _names(url) == ["Empty"]
+    store = db.open_store(url)
+    try:
+        assert db.list_query_sets(store) == [] and db.list_eval_runs(store) == []
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--yes"], "--yes goes with --delete"),
+    (["--description", "x"], "--description goes with --rename"),
+])
+def test_flags_out_of_place_are_refused(filled, capsys, argv: list[str], message: str) -> None:
+    url, _ = filled
+    assert main(["corpora", *argv, "--database", url]) == 2
+    assert f"error: {message}" in capsys.readouterr().err

@@ -1,0 +1,84 @@
+"""Corpus Studio's "Manage corpora": every stored corpus with what it holds; rename, re-describe or delete one.
+
+Deleting asks for a confirmation that names what goes with the corpus (query sets, indexes and their
+vectors, evaluation runs) and is refused while an index build or a pre-annotation of it runs in this
+server. Names are user text: in labels and messages they are escaped (``ui.render.md_plain``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import db
+from mrag_core.workflows.corpus import describe_footprint
+from ui.render import md_plain
+from ui.state import corpus_busy
+
+FLASH_KEY = "cm_flash"
+
+
+def _flash(kind: str, message: str) -> None:
+    st.session_state[FLASH_KEY] = (kind, message)
+
+
+def _forget(corpus_id: int) -> None:
+    """Drop the session's choices that point at a deleted corpus (the pages fall back to the first corpus)."""
+    if st.session_state.get("corpus_id") == corpus_id:
+        for key in ("corpus_id", "run_id", "_corpus_id_select"):
+            st.session_state.pop(key, None)
+    st.session_state.pop("cm_corpus", None)
+
+
+def manage_corpora(store: db.Store) -> None:
+    """Draw the corpora table, the rename form and the guarded delete."""
+    kind, message = st.session_state.pop(FLASH_KEY, (None, None))
+    if kind is not None:
+        getattr(st, kind)(message)
+    corpora = db.list_corpora(store)
+    if not corpora:
+        st.caption("No corpus yet.")
+        return
+    feet = db.corpus_footprints(store)
+    st.dataframe(pd.DataFrame([{
+        "corpus": c.name, "documents": c.n_documents, "categories": c.n_categories,
+        "query sets": feet[c.id].n_query_sets, "queries": feet[c.id].n_queries, "indexes": feet[c.id].n_indexes,
+        "vectors MB": round(feet[c.id].vector_bytes / 1e6, 1), "evaluations": feet[c.id].n_eval_runs,
+        "updated": c.updated_at,
+    } for c in corpora]), hide_index=True, key="cm_table")
+
+    by_id = {c.id: c for c in corpora}
+    if st.session_state.get("cm_corpus") not in by_id:
+        st.session_state["cm_corpus"] = st.session_state.get("corpus_id") if st.session_state.get("corpus_id") in by_id \
+            else corpora[0].id
+    chosen_id = st.selectbox("Corpus to change", list(by_id), key="cm_corpus",
+                             format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_documents} docs)")
+    corpus = by_id[chosen_id]
+
+    with st.form(f"cm_edit_{corpus.id}"):
+        name = st.text_input("Name", value=corpus.name, max_chars=200, key=f"cm_name_{corpus.id}")
+        description = st.text_area("Description", value=corpus.description, key=f"cm_desc_{corpus.id}")
+        if st.form_submit_button("Save name and description"):
+            try:
+                renamed = db.rename_corpus(store, corpus.id, name, description=description)
+            except (db.DuplicateError, db.InvalidInputError, db.NotFoundError) as exc:
+                st.error(f"Not saved: {md_plain(str(exc))}")
+            else:
+                _flash("success", f"Saved corpus '{md_plain(renamed.name)}'.")
+                st.rerun()
+
+    what = describe_footprint(corpus, feet[corpus.id])
+    busy = corpus_busy(corpus.id)
+    if busy:
+        st.info(f"This corpus cannot be deleted while {busy}.")
+    sure = st.checkbox(f"Delete '{md_plain(corpus.name)}' and everything it holds: {what}. This cannot be undone.",
+                       key=f"cm_delete_sure_{corpus.id}", disabled=bool(busy))
+    if st.button("Delete corpus", key=f"cm_delete_{corpus.id}", disabled=not sure or bool(busy)):
+        try:
+            db.delete_corpus(store, corpus.id)
+        except db.NotFoundError:
+            _flash("info", f"Corpus '{md_plain(corpus.name)}' was already deleted.")
+        else:
+            _flash("success", f"Deleted corpus '{md_plain(corpus.name)}': {what}.")
+        _forget(corpus.id)
+        st.rerun()
