@@ -117,6 +117,7 @@ from db.evals import (
     link_eval_index,
     list_eval_runs,
     load_eval_results,
+    runs_with_results_for,
     save_eval_results,
 )
 from db.llm_cache import (
@@ -261,6 +262,7 @@ __all__ = [
     "open_store",
     "rename_corpus",
     "review_queue",
+    "runs_with_results_for",
     "save_eval_results",
     "save_projection",
     "save_vectors",

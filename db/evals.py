@@ -264,6 +264,13 @@ def link_eval_index(store: Store, run_id: int, embedding_run_id: int) -> EvalRun
         return _info(session, run)
 
 
+def runs_with_results_for(store: Store, query_id: int) -> list[int]:
+    """Ids of the evaluation runs that hold results for this query (they lose them when it is deleted)."""
+    with store.session(readonly=True) as session:
+        return list(session.scalars(select(EvalResult.run_id).where(EvalResult.query_id == query_id)
+                                    .distinct().order_by(EvalResult.run_id)))
+
+
 def delete_eval_run(store: Store, run_id: int) -> None:
     """Delete an evaluation run and its results. Raises NotFoundError."""
     with store.session() as session:

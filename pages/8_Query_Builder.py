@@ -184,6 +184,9 @@ with tab_import:
 
 # --------------------------------------------------------------------------- review
 with tab_review:
+    flash = st.session_state.pop("qb_flash", None)
+    if flash:
+        getattr(st, flash[0])(flash[1])
     query_sets = db.list_query_sets(store, corpus.id)
     if not query_sets:
         st.info("No query set in this corpus yet.")
@@ -242,11 +245,29 @@ with tab_review:
                     st.error(str(exc))
                 else:
                     st.success(f"Saved: {saved.status}{' - ' + md_plain(saved.error) if saved.error else ''}.")
-            if c2.button("Delete query", key=f"qb_edit_del_{q.id}"):
-                db.delete_query(store, q.id)
+            used = db.runs_with_results_for(store, q.id)
+            sure_q = c2.checkbox(f"Delete query #{q.id}" + (
+                f": its results leave {len(used)} stored evaluation run{'s' if len(used) != 1 else ''} "
+                f"(#{', #'.join(map(str, used))}), whose figures then cover the other queries only" if used else ""),
+                key=f"qb_edit_del_sure_{q.id}")
+            if c2.button("Delete query", key=f"qb_edit_del_{q.id}", disabled=not sure_q):
+                try:
+                    db.delete_query(store, q.id)
+                except db.NotFoundError:
+                    pass  # deleted meanwhile: the rerun shows the set as it is
+                st.session_state["qb_flash"] = ("success", f"Deleted query #{q.id}.")
                 st.rerun()
         with st.expander("Delete this query set"):
-            if st.button(f"Delete '{qs.name}' and its evaluation runs", key="qb_del_set"):
-                db.delete_query_set(store, qs.id)
+            runs_on_set = db.list_eval_runs(store, query_set_id=qs.id)
+            sure_set = st.checkbox(
+                f"Delete '{md_plain(qs.name)}' with its {qs.n_queries} quer{'y' if qs.n_queries == 1 else 'ies'} and "
+                f"the {len(runs_on_set)} evaluation run{'s' if len(runs_on_set) != 1 else ''} made on it; this "
+                "cannot be undone", key=f"qb_del_set_sure_{qs.id}")
+            if st.button("Delete query set", key="qb_del_set", disabled=not sure_set):
+                try:
+                    db.delete_query_set(store, qs.id)
+                except db.NotFoundError:
+                    pass
                 st.session_state.pop("qb_rev_set", None)
+                st.session_state["qb_flash"] = ("success", f"Deleted query set '{md_plain(qs.name)}'.")
                 st.rerun()

@@ -298,3 +298,38 @@ def test_evaluation_page_resumes_a_stopped_run() -> None:
     assert not [b for b in at.button if b.key.startswith(("ev_resume_", "ev_stop"))]
     assert not any(m.value.startswith(f"#{rid} ") and "results saved" in m.value for m in at.markdown)
     store.close()
+
+
+def test_query_builder_deletes_a_query_and_a_set_only_after_naming_what_goes() -> None:
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus and its 24 queries
+    store = _store()
+    corpus_id, sets = _demo_set_ids(store)
+    demo_set = sets["Demo queries"]
+    first, second = db.list_queries(store, demo_set)[:2]
+    run = db.create_eval_run(store, corpus_id=corpus_id, query_set_id=demo_set)
+    db.save_eval_results(store, run.id, [{"strategy": "standard", "query_id": q.id, "retrieved": [1], "rsr": [0.0],
+                                          "csr": [0.0]} for q in (first, second)])
+    assert db.runs_with_results_for(store, first.id) == [run.id]
+    at.run()
+    assert at.selectbox(key="qb_edit_q").value.id == first.id
+    sure = at.checkbox(key=f"qb_edit_del_sure_{first.id}")
+    assert sure.label == (f"Delete query #{first.id}: its results leave 1 stored evaluation run (#{run.id}), whose "
+                          "figures then cover the other queries only")
+    assert at.button(key=f"qb_edit_del_{first.id}").disabled
+    sure.check().run()
+    at.button(key=f"qb_edit_del_{first.id}").click().run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == [f"Deleted query #{first.id}."]
+    assert [q.id for q in db.list_queries(store, demo_set)][:1] == [second.id]
+    assert db.runs_with_results_for(store, first.id) == [] and db.runs_with_results_for(store, second.id) == [run.id]
+
+    sure_set = at.checkbox(key=f"qb_del_set_sure_{demo_set}")
+    assert sure_set.label == ("Delete 'Demo queries' with its 23 queries and the 1 evaluation run made on it; this "
+                              "cannot be undone")
+    assert at.button(key="qb_del_set").disabled
+    sure_set.check().run()
+    at.button(key="qb_del_set").click().run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == ["Deleted query set 'Demo queries'."]
+    assert db.list_query_sets(store, corpus_id) == [] and db.list_eval_runs(store) == []
+    store.close()
