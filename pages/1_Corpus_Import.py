@@ -14,6 +14,7 @@ from mrag_core.workflows import corpus as cw
 from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
+from ui.render import md_plain
 from ui.state import open_store_page
 
 page_setup(__file__, "📥")
@@ -89,13 +90,13 @@ if kind == "table":
     name0, data0 = files[0]
     fmt0 = table_format or cw.guess_format(name0)
     if fmt0 is None:
-        st.error(f"Cannot tell the table format of {name0!r} from its name; rename it to .csv, .json, .jsonl "
+        st.error(f"Cannot tell the table format of {md_plain(repr(name0))} from its name; rename it to .csv, .json, .jsonl "
                  "or .parquet.")
         st.stop()
     try:
         columns = sniff_columns(data0, fmt0, name0)
     except IngestError as exc:
-        st.error(f"This file cannot be read: {exc}")
+        st.error(f"This file cannot be read: {md_plain(str(exc))}")
         st.stop()
     guess = suggest_mapping(columns)
     st.markdown("**Column mapping**")
@@ -164,7 +165,7 @@ if clicked:
                 new_name=new_name if existing is None else None, deduplicate=deduplicate,
             )  # fmt: skip
     except (ValueError, db.StoreError) as exc:
-        st.error(f"Nothing was imported: {exc}")
+        st.error(f"Nothing was imported: {md_plain(str(exc))}")
     else:
         st.session_state["corpus_id"] = result.corpus_id
         st.success(

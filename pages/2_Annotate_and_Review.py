@@ -366,7 +366,7 @@ def bulk_view() -> None:
         try:
             result = aw.accept_rows(store, chosen, reviewer)
         except db.StoreError as exc:
-            st.error(f"Nothing was accepted: {exc}")
+            st.error(f"Nothing was accepted: {md_plain(str(exc))}")
             return
         msg = f"Accepted {len(result.new_versions)} suggestion{'s' if len(result.new_versions) != 1 else ''}."
         if result.conflicts:

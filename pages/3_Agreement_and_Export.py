@@ -15,7 +15,7 @@ from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import agent_picker
 from ui.navigation import page_setup
-from ui.render import plotly_text
+from ui.render import md_plain, plotly_text
 from ui.state import open_corpus_page
 
 page_setup(__file__, "📊")
@@ -67,7 +67,7 @@ if st.button("Prepare export", key="ex_prepare"):
                                    unlabeled="skip" if skip_unlabelled else "error")
     except cw.ExportError as exc:
         st.session_state.pop("ex_data", None)
-        st.error(f"Cannot export: {exc}.")
+        st.error(f"Cannot export: {md_plain(str(exc))}.")
     else:
         st.session_state["ex_data"] = (export_key, data)
 prepared = st.session_state.get("ex_data")

@@ -21,6 +21,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
+from ui.render import md_plain
 from ui.state import LOCAL_MODEL, build_jobs, follow_default, get_model, open_corpus_page
 
 page_setup(__file__, "🧭")
@@ -63,13 +64,13 @@ with left:
             st.info("Type the path of a local model folder.")
             st.stop()
         if not Path(path).expanduser().is_dir():
-            st.error(f"The folder '{path}' does not exist. Give the path of a local Hugging Face model folder.")
+            st.error(f"The folder '{md_plain(path)}' does not exist. Give the path of a local Hugging Face model folder.")
             st.stop()
         model_name = path
     try:
         lm = get_model(model_name)
     except ModelLoadError as exc:
-        st.error(f"The model could not be loaded: {exc}")
+        st.error(f"The model could not be loaded: {md_plain(str(exc))}")
         st.stop()
     st.caption(f"{lm.family}: {lm.n_layers} layers, {lm.n_heads} heads × {lm.head_dim} (hidden {lm.hidden_size}), "
                f"device {lm.device}")

@@ -216,7 +216,7 @@ if any(s in FUSION_STRATEGIES for s in strategies):
                 cached = resolve_subqueries(query_text, stored_fusion, llm_client=client, llm_cache=StoreLLMCache(store),
                                             n=n_sub, prefer=sub_pref if sub_pref != "stored" else "stored")
         except Exception as exc:  # noqa: BLE001 - LLM or parsing trouble is shown, never hidden
-            st.error(f"Sub-queries could not be generated: {exc}. Falling back to one per sentence.")
+            st.error(f"Sub-queries could not be generated: {md_plain(str(exc))}. Falling back to one per sentence.")
             cached = resolve_subqueries(query_text, [], prefer="sentences")
         st.session_state.setdefault("compare_subq_cache", {})[cache_key] = cached
     subqueries, sub_source = cached

@@ -14,7 +14,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
-from ui.render import plotly_text
+from ui.render import md_plain, plotly_text
 from ui.state import corpus_picker, follow_default, get_model, open_store_page
 
 page_setup(__file__, "🧭")
@@ -35,7 +35,7 @@ model_name = c1.selectbox("Model", list(MODEL_REGISTRY), key="attn_model")
 try:
     lm = get_model(model_name, "eager")
 except ModelLoadError as exc:
-    st.error(f"The model could not be loaded: {exc}")
+    st.error(f"The model could not be loaded: {md_plain(str(exc))}")
     st.stop()
 follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model starts at its own last layer
 layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer")

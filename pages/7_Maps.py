@@ -22,7 +22,7 @@ from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, model_for_run
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
-from ui.render import plotly_text
+from ui.render import md_plain, plotly_text
 from ui.state import (finished_runs_or_stop, follow_default, get_model, index_bundle, index_labeler, open_corpus_page,
                       stale_index_warning)
 
@@ -111,11 +111,12 @@ stale_index_warning(store, run)
 names = space_names(run.n_heads)
 stored = {p.space for p in db.list_projections(store, run.id) if p.method == method and p.seed == seed}
 todo = [s for s in names if s not in stored]
-if todo and method == "umap" and not st.session_state.get(f"maps_go_{run.id}_{seed}"):
+go_key = f"maps_go_{db.identity_key(run)}_{seed}"  # not the id alone: a rebuilt index may get a deleted one's id
+if todo and method == "umap" and not st.session_state.get(go_key):
     st.info(f"{len(todo)} of {len(names)} UMAP maps are not computed yet for this index. They are computed once and "
             "stored; the first UMAP run in a process spends ~30 s compiling.")
     if st.button("Compute UMAP maps", type="primary", key="maps_compute"):
-        st.session_state[f"maps_go_{run.id}_{seed}"] = True
+        st.session_state[go_key] = True
         st.rerun()
     st.stop()
 cancel_slot = st.empty()  # the Cancel button lives only while maps are being computed
@@ -123,7 +124,7 @@ if todo and method == "umap":
     # A click during the computation interrupts this script run at the next progress update; the rerun
     # sees the click, stops asking for maps and keeps the ones already stored (computing resumes later).
     if cancel_slot.button("Cancel", key="maps_cancel"):
-        st.session_state[f"maps_go_{run.id}_{seed}"] = False
+        st.session_state[go_key] = False
         st.rerun()
 if todo:
     bar = st.progress(0.0, text=f"Computing {len(todo)} {method.upper()} maps (stored per space)…")
@@ -159,7 +160,7 @@ if query_text:
     try:
         lm = model_for_run(get_model(run.model_name), run)
     except (ModelLoadError, ValueError) as exc:
-        st.error(f"The index's model could not be loaded: {exc}")
+        st.error(f"The index's model could not be loaded: {md_plain(str(exc))}")
         st.stop()
     q_emb, sub_emb, _ = embed_query(lm, run.layer, query_text)
     query_xy = place_query(maps, q_emb)

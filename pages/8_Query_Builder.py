@@ -172,9 +172,9 @@ with tab_import:
             rep = qw.import_benchmark_queries(store, corpus.id, upload.getvalue(), name=imp_name,
                                               file_name=upload.name)
         except qw.QuerySetError as exc:
-            st.error(f"Nothing was imported: {exc}")
+            st.error(f"Nothing was imported: {md_plain(str(exc))}")
         else:
-            st.success(f"Imported {rep.n_queries} queries into '{imp_name.strip()}' ({rep.n_flagged} flagged, "
+            st.success(f"Imported {rep.n_queries} queries into '{md_plain(imp_name.strip())}' ({rep.n_flagged} flagged, "
                        f"{len(rep.skipped)} row{'s' if len(rep.skipped) != 1 else ''} skipped).")
             if rep.skipped or rep.unresolved:
                 st.warning(f"{len(rep.skipped)} row(s) could not be read and were skipped; "

@@ -150,7 +150,7 @@ with tab_run:
                 except er.EvaluationInputError as exc:
                     st.error(str(exc))
                 except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
-                    st.error(f"Cannot start: {exc}")
+                    st.error(f"Cannot start: {md_plain(str(exc))}")
                 else:
                     stop_slot = stop_button("ev_stop", STOP_HELP)
                     bar, progress = _progress_runner()

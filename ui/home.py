@@ -20,7 +20,7 @@ def home() -> None:
     try:
         ensure_demo()
     except db.StoreError as exc:
-        st.error(f"The database could not be prepared: {exc}")
+        st.error(f"The database could not be prepared: {md_plain(str(exc))}")
         st.stop()
 
     store = get_store()

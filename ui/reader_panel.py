@@ -204,7 +204,7 @@ def reader_panel(
                              hide_index=True, key=f"{key}_docs_{i}")
             answer, fc = answers[i], facts[i]
             if ak in errors:
-                st.error(f"No answer: {errors[ak]}")
+                st.error(f"No answer: {md_plain(str(errors[ak]))}")
             elif answer is None or fc is None:
                 st.caption("Press **Generate answers** to read these documents.")
             else:

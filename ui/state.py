@@ -14,6 +14,7 @@ import streamlit as st
 import db
 from mrag_core.llm.config import LLMConfig
 from mrag_core.workflows.demo import DemoStatus, ensure_demo_corpus
+from ui.render import md_plain
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -129,7 +130,7 @@ def open_store_page() -> db.Store:
     try:
         ensure_demo()
     except db.StoreError as exc:
-        st.error(f"The database could not be prepared: {exc}")
+        st.error(f"The database could not be prepared: {md_plain(str(exc))}")
         st.stop()
     return get_store()
 
@@ -211,7 +212,7 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     try:
         return model_for_run(get_model(run.model_name), run)
     except (ModelLoadError, ValueError) as exc:
-        st.error(f"The index's model could not be loaded: {exc}")
+        st.error(f"The index's model could not be loaded: {md_plain(str(exc))}")
         st.stop()
 
 

@@ -106,13 +106,13 @@ def test_index_page_gives_another_model_its_own_layer_and_pooling(built, tmp_pat
 def test_index_page_rejects_missing_local_folder(built, tmp_path):
     at = ok(page("4_Index.py").run())
     at.selectbox(key="index_model_choice").set_value("Local folder…").run()
-    at.text_input(key="index_model_path").input(str(tmp_path / "no-such-model")).run()
+    at.text_input(key="index_model_path").input(str(tmp_path / "no_such_model")).run()
     ok(at)
-    assert any("does not exist" in e for e in texts(at.error))
+    assert any("does not exist" in e and r"no\_such\_model" in e for e in texts(at.error))  # escaped: shown verbatim
     empty = tmp_path / "empty"
     empty.mkdir()
     at.text_input(key="index_model_path").input(str(empty)).run()
-    assert any("could not be loaded" in e and "config.json" in e for e in texts(at.error))
+    assert any("could not be loaded" in e and r"config\.json" in e for e in texts(at.error))
 
 
 def test_index_page_builds_another_layer_with_progress(built):
