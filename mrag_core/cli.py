@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
 from mrag_core.llm_strategies import LLMOptions, TextBatch, cost_summary, families_for, is_llm_strategy
@@ -148,26 +149,40 @@ def llm_options_from(args: argparse.Namespace) -> LLMOptions:
                       hyde_with_query=getattr(args, "hyde_with_query", d.hyde_with_query))
 
 
+def text_table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> str:
+    """A plain-text table: ``columns`` are (heading, format spec) pairs, e.g. ``("RSR", ">8.3f")``; the heading
+    takes the spec's alignment and width; every cell is formatted with its column's spec (text longer than
+    a ``<`` column's width is cut to it); cells are separated by one space."""
+    layout = [re.match(r"[<>^]?\d*", spec).group(0) for _, spec in columns]
+
+    def cell(value: Any, spec: str, head: str) -> str:
+        width = int(head.lstrip("<>^") or 0)
+        if isinstance(value, str) and width:
+            value = value[:width]
+        return format(value, spec)
+
+    lines = [" ".join(format(h, head) for (h, _), head in zip(columns, layout))]
+    lines += [" ".join(cell(v, spec, head) for v, (_, spec), head in zip(row, columns, layout)) for row in rows]
+    return "\n".join(lines)
+
+
 def format_cost_table(rows: list[dict[str, Any]]) -> str:
     """Plain-text LLM cost table: strategy, queries, tokens (prompt + completion of the expansions,
     cache hits at their original cost), tokens per query, spent (sent now), LLM seconds, cached, failed."""
-    lines = [f"{'strategy':<18}{'queries':>8}{'tokens':>9}{'tok/query':>11}{'spent':>8}{'LLM s':>8}"
-             f"{'cached':>8}{'failed':>8}"]
-    for r in rows:
-        lines.append(f"{r['strategy']:<18}{r['llm_queries']:>8}{r['tokens']:>9}{r['tokens_per_query']:>11.1f}"
-                     f"{r['spent_tokens']:>8}{r['llm_s']:>8.2f}{r['cached']:>8}{r['failed']:>8}")
-    return "\n".join(lines)
+    columns = [("strategy", "<18"), ("queries", ">7"), ("tokens", ">8"), ("tok/query", ">10.1f"), ("spent", ">7"),
+               ("LLM s", ">7.2f"), ("cached", ">7"), ("failed", ">7")]
+    return text_table(columns, [[r["strategy"], r["llm_queries"], r["tokens"], r["tokens_per_query"],
+                                 r["spent_tokens"], r["llm_s"], r["cached"], r["failed"]] for r in rows])
 
 
 COST_HEADING = "LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)"
 
 
 def format_table(rows: list) -> str:
-    """Plain-text table: strategy, aspects, k, RSR, CSR, weighted."""
-    lines = [f"{'strategy':<15}{'aspects':>8}{'k':>5}{'RSR':>8}{'CSR':>8}{'weighted':>10}{'queries':>9}"]
-    for r in rows:
-        lines.append(f"{r.strategy:<15}{r.n_aspects:>8}{r.k:>5}{r.rsr:>8.3f}{r.csr:>8.3f}{r.weighted:>10.3f}{r.n_queries:>9}")
-    return "\n".join(lines)
+    """Plain-text table: strategy, aspects, k, RSR, CSR, weighted, queries."""
+    columns = [("strategy", "<15"), ("aspects", ">7"), ("k", ">4"), ("RSR", ">7.3f"), ("CSR", ">7.3f"),
+               ("weighted", ">9.3f"), ("queries", ">8")]
+    return text_table(columns, [[r.strategy, r.n_aspects, r.k, r.rsr, r.csr, r.weighted, r.n_queries] for r in rows])
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

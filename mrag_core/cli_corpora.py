@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store
+from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, text_table
 
 
 def add_corpora_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -28,13 +28,11 @@ def add_corpora_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def format_corpora(corpora: list[Any], feet: dict[int, Any]) -> str:
     """The corpora with their counts as a plain table."""
-    lines = [f"{'corpus':<32} {'documents':>9} {'categories':>10} {'query sets':>10} {'queries':>8} "
-             f"{'indexes':>7} {'vectors MB':>10} {'evaluations':>11}"]
-    for c in corpora:
-        f = feet[c.id]
-        lines.append(f"{c.name[:32]:<32} {c.n_documents:>9} {c.n_categories:>10} {f.n_query_sets:>10} "
-                     f"{f.n_queries:>8} {f.n_indexes:>7} {f.vector_bytes / 1e6:>10.1f} {f.n_eval_runs:>11}")
-    return "\n".join(lines)
+    columns = [("corpus", "<32"), ("documents", ">9"), ("categories", ">10"), ("query sets", ">10"), ("queries", ">8"),
+               ("indexes", ">7"), ("vectors MB", ">10.1f"), ("evaluations", ">11")]
+    return text_table(columns, [[c.name, c.n_documents, c.n_categories, feet[c.id].n_query_sets, feet[c.id].n_queries,
+                                 feet[c.id].n_indexes, feet[c.id].vector_bytes / 1e6, feet[c.id].n_eval_runs]
+                                for c in corpora])
 
 
 def cmd_corpora(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, positive_int
+from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, positive_int, text_table
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,12 +41,10 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def format_indexes(rows: list[Any]) -> str:
     """The stored indexes (:func:`~mrag_core.workflows.indexing.stored_indexes`) as a plain table."""
-    lines = [f"{'index':>6}  {'model':<24} {'layer':>5}  {'pooling':<7} {'state':<10} {'documents':>9} "
-             f"{'size MB':>8} {'evaluations':>11}"]
-    for s in rows:
-        lines.append(f"{'#' + str(s.run.id):>6}  {s.run.model_name[:24]:<24} {s.run.layer:>5}  {s.run.pooling:<7} "
-                     f"{s.state:<10} {s.run.n_saved:>9} {s.size_bytes / 1e6:>8.1f} {s.evaluations:>11}")
-    return "\n".join(lines)
+    columns = [("index", ">6"), ("model", "<24"), ("layer", ">5"), ("pooling", "<7"), ("state", "<10"),
+               ("documents", ">9"), ("size MB", ">8.1f"), ("evaluations", ">11")]
+    return text_table(columns, [[f"#{s.run.id}", s.run.model_name, s.run.layer, s.run.pooling, s.state, s.run.n_saved,
+                                 s.size_bytes / 1e6, s.evaluations] for s in rows])
 
 
 def cmd_index(args: argparse.Namespace) -> int:

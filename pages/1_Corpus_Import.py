@@ -90,8 +90,8 @@ if kind == "table":
     name0, data0 = files[0]
     fmt0 = table_format or cw.guess_format(name0)
     if fmt0 is None:
-        st.error(f"Cannot tell the table format of {md_plain(repr(name0))} from its name; rename it to .csv, .json, .jsonl "
-                 "or .parquet.")
+        st.error(f"Cannot tell the table format of {md_plain(repr(name0))} from its name; rename it to .csv, .json, "
+                 ".jsonl or .parquet.")
         st.stop()
     try:
         columns = sniff_columns(data0, fmt0, name0)

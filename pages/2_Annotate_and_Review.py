@@ -15,7 +15,8 @@ from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup
 from ui.render import highlight, md_plain
-from ui.state import corpus_picker, get_model, llm_config, open_store_page, preannotation_lock
+from ui.state import corpus_picker, get_model, llm_config, open_store_page, preannotation_lock, show_flash
+from ui.state import flash as state_flash
 
 page_setup(__file__, "🏷️")
 st.title("Annotate & review")
@@ -35,16 +36,10 @@ view = st.radio("View", ["Pre-annotate", "Review queue", "Bulk accept", "Find si
 
 def flash(kind: str, message: str) -> None:
     """Show a message on the next run (callbacks and reruns)."""
-    st.session_state["ar_flash"] = (kind, message)
+    state_flash("ar_flash", kind, message)
 
 
-def show_flash() -> None:
-    kind, message = st.session_state.pop("ar_flash", (None, None))
-    if kind is not None:
-        getattr(st, kind)(message)
-
-
-show_flash()
+show_flash("ar_flash")
 if not categories and view != "Find similar":
     st.warning("This corpus has no categories yet: import documents with labels, or add categories first.")
     st.stop()

@@ -22,7 +22,7 @@ from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
 from ui.render import md_plain
-from ui.state import LOCAL_MODEL, build_jobs, follow_default, get_model, open_corpus_page
+from ui.state import LOCAL_MODEL, build_jobs, flash, follow_default, get_model, open_corpus_page, show_flash
 
 page_setup(__file__, "🧭")
 st.title("Index")
@@ -64,7 +64,8 @@ with left:
             st.info("Type the path of a local model folder.")
             st.stop()
         if not Path(path).expanduser().is_dir():
-            st.error(f"The folder '{md_plain(path)}' does not exist. Give the path of a local Hugging Face model folder.")
+            st.error(f"The folder '{md_plain(path)}' does not exist. Give the path of a local Hugging Face model "
+                     "folder.")
             st.stop()
         model_name = path
     try:
@@ -107,18 +108,16 @@ def consume(job: BuildJob) -> None:
     """Turn a finished job into a message shown once."""
     build_jobs().pop(key, None)
     if job.error is not None:
-        st.session_state["index_message"] = ("error", f"The build failed: {job.error}")
+        flash("index_message", "error", f"The build failed: {md_plain(str(job.error))}")
     elif job.result is not None and job.result.status == "cancelled":
-        st.session_state["index_message"] = (
-            "warning", f"Cancelled with {job.result.run.n_saved} of {job.result.run.n_docs} documents embedded; "
-            "Resume continues from there.")
+        flash("index_message", "warning", f"Cancelled with {job.result.run.n_saved} of {job.result.run.n_docs} "
+              "documents embedded; Resume continues from there.")
     elif job.result is not None:
         res = job.result
         kept = (f"; {res.copied} unchanged document{'s' if res.copied != 1 else ''} kept their vectors from an "
                 "earlier index") if res.copied else ""
-        st.session_state["index_message"] = (
-            "success", f"Embedded {res.embedded_now} document{'s' if res.embedded_now != 1 else ''} in "
-                       f"{res.seconds:.1f} s{kept}.")
+        flash("index_message", "success", f"Embedded {res.embedded_now} document{'s' if res.embedded_now != 1 else ''} "
+              f"in {res.seconds:.1f} s{kept}.")
 
 
 if job is not None and not job.finished:
@@ -127,9 +126,7 @@ if job is not None and not job.finished:
 if job is not None:
     consume(job)
 
-message = st.session_state.pop("index_message", None)
-if message:
-    getattr(st, message[0])(message[1])
+show_flash("index_message")
 
 run = find_run(store, corpus.id, lm.spec.name, int(layer), pooling)
 state = run_state(store, run)
@@ -212,6 +209,6 @@ if stored:
                 st.session_state.pop("run_id", None)
             for k in ("index_delete_ids", "index_delete_sure"):
                 st.session_state.pop(k, None)
-            st.session_state["index_message"] = ("success", f"Deleted {len(chosen_ids)} "
-                                                 f"index{'es' if len(chosen_ids) != 1 else ''} ({freed:.1f} MB).")
+            flash("index_message", "success",
+                  f"Deleted {len(chosen_ids)} index{'es' if len(chosen_ids) != 1 else ''} ({freed:.1f} MB).")
             st.rerun()

@@ -242,7 +242,8 @@ if families:
             st.error(f"{FAMILY_LABELS[fam]}: {md_plain(outcome.error or 'failed')}. Its strategies are left out.")
     llm_strategies = [s for s in llm_strategies if expansions[family_of(s)].ok]
 exp_texts = tuple((f, o.texts) for f, o in expansions.items() if o.ok)
-q_emb, sub_emb, exp_emb, _ = query_embeddings(db.identity_key(run), query_text, tuple(subqueries), exp_texts, lm, run.layer)
+q_emb, sub_emb, exp_emb, _ = query_embeddings(db.identity_key(run), query_text, tuple(subqueries), exp_texts, lm,
+                                              run.layer)
 result = compare(bundle, q_emb, sub_emb, strategies=[*strategies, *llm_strategies], k=int(k), c=int(c),
                  variant=variant, ground_truth=ground_truth, query=query_text, subqueries=subqueries,
                  subquery_source=sub_source, expansions={f: o for f, o in expansions.items() if o.ok},

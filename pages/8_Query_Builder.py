@@ -12,7 +12,7 @@ from mrag_core.workflows import querysets as qw
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
-from ui.state import llm_config, open_corpus_page
+from ui.state import flash, llm_config, open_corpus_page, show_flash
 
 page_setup(__file__, "🧩")
 st.title("Query Builder")
@@ -174,7 +174,8 @@ with tab_import:
         except qw.QuerySetError as exc:
             st.error(f"Nothing was imported: {md_plain(str(exc))}")
         else:
-            st.success(f"Imported {rep.n_queries} queries into '{md_plain(imp_name.strip())}' ({rep.n_flagged} flagged, "
+            st.success(f"Imported {rep.n_queries} queries into '{md_plain(imp_name.strip())}' ({rep.n_flagged} "
+                       "flagged, "
                        f"{len(rep.skipped)} row{'s' if len(rep.skipped) != 1 else ''} skipped).")
             if rep.skipped or rep.unresolved:
                 st.warning(f"{len(rep.skipped)} row(s) could not be read and were skipped; "
@@ -184,9 +185,7 @@ with tab_import:
 
 # --------------------------------------------------------------------------- review
 with tab_review:
-    flash = st.session_state.pop("qb_flash", None)
-    if flash:
-        getattr(st, flash[0])(flash[1])
+    show_flash("qb_flash")
     query_sets = db.list_query_sets(store, corpus.id)
     if not query_sets:
         st.info("No query set in this corpus yet.")
@@ -255,7 +254,7 @@ with tab_review:
                     db.delete_query(store, q.id)
                 except db.NotFoundError:
                     pass  # deleted meanwhile: the rerun shows the set as it is
-                st.session_state["qb_flash"] = ("success", f"Deleted query #{q.id}.")
+                flash("qb_flash", "success", f"Deleted query #{q.id}.")
                 st.rerun()
         with st.expander("Delete this query set"):
             runs_on_set = db.list_eval_runs(store, query_set_id=qs.id)
@@ -269,5 +268,5 @@ with tab_review:
                 except db.NotFoundError:
                     pass
                 st.session_state.pop("qb_rev_set", None)
-                st.session_state["qb_flash"] = ("success", f"Deleted query set '{md_plain(qs.name)}'.")
+                flash("qb_flash", "success", f"Deleted query set '{md_plain(qs.name)}'.")
                 st.rerun()

@@ -13,13 +13,9 @@ import streamlit as st
 import db
 from mrag_core.workflows.corpus import describe_footprint
 from ui.render import md_plain
-from ui.state import corpus_busy
+from ui.state import corpus_busy, flash, show_flash
 
 FLASH_KEY = "cm_flash"
-
-
-def _flash(kind: str, message: str) -> None:
-    st.session_state[FLASH_KEY] = (kind, message)
 
 
 def _forget(corpus_id: int) -> None:
@@ -32,9 +28,7 @@ def _forget(corpus_id: int) -> None:
 
 def manage_corpora(store: db.Store) -> None:
     """Draw the corpora table, the rename form and the guarded delete."""
-    kind, message = st.session_state.pop(FLASH_KEY, (None, None))
-    if kind is not None:
-        getattr(st, kind)(message)
+    show_flash(FLASH_KEY)
     corpora = db.list_corpora(store)
     if not corpora:
         st.caption("No corpus yet.")
@@ -49,8 +43,8 @@ def manage_corpora(store: db.Store) -> None:
 
     by_id = {c.id: c for c in corpora}
     if st.session_state.get("cm_corpus") not in by_id:
-        st.session_state["cm_corpus"] = st.session_state.get("corpus_id") if st.session_state.get("corpus_id") in by_id \
-            else corpora[0].id
+        shared = st.session_state.get("corpus_id")  # the corpus the other pages have selected
+        st.session_state["cm_corpus"] = shared if shared in by_id else corpora[0].id
     chosen_id = st.selectbox("Corpus to change", list(by_id), key="cm_corpus",
                              format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_documents} docs)")
     corpus = by_id[chosen_id]
@@ -64,7 +58,7 @@ def manage_corpora(store: db.Store) -> None:
             except (db.DuplicateError, db.InvalidInputError, db.NotFoundError) as exc:
                 st.error(f"Not saved: {md_plain(str(exc))}")
             else:
-                _flash("success", f"Saved corpus '{md_plain(renamed.name)}'.")
+                flash(FLASH_KEY, "success", f"Saved corpus '{md_plain(renamed.name)}'.")
                 st.rerun()
 
     what = describe_footprint(corpus, feet[corpus.id])
@@ -77,8 +71,8 @@ def manage_corpora(store: db.Store) -> None:
         try:
             db.delete_corpus(store, corpus.id)
         except db.NotFoundError:
-            _flash("info", f"Corpus '{md_plain(corpus.name)}' was already deleted.")
+            flash(FLASH_KEY, "info", f"Corpus '{md_plain(corpus.name)}' was already deleted.")
         else:
-            _flash("success", f"Deleted corpus '{md_plain(corpus.name)}': {what}.")
+            flash(FLASH_KEY, "success", f"Deleted corpus '{md_plain(corpus.name)}': {what}.")
         _forget(corpus.id)
         st.rerun()

@@ -49,7 +49,8 @@ def home() -> None:
                 with st.spinner("Restoring the demo corpus..."):
                     ensure_demo_corpus(store, restore=True)
             except db.DuplicateError as exc:
-                st.error(f"Not restored: {md_plain(str(exc))} Rename that corpus first (Corpus Import, Manage corpora).")
+                st.error(f"Not restored: {md_plain(str(exc))} Rename that corpus first (Corpus Import, "
+                         "Manage corpora).")
             except db.StoreError as exc:
                 st.error(f"Not restored: {md_plain(str(exc))}")
             else:

@@ -39,6 +39,21 @@ def follow_default(key: str, owner: Any, value: Any) -> None:
         st.session_state[key] = value
 
 
+def flash(key: str, kind: str, message: str) -> None:
+    """Keep a message for the next run of the page under session ``key`` (from a callback, or before
+    ``st.rerun``); ``kind``: ``success``, ``info``, ``warning`` or ``error``. :func:`show_flash` draws it once."""
+    st.session_state[key] = (kind, message)
+
+
+def show_flash(key: str) -> bool:
+    """Draw and forget the message :func:`flash` kept under ``key``; True when there was one."""
+    kept = st.session_state.pop(key, None)
+    if kept is None:
+        return False
+    getattr(st, kept[0])(kept[1])
+    return True
+
+
 def clamp_state(key: str, low: int, high: int) -> None:
     """Keep number input ``key``'s value within ``[low, high]``; call before drawing it. Streamlit resets a
     value outside the input's bounds to the minimum, so k = 5 on an index of 4 documents (or k = 20 kept

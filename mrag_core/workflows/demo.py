@@ -32,32 +32,37 @@ class DemoStatus:
     query_set_id: int | None
     added_documents: int
     created: bool
-    removed: bool = False
+
+    @property
+    def removed(self) -> bool:
+        """The demo corpus was set up in this database and then deleted (not restored)."""
+        return self.corpus_id is None
 
 
 #: ``corpus.version`` right after the demo documents were added (created at 1, one add).
 SET_UP_VERSION = 2
 
 
-def demo_corpus_id(store: db.Store) -> int | None:
-    """The id of this database's demo corpus (whatever it is called now), or None when there is none."""
-    marked = db.get_marker(store, DEMO_MARKER)
-    if marked is not None:
-        head = marked.split("@", 1)[0]
+def _demo_corpus(store: db.Store, marked: str | None) -> db.CorpusInfo | None:
+    """The demo corpus that the ``demo_corpus`` marker value ``marked`` names (a plain id when written by
+    migration 0005), or without a marker the corpus of the shipped name; None when it is gone."""
+    if marked is None:  # set up before markers existed
         try:
-            corpus = db.get_corpus(store, int(head)) if head.isdigit() else None
+            return db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
         except db.NotFoundError:
             return None
-        return corpus.id if corpus is not None and marked in (head, db.identity_key(corpus)) else None
-    try:  # set up before markers existed
-        return db.get_corpus_by_name(store, DEMO_CORPUS_NAME).id
+    head = marked.split("@", 1)[0]
+    try:
+        corpus = db.get_corpus(store, int(head)) if head.isdigit() else None
     except db.NotFoundError:
         return None
+    return corpus if corpus is not None and marked in (head, db.identity_key(corpus)) else None
 
 
-def demo_removed(store: db.Store) -> bool:
-    """True when the demo corpus was set up in this database and then deleted."""
-    return db.get_marker(store, DEMO_MARKER) is not None and demo_corpus_id(store) is None
+def demo_corpus_id(store: db.Store) -> int | None:
+    """The id of this database's demo corpus (whatever it is called now), or None when there is none."""
+    corpus = _demo_corpus(store, db.get_marker(store, DEMO_MARKER))
+    return corpus.id if corpus is not None else None
 
 
 def ensure_demo_corpus(store: db.Store, *, restore: bool = False) -> DemoStatus:
@@ -66,13 +71,13 @@ def ensure_demo_corpus(store: db.Store, *, restore: bool = False) -> DemoStatus:
     with ``restore`` (under its shipped name, which must be free)."""
     demo = load_demo()
     created = False
-    found = demo_corpus_id(store)
-    if found is not None:
-        corpus = db.get_corpus(store, found)
-    elif db.get_marker(store, DEMO_MARKER) is not None and not restore:
-        return DemoStatus(None, None, 0, False, removed=True)
-    else:
-        corpus = db.create_corpus(store, DEMO_CORPUS_NAME, "Original demo corpus shipped with MRAG Studio: 12 categories, 96 articles.")
+    marked = db.get_marker(store, DEMO_MARKER)
+    corpus = _demo_corpus(store, marked)
+    if corpus is None:
+        if marked is not None and not restore:  # set up here once, then deleted
+            return DemoStatus(None, None, 0, False)
+        corpus = db.create_corpus(store, DEMO_CORPUS_NAME,
+                                  "Original demo corpus shipped with MRAG Studio: 12 categories, 96 articles.")
         created = True
     db.set_marker(store, DEMO_MARKER, db.identity_key(corpus))
     added = 0

@@ -231,3 +231,12 @@ def test_bench_hnsw_logs_its_calibration_and_refuses_bad_targets(tmp_path: Path,
             main(base + ["--backend", "faiss-hnsw", "--target-recall", bad])
         assert exc.value.code == 2
         assert "--target-recall" in capsys.readouterr().err
+
+
+def test_text_table_aligns_formats_and_cuts_text_to_width() -> None:
+    from mrag_core.cli import text_table
+
+    table = text_table([("strategy", "<8"), ("RSR", ">7.3f"), ("n", ">3")], [["standard-long", 0.5, 3], ["mrag", 1 / 3, 12]])
+    assert table.splitlines() == ["strategy     RSR   n",
+                                  "standard   0.500   3",
+                                  "mrag       0.333  12"]

@@ -12,7 +12,6 @@ from mrag_core.workflows.demo import (
     DEMO_QUERIES_MARKER,
     DEMO_QUERY_SET_NAME,
     demo_corpus_id,
-    demo_removed,
     ensure_demo_corpus,
 )
 
@@ -75,22 +74,22 @@ def test_a_renamed_demo_corpus_is_still_the_demo(store) -> None:
     again = ensure_demo_corpus(store)
     assert (again.corpus_id, again.query_set_id, again.created) == (status.corpus_id, status.query_set_id, False)
     assert [c.name for c in db.list_corpora(store)] == ["My volcano study"]
-    assert demo_corpus_id(store) == status.corpus_id and not demo_removed(store)
+    assert demo_corpus_id(store) == status.corpus_id
 
 
 def test_a_deleted_demo_corpus_stays_deleted_until_restored(store) -> None:
     status = ensure_demo_corpus(store)
-    assert not demo_removed(store)
+    assert demo_corpus_id(store) == status.corpus_id
     db.delete_corpus(store, status.corpus_id)
     again = ensure_demo_corpus(store)  # the next server start
     assert (again.corpus_id, again.query_set_id, again.removed) == (None, None, True)
-    assert db.list_corpora(store) == [] and demo_removed(store) and demo_corpus_id(store) is None
+    assert db.list_corpora(store) == [] and demo_corpus_id(store) is None
 
     restored = ensure_demo_corpus(store, restore=True)
     assert restored.created and not restored.removed and restored.added_documents == 96
     assert db.get_marker(store, DEMO_MARKER).startswith(f"{restored.corpus_id}@")
     assert len(db.list_queries(store, restored.query_set_id)) == 24
-    assert not demo_removed(store)
+    assert demo_corpus_id(store) == restored.corpus_id
 
 
 def test_restoring_under_a_taken_name_changes_nothing(store) -> None:
