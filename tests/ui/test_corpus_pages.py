@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import db
+from tests.support.apptest import confirm_and_click
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPORT_PAGE = str(ROOT / "pages" / "1_Corpus_Import.py")
@@ -466,12 +467,8 @@ def test_review_queue_edits_and_deletes_a_document(tmp_path: Path) -> None:
     assert "Not saved" in at.error[0].value and "already has exactly this text" in at.error[0].value
     assert db.get_document(store, ids[1]).text == "Cook the pasta."
     # delete: only once confirmed; the query whose ground truth it was loses it and is flagged
-    delete = at.button(key=f"rv_delete_{ids[1]}")
-    assert delete.disabled
-    sure = at.checkbox(key=f"rv_delete_sure_{ids[1]}")
-    assert "ground truth of 1 query, which lose it and are flagged" in sure.label
-    sure.check().run()
-    at.button(key=f"rv_delete_{ids[1]}").click().run()
+    label = confirm_and_click(at, f"rv_delete_sure_{ids[1]}", f"rv_delete_{ids[1]}")
+    assert "ground truth of 1 query, which lose it and are flagged" in label
     _no_exceptions(at)
     assert "Deleted 'Recipe'. 1 query that had it as ground truth is flagged" in at.success[0].value
     assert ids[1] not in db.document_ids(store, corpus.id)
@@ -717,12 +714,9 @@ def test_manage_corpora_deletes_only_after_confirmation_and_names_what_goes(tmp_
     at = _manage_open(AppTest.from_file(IMPORT_PAGE, default_timeout=60).run())
     at.session_state["corpus_id"] = news_id  # the corpus the other pages have selected
     at.selectbox(key="cm_corpus").set_value(news_id).run()
-    sure = at.checkbox(key=f"cm_delete_sure_{news_id}")
-    assert sure.label == (r"Delete 'News \*1\*' and everything it holds: 2 documents, 2 categories, 1 query set "
-                          "(1 query), 1 index (0.0 MB of vectors), 0 evaluation runs. This cannot be undone.")
-    assert at.button(key=f"cm_delete_{news_id}").disabled
-    sure.check().run()
-    at.button(key=f"cm_delete_{news_id}").click().run()
+    label = confirm_and_click(at, f"cm_delete_sure_{news_id}", f"cm_delete_{news_id}")
+    assert label == (r"Delete 'News \*1\*' and everything it holds: 2 documents, 2 categories, 1 query set "
+                     "(1 query), 1 index (0.0 MB of vectors), 0 evaluation runs. This cannot be undone.")
     _no_exceptions(at)
     assert [c.id for c in db.list_corpora(store)] == [demo_id]
     assert db.list_query_sets(store, news_id) == [] and db.list_embedding_runs(store, news_id) == []

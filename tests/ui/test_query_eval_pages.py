@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
+from tests.support.apptest import confirm_and_click  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_PAGE = str(ROOT / "pages" / "9_Evaluation_Runs.py")
@@ -312,23 +313,17 @@ def test_query_builder_deletes_a_query_and_a_set_only_after_naming_what_goes() -
     assert db.runs_with_results_for(store, first.id) == [run.id]
     at.run()
     assert at.selectbox(key="qb_edit_q").value.id == first.id
-    sure = at.checkbox(key=f"qb_edit_del_sure_{first.id}")
-    assert sure.label == (f"Delete query #{first.id}: its results leave 1 stored evaluation run (#{run.id}), whose "
-                          "figures then cover the other queries only")
-    assert at.button(key=f"qb_edit_del_{first.id}").disabled
-    sure.check().run()
-    at.button(key=f"qb_edit_del_{first.id}").click().run()
+    label = confirm_and_click(at, f"qb_edit_del_sure_{first.id}", f"qb_edit_del_{first.id}")
+    assert label == (f"Delete query #{first.id}: its results leave 1 stored evaluation run (#{run.id}), whose "
+                     "figures then cover the other queries only")
     assert not at.exception, at.exception
     assert [s.value for s in at.success] == [f"Deleted query #{first.id}."]
     assert [q.id for q in db.list_queries(store, demo_set)][:1] == [second.id]
     assert db.runs_with_results_for(store, first.id) == [] and db.runs_with_results_for(store, second.id) == [run.id]
 
-    sure_set = at.checkbox(key=f"qb_del_set_sure_{demo_set}")
-    assert sure_set.label == ("Delete 'Demo queries' with its 23 queries and the 1 evaluation run made on it; this "
-                              "cannot be undone")
-    assert at.button(key="qb_del_set").disabled
-    sure_set.check().run()
-    at.button(key="qb_del_set").click().run()
+    label = confirm_and_click(at, f"qb_del_set_sure_{demo_set}", "qb_del_set")
+    assert label == ("Delete 'Demo queries' with its 23 queries and the 1 evaluation run made on it; this cannot "
+                     "be undone")
     assert not at.exception, at.exception
     assert [s.value for s in at.success] == ["Deleted query set 'Demo queries'."]
     assert db.list_query_sets(store, corpus_id) == [] and db.list_eval_runs(store) == []
