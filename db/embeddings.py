@@ -24,6 +24,8 @@ from db.errors import InvalidInputError, NotFoundError, StoreError
 from db.models import Corpus, Document, EmbeddingRun, EmbeddingVector, utcnow
 
 RUN_STATUSES = ("running", "done", "cancelled", "failed")
+#: Dtypes of the model's weights during a run (``EmbeddingRun.precision``).
+PRECISIONS = ("float32", "float16", "bfloat16")
 _F32 = np.dtype("<f4")
 
 
@@ -38,6 +40,7 @@ class EmbeddingRunInfo:
     model_path: str
     layer: int
     pooling: str
+    precision: str
     n_docs: int
     n_heads: int
     head_dim: int
@@ -61,6 +64,7 @@ def _info(session: Session, run: EmbeddingRun) -> EmbeddingRunInfo:
         model_path=run.model_path,
         layer=run.layer,
         pooling=run.pooling,
+        precision=run.precision,
         n_docs=run.n_docs,
         n_heads=run.n_heads,
         head_dim=run.head_dim,
@@ -93,12 +97,16 @@ def create_embedding_run(
     dim: int,
     model_path: str = "",
     n_docs: int | None = None,
+    precision: str = "float32",
 ) -> EmbeddingRunInfo:
     """Start a run (status ``running``) over the corpus at its current version.
-    ``n_docs`` defaults to the corpus' document count. Raises NotFoundError,
-    InvalidInputError (non-positive sizes)."""
+    ``n_docs`` defaults to the corpus' document count; ``precision`` is the weights' dtype
+    (one of :data:`PRECISIONS`). Raises NotFoundError, InvalidInputError (non-positive sizes,
+    unknown precision)."""
     if min(n_heads, head_dim, dim) <= 0:
         raise InvalidInputError("n_heads, head_dim and dim must be positive.")
+    if precision not in PRECISIONS:
+        raise InvalidInputError(f"Unknown precision '{precision}': use one of {', '.join(PRECISIONS)}.")
     with store.session() as session:
         corpus = require(session, Corpus, corpus_id, "Corpus")
         if n_docs is None:
@@ -110,6 +118,7 @@ def create_embedding_run(
             model_path=model_path,
             layer=int(layer),
             pooling=pooling,
+            precision=precision,
             n_docs=int(n_docs),
             n_heads=int(n_heads),
             head_dim=int(head_dim),
@@ -150,8 +159,10 @@ def latest_embedding_run(
     pooling: str,
     *,
     statuses: Collection[str] | None = None,
+    precision: str | None = None,
 ) -> EmbeddingRunInfo | None:
-    """The newest run with these settings (only with a status in ``statuses`` if given)."""
+    """The newest run with these settings (only with a status in ``statuses`` and of ``precision``
+    if given)."""
     with store.session(readonly=True) as session:
         stmt = (
             select(EmbeddingRun)
@@ -166,6 +177,8 @@ def latest_embedding_run(
         )
         if statuses is not None:
             stmt = stmt.where(EmbeddingRun.status.in_(list(statuses)))
+        if precision is not None:
+            stmt = stmt.where(EmbeddingRun.precision == precision)
         run = session.scalar(stmt)
         return _info(session, run) if run is not None else None
 
@@ -259,12 +272,13 @@ def copy_unchanged_vectors(store: Store, source_run_id: int, target_run_id: int)
     """Copy into ``target_run_id`` the vectors of ``source_run_id`` whose document still has the text
     they were computed from (stored ``content_hash`` = the document's current one) and that the target
     does not hold yet, in one ``INSERT ... SELECT``. Both runs must embed the same corpus with the same
-    model (name and path), layer, pooling and shapes: such vectors are what the target would compute.
+    model (name and path), layer, pooling, precision and shapes: such vectors are what the target would compute.
     Returns the number copied. Raises NotFoundError, InvalidInputError (runs that differ)."""
     with store.session() as session:
         source = require(session, EmbeddingRun, source_run_id, "Embedding run")
         target = require(session, EmbeddingRun, target_run_id, "Embedding run")
-        fields = ("corpus_id", "model_name", "model_path", "layer", "pooling", "n_heads", "head_dim", "dim")
+        fields = ("corpus_id", "model_name", "model_path", "layer", "pooling", "precision", "n_heads", "head_dim",
+                  "dim")
         differ = [f for f in fields if getattr(source, f) != getattr(target, f)]
         if differ:
             raise InvalidInputError(f"Runs {source_run_id} and {target_run_id} differ in {', '.join(differ)}: "
@@ -299,7 +313,7 @@ def unchanged_documents(store: Store, run_id: int) -> int:
 
 def reuse_candidates(store: Store, run_id: int) -> list[int]:
     """Ids of the other runs (newest first) whose vectors :func:`copy_unchanged_vectors` may copy into
-    ``run_id``: same corpus, model name and path, layer, pooling and shapes. Raises NotFoundError."""
+    ``run_id``: same corpus, model name and path, layer, pooling, precision and shapes. Raises NotFoundError."""
     with store.session(readonly=True) as session:
         run = require(session, EmbeddingRun, run_id, "Embedding run")
         return list(
@@ -312,6 +326,7 @@ def reuse_candidates(store: Store, run_id: int) -> list[int]:
                     EmbeddingRun.model_path == run.model_path,
                     EmbeddingRun.layer == run.layer,
                     EmbeddingRun.pooling == run.pooling,
+                    EmbeddingRun.precision == run.precision,
                     EmbeddingRun.n_heads == run.n_heads,
                     EmbeddingRun.head_dim == run.head_dim,
                     EmbeddingRun.dim == run.dim,

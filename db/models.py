@@ -230,6 +230,8 @@ class EmbeddingRun(Base):
     model_path: Mapped[str] = mapped_column(Text, default="")
     layer: Mapped[int] = mapped_column(Integer)
     pooling: Mapped[str] = mapped_column(String(50))
+    # Added in revision 0006: the weights' dtype during the pass ("float32", or "float16" with --half on CUDA).
+    precision: Mapped[str] = mapped_column(String(20), default="float32", server_default="float32")
     n_docs: Mapped[int] = mapped_column(Integer, default=0)
     n_heads: Mapped[int] = mapped_column(Integer)
     head_dim: Mapped[int] = mapped_column(Integer)

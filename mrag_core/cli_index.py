@@ -39,12 +39,18 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     return i
 
 
+def run_settings(run: Any) -> str:
+    """``minilm, layer 5, pooling mean`` (and the precision when it is not the default float32)."""
+    text = f"{run.model_name}, layer {run.layer}, pooling {run.pooling}"
+    return text if run.precision == "float32" else f"{text}, {run.precision}"
+
+
 def format_indexes(rows: list[Any]) -> str:
     """The stored indexes (:func:`~mrag_core.workflows.indexing.stored_indexes`) as a plain table."""
-    columns = [("index", ">6"), ("model", "<24"), ("layer", ">5"), ("pooling", "<7"), ("state", "<10"),
-               ("documents", ">9"), ("size MB", ">8.1f"), ("evaluations", ">11")]
-    return text_table(columns, [[f"#{s.run.id}", s.run.model_name, s.run.layer, s.run.pooling, s.state, s.run.n_saved,
-                                 s.size_bytes / 1e6, s.evaluations] for s in rows])
+    columns = [("index", ">6"), ("model", "<24"), ("layer", ">5"), ("pooling", "<7"), ("precision", "<9"),
+               ("state", "<10"), ("documents", ">9"), ("size MB", ">8.1f"), ("evaluations", ">11")]
+    return text_table(columns, [[f"#{s.run.id}", s.run.model_name, s.run.layer, s.run.pooling, s.run.precision,
+                                 s.state, s.run.n_saved, s.size_bytes / 1e6, s.evaluations] for s in rows])
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -108,14 +114,12 @@ def cmd_index(args: argparse.Namespace) -> int:
                   "command again to resume")
             return 1
         if result.reused:
-            print(f"index #{run.id}: up to date, {run.n_saved} documents ({run.model_name}, layer {run.layer}, "
-                  f"pooling {run.pooling}); nothing to embed")
+            print(f"index #{run.id}: up to date, {run.n_saved} documents ({run_settings(run)}); nothing to embed")
             return 0
         how = f"{result.embedded_now} embedded"
         if result.copied:
             how += f", {result.copied} unchanged copied from earlier indexes"
-        print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; "
-              f"{run.model_name}, layer {run.layer}, pooling {run.pooling}")
+        print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; {run_settings(run)}")
         return 0
     finally:
         store.close()

@@ -19,7 +19,7 @@ from mrag_core.backends import BACKENDS
 from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
-from mrag_core.workflows.indexing import BuildJob, find_run, run_importance, run_state, stored_indexes
+from mrag_core.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
 from ui.render import md_plain
 from ui.state import LOCAL_MODEL, build_jobs, flash, follow_default, get_model, open_corpus_page, show_flash
@@ -128,7 +128,7 @@ if job is not None:
 
 show_flash("index_message")
 
-run = find_run(store, corpus.id, lm.spec.name, int(layer), pooling)
+run = find_run(store, corpus.id, lm.spec.name, int(layer), pooling, precision_of(lm))
 state = run_state(store, run)
 
 
@@ -189,8 +189,8 @@ if stored:
                "Delete the ones you no longer need; evaluation runs keep their results.")
     st.dataframe(pd.DataFrame([{
         "index": f"#{s.run.id}", "model": s.run.model_name, "layer": s.run.layer, "pooling": s.run.pooling,
-        "state": s.state, "documents": s.run.n_saved, "size MB": round(s.size_bytes / 1e6, 1),
-        "evaluations": s.evaluations, "created": s.run.created_at,
+        "precision": s.run.precision, "state": s.state, "documents": s.run.n_saved,
+        "size MB": round(s.size_bytes / 1e6, 1), "evaluations": s.evaluations, "created": s.run.created_at,
     } for s in stored]), hide_index=True, key="index_stored")
     live = {k for k, j in jobs.items() if not j.finished}  # builds running in this server process
     deletable = {s.run.id: s for s in stored if not (s.run.status == "running" and s.settings in live)}

@@ -171,8 +171,9 @@ def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.Emb
 
 def index_label(run: db.EmbeddingRunInfo, stale: bool = False) -> str:
     """An index (embedding run) as the pickers name it: ``#2 · minilm · layer 5 · mean pooling · 1251 docs``,
-    with ``· stale`` when the corpus changed since it was built."""
-    return (f"#{run.id} · {run.model_name.split('/')[-1]} · layer {run.layer} · {run.pooling} pooling · "
+    with ``· float16`` for a run not in float32 and ``· stale`` when the corpus changed since it was built."""
+    precision = "" if run.precision == "float32" else f" · {run.precision}"
+    return (f"#{run.id} · {run.model_name.split('/')[-1]} · layer {run.layer} · {run.pooling} pooling{precision} · "
             f"{run.n_saved} docs" + (" · stale" if stale else ""))
 
 

@@ -80,9 +80,15 @@ def model_for_run(lm: LoadedModel, run: db.EmbeddingRunInfo) -> LoadedModel:
     return model_for_pooling(lm, run.pooling)
 
 
-def find_run(store: db.Store, corpus_id: int, model_name: str, layer: int, pooling: str) -> db.EmbeddingRunInfo | None:
-    """The newest run for these settings (any status), or None."""
-    return db.latest_embedding_run(store, corpus_id, model_name, layer, pooling)
+def precision_of(lm: LoadedModel) -> str:
+    """The weights' dtype as an embedding run records it: ``"float32"``, ``"float16"``..."""
+    return str(lm.dtype).removeprefix("torch.")
+
+
+def find_run(store: db.Store, corpus_id: int, model_name: str, layer: int, pooling: str,
+             precision: str | None = None) -> db.EmbeddingRunInfo | None:
+    """The newest run for these settings (any status; of ``precision`` when given), or None."""
+    return db.latest_embedding_run(store, corpus_id, model_name, layer, pooling, precision=precision)
 
 
 def run_state(store: db.Store, run: db.EmbeddingRunInfo | None) -> str:
@@ -107,7 +113,7 @@ def _doc_texts(store: db.Store, ids: list[int]) -> dict[int, tuple[str, str]]:
 
 def copy_from_earlier_runs(store: db.Store, run_id: int) -> int:
     """Copy into ``run_id`` the vectors of every document whose text is unchanged since an earlier run of
-    the same corpus, model, layer and pooling computed them (newest run first); returns how many."""
+    the same corpus, model, layer, pooling and precision computed them (newest run first); returns how many."""
     return sum(db.copy_unchanged_vectors(store, earlier, run_id) for earlier in db.reuse_candidates(store, run_id))
 
 
@@ -124,7 +130,9 @@ def build_embedding_run(
     rebuild: bool = False,
     importance_pairs_per_doc: int = 16,
 ) -> BuildResult:
-    """Create or resume the run of (corpus, model, layer, pooling) and embed what is missing.
+    """Create or resume the run of (corpus, model, layer, pooling, precision) and embed what is missing.
+    The precision is the model's weights' dtype (:func:`precision_of`): a float16 build never resumes
+    or copies from a float32 run, nor the other way round.
 
     * A finished, non-stale run is returned as is (``reused``) unless ``rebuild``.
     * An unfinished (running/cancelled/failed) non-stale run is resumed: only
@@ -143,7 +151,8 @@ def build_embedding_run(
     lm = model_for_pooling(lm, pooling)
     pooling = lm.head_pooling
     name = lm.spec.name
-    existing = None if rebuild else find_run(store, corpus_id, name, layer_idx, pooling)
+    precision = precision_of(lm)
+    existing = None if rebuild else find_run(store, corpus_id, name, layer_idx, pooling, precision)
     state = run_state(store, existing)
     if existing is not None and state == "done" and not db.missing_documents(store, existing.id):
         return BuildResult(existing, "done", 0, resumed=False, reused=True, seconds=0.0)
@@ -155,7 +164,7 @@ def build_embedding_run(
     else:
         run = db.create_embedding_run(
             store, corpus_id, model_name=name, model_path=str(lm.path), layer=layer_idx, pooling=pooling,
-            n_heads=lm.n_heads, head_dim=lm.head_dim, dim=lm.hidden_size,
+            n_heads=lm.n_heads, head_dim=lm.head_dim, dim=lm.hidden_size, precision=precision,
         )
     prior_embed_s = float(run.timings.get("embed_s", 0.0)) if resumed else 0.0
     prior_copied = int(run.timings.get("copied", 0)) if resumed else 0
@@ -260,7 +269,7 @@ class StoredIndex:
     """One stored embedding run of a corpus, for the list of indexes.
 
     ``state``: ``current`` (the newest run of its settings, finished, corpus unchanged since),
-    ``superseded`` (a newer run of the same settings exists), ``stale`` (the corpus changed since) or
+    ``superseded`` (a newer run of the same settings and precision exists), ``stale`` (the corpus changed since) or
     ``unfinished``; ``size_bytes``: its vectors (float32); ``evaluations``: evaluation runs that searched it.
     """
 
@@ -285,7 +294,7 @@ def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
     newest: set[tuple] = set()
     out = []
     for run in runs:  # newest first
-        key = (run.model_name, run.layer, run.pooling)
+        key = (run.model_name, run.layer, run.pooling, run.precision)
         if key in newest:
             state = "superseded"
         elif db.is_stale(store, run):

@@ -33,7 +33,7 @@ def _vectors(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_run_round_trip(store: Store, corpus: db.CorpusInfo) -> None:
     run = _run(store, corpus.id, model_path="/models/tiny")
     assert (run.status, run.corpus_version, run.n_docs, run.n_saved) == ("running", corpus.version, 4, 0)
-    assert (run.model_path, run.n_heads, run.head_dim, run.dim) == ("/models/tiny", H, HD, D)
+    assert (run.model_path, run.n_heads, run.head_dim, run.dim, run.precision) == ("/models/tiny", H, HD, D, "float32")
     assert db.get_embedding_run(store, run.id) == run
     assert [r.id for r in db.list_embedding_runs(store, corpus.id)] == [run.id]
     assert db.list_embedding_runs(store, corpus.id, status="done") == []  # still running
@@ -45,6 +45,8 @@ def test_run_round_trip(store: Store, corpus: db.CorpusInfo) -> None:
         db.list_embedding_runs(store, corpus.id, status="finished")
     with pytest.raises(db.InvalidInputError):
         _run(store, corpus.id, n_heads=0)
+    with pytest.raises(db.InvalidInputError, match="Unknown precision 'fp8'"):
+        _run(store, corpus.id, precision="fp8")
     with pytest.raises(db.NotFoundError):
         _run(store, 999)
 
@@ -129,6 +131,11 @@ def test_finish_latest_and_staleness(
     assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "last").id == new.id
     assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "last", statuses=["done"]).id == old.id
     assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "mean") is None
+    assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "last", precision="float16") is None
+    half = _run(store, corpus.id, precision="float16")
+    assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "last", precision="float16").id == half.id
+    assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "last", precision="float32").id == new.id
+    assert db.latest_embedding_run(store, corpus.id, "tiny-lm", -1, "last").id == half.id  # any precision
 
     importance = {"norm": np.array([1.0, 2.0, 3.0]), "spread": [0.1, 0.2, 0.3], "score": np.float32(0.5)}
     done = db.finish_embedding_run(store, new.id, importance=importance, timings={"embed_s": 1.5})
@@ -259,7 +266,8 @@ def test_copy_unchanged_vectors_takes_only_documents_with_the_same_text(
 def test_copy_unchanged_vectors_refuses_other_settings(store: Store, corpus: db.CorpusInfo, docs: list[int]) -> None:
     base = _run(store, corpus.id)
     db.save_vectors(store, base.id, docs, *_vectors(4, seed=6))
-    for other in (dict(layer=2), dict(pooling="mean"), dict(model_name="other"), dict(model_path="/elsewhere")):
+    for other in (dict(layer=2), dict(pooling="mean"), dict(model_name="other"), dict(model_path="/elsewhere"),
+                  dict(precision="float16")):
         run = _run(store, corpus.id, **other)
         assert db.reuse_candidates(store, run.id) == []
         with pytest.raises(db.InvalidInputError, match="not interchangeable"):

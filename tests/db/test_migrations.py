@@ -88,7 +88,7 @@ def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0005"
+        assert store.schema_revision() == db.head_revision() == "0006"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -202,7 +202,7 @@ def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(db_path: Path
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == "0005"
+        assert store.schema_revision() == db.head_revision()
         assert (db.get_marker(store, "demo_corpus"), db.get_marker(store, "demo_queries")) == ("2", "3")
         assert demo_corpus_id(store) == 2
         status = ensure_demo_corpus(store)  # the existing demo is kept as it is (version 5: the user's)
@@ -212,6 +212,29 @@ def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(db_path: Path
             command.downgrade(alembic_config(conn), "0004")
         assert "app_markers" not in inspect(store.engine).get_table_names()
         assert len(db.list_corpora(store)) == 2
+
+
+def test_upgrade_from_0005_marks_existing_runs_float32(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    old = _store_at(url, "0005")
+    assert "precision" not in {c["name"] for c in inspect(old.engine).get_columns("embedding_runs")}
+    _fill_0001(old)  # corpus 1 with run 1 (layer -1, pooling 'last') holding document 1's vectors
+    old.close()
+
+    with db.open_store(url) as store:
+        assert store.schema_revision() == db.head_revision()
+        assert db.get_embedding_run(store, 1).precision == "float32"
+        half = db.create_embedding_run(store, 1, model_name="m", layer=-1, pooling="last", n_heads=2, head_dim=4,
+                                       dim=8, precision="float16")
+        full = db.create_embedding_run(store, 1, model_name="m", layer=-1, pooling="last", n_heads=2, head_dim=4,
+                                       dim=8)
+        assert db.reuse_candidates(store, half.id) == [] and db.reuse_candidates(store, full.id) == [1]
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0005")
+        assert "precision" not in {c["name"] for c in inspect(store.engine).get_columns("embedding_runs")}
+        with store.engine.connect() as conn:  # the runs and their vectors stay
+            assert conn.execute(text("SELECT COUNT(*) FROM embedding_runs")).scalar_one() == 3
+            assert conn.execute(text("SELECT COUNT(*) FROM embedding_vectors")).scalar_one() == 1
 
 
 def test_models_match_migrations(store: Store) -> None:

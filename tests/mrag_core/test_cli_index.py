@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from pathlib import Path
@@ -14,6 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import db  # noqa: E402
 import mrag_core.workflows.indexing as indexing  # noqa: E402
 from mrag_core.cli import build_parser, main  # noqa: E402
+from mrag_core.cli_index import run_settings  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
 
 @pytest.fixture
@@ -47,13 +49,17 @@ def test_build_reuse_update_and_list(url: str, capsys) -> None:
     assert ids2.tolist()[:4] == ids1.tolist() and std2[:4].tobytes() == std1.tobytes()
     assert heads2[:4].tobytes() == heads1.tobytes()
     assert indexing.run_state(store, indexing.find_run(store, corpus.id, "minilm", 5, "mean")) == "done"
+    run = db.get_embedding_run(store, 2)
+    assert run_settings(run) == "minilm, layer 5, pooling mean"  # float32, the default, goes unsaid
+    assert run_settings(dataclasses.replace(run, precision="float16")) == "minilm, layer 5, pooling mean, float16"
     store.close()
     assert _index(url, "--list") == 0
     rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()]
-    assert rows[0] == ["index", "model", "layer", "pooling", "state", "documents", "size", "MB", "evaluations"]
-    assert [r[:6] for r in rows[1:]] == [["#2", "minilm", "5", "mean", "current", "5"],
-                                         ["#1", "minilm", "5", "mean", "superseded", "4"]]
-    assert float(rows[1][6]) == pytest.approx(5 * (384 + 12 * 32) * 4 / 1e6, abs=0.05)
+    assert rows[0] == ["index", "model", "layer", "pooling", "precision", "state", "documents", "size", "MB",
+                       "evaluations"]
+    assert [r[:7] for r in rows[1:]] == [["#2", "minilm", "5", "mean", "float32", "current", "5"],
+                                         ["#1", "minilm", "5", "mean", "float32", "superseded", "4"]]
+    assert float(rows[1][7]) == pytest.approx(5 * (384 + 12 * 32) * 4 / 1e6, abs=0.05)
 
 
 def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys, monkeypatch) -> None:

@@ -457,7 +457,7 @@ def test_index_page_lists_stored_indexes_and_deletes_one(built):
     table = stored_table(at)
     listed = dict(zip(table["index"], table["state"]))
     assert listed["#1"] == "superseded" and "current" in listed.values()  # #1 was updated into a newer index
-    assert set(table["size MB"]) and (table["documents"] > 0).all()
+    assert set(table["size MB"]) and (table["documents"] > 0).all() and set(table["precision"]) == {"float32"}
     ok(at.multiselect(key="index_delete_ids").set_value([1]).run())
     assert at.button(key="index_delete_go").disabled  # not before the confirmation
     ok(at.checkbox(key="index_delete_sure").check().run())

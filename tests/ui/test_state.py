@@ -108,3 +108,18 @@ def test_index_bundle_shows_current_labels_and_titles_and_never_a_deleted_runs_i
     assert second.id == first.id  # SQLite hands the deleted run's id to the next one
     fresh = index_bundle(store, second)
     assert fresh.index is not bundle.index and fresh.doc_ids == ids[:3] and fresh.index.n_docs == 3
+
+
+def test_index_label_names_the_settings_and_a_precision_other_than_float32(fresh_env) -> None:
+    import dataclasses
+
+    import db
+    from ui.state import get_store, index_label
+
+    store = get_store()
+    corpus = db.create_corpus(store, "C")
+    ids = list(db.add_documents(store, corpus.id, [{"title": "T", "text": f"text {i}"} for i in range(3)]).document_ids)
+    run = _finished_run(store, corpus.id, ids, "org/m1")
+    assert run.id == 1 and index_label(run) == "#1 · m1 · layer 0 · mean pooling · 3 docs"
+    half = dataclasses.replace(run, precision="float16")
+    assert index_label(half, stale=True) == "#1 · m1 · layer 0 · mean pooling · float16 · 3 docs · stale"

@@ -192,6 +192,39 @@ def test_pooling_choice_makes_its_own_run(store, corpus, lm):
     assert model_for_run(lm, b.run).head_pooling == "first"
 
 
+def test_precision_makes_its_own_run_and_never_mixes_vectors(store, corpus, lm, monkeypatch):
+    import dataclasses
+
+    import mrag_core.workflows.indexing as indexing
+
+    full = build_embedding_run(store, corpus, lm, layer=-1, batch_size=32)
+    assert full.run.precision == "float32"
+    # The same weights labelled float16 (as --half on CUDA loads them) stand for a half-precision build.
+    half_lm = dataclasses.replace(lm, dtype=torch.float16)
+    assert indexing.precision_of(half_lm) == "float16"
+    cancel = threading.Event()
+    half = build_embedding_run(store, corpus, half_lm, layer=-1, batch_size=10,
+                               progress=lambda d, t, e: cancel.set() if d >= 10 else None, cancel=cancel)
+    # A new run, embedded from scratch: neither the finished float32 run is reused nor its vectors copied.
+    assert half.run.id != full.run.id and (half.run.precision, half.copied, half.embedded_now) == ("float16", 0, 10)
+    embedded: list[int] = []
+    real = indexing.embed_texts
+    monkeypatch.setattr(indexing, "embed_texts", lambda lm_, texts, **kw: (embedded.append(len(texts)),
+                                                                           real(lm_, texts, **kw))[1])
+    # The float32 build is still done (the unfinished float16 run is not its to resume).
+    assert build_embedding_run(store, corpus, lm, layer=-1).reused and embedded == []
+    resumed = build_embedding_run(store, corpus, half_lm, layer=-1, batch_size=32)
+    assert resumed.resumed and resumed.run.id == half.run.id and sum(embedded) == 13
+    assert [(s.run.precision, s.state) for s in stored_indexes(store, corpus)] == [
+        ("float16", "current"), ("float32", "current")]  # one precision does not supersede the other
+    # After an edit, each precision copies only from its own earlier run.
+    db.update_document(store, db.document_ids(store, corpus)[0], text="copper engines and a meadow")
+    for model, earlier in ((half_lm, half.run.id), (lm, full.run.id)):
+        again = build_embedding_run(store, corpus, model, layer=-1, batch_size=32)
+        assert (again.copied, again.run.precision) == (22, indexing.precision_of(model))
+        assert db.reuse_candidates(store, again.run.id) == [earlier]
+
+
 def test_load_corpus_index_reuses_importance_and_searches(store, corpus, lm):
     res = build_embedding_run(store, corpus, lm, layer=-1, batch_size=32)
     bundle = load_corpus_index(store, res.run.id, backend="torch")
