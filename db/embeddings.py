@@ -294,7 +294,8 @@ def copy_unchanged_vectors(store: Store, source_run_id: int, target_run_id: int)
                    v.c.content_hash == Document.content_hash, v.c.document_id.not_in(held))
         )
         result = session.execute(
-            v.insert().from_select(["run_id", "document_id", "standard", "heads", "content_hash"], rows)
+            v.insert().from_select(["run_id", "document_id", "standard", "heads", "content_hash"], rows),
+            execution_options={"preserve_rowcount": True},  # an INSERT's count is -1 on psycopg without it
         )
         return int(result.rowcount or 0)
 

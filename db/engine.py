@@ -13,6 +13,11 @@ write transaction starts with ``BEGIN IMMEDIATE`` (the SQLAlchemy pysqlite recip
 read-then-write transactions never fail half way with "database is locked" and never lose
 updates; read-only sessions use a plain deferred ``BEGIN``.
 
+PostgreSQL gets the same one-writer-at-a-time rule: every write session first takes a
+transaction-level advisory lock (``pg_advisory_xact_lock``, waiting up to the same 10 s through
+``lock_timeout``), so a read-then-write transaction (e.g. bumping a corpus' version) never loses
+an update under its default READ COMMITTED isolation. Other databases keep their own isolation.
+
 The schema is brought to the Alembic head (``db/migrations``) every time a store is opened;
 no ``alembic.ini`` is needed.
 """
@@ -30,7 +35,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -43,6 +48,8 @@ DB_FILENAME = "mrag_studio.db"
 BUSY_TIMEOUT_S = 10.0
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _BEGIN_OPTION = "mrag_sqlite_begin"
+#: Key of the PostgreSQL advisory lock every write session holds (any constant bigint; "MRAGSTUD" in ASCII).
+PG_WRITE_LOCK_KEY = int.from_bytes(b"MRAGSTUD", "big") - 2**63
 
 
 def default_data_dir() -> Path:
@@ -138,6 +145,7 @@ class Store:
         self.engine = engine
         self.url: str = engine.url.render_as_string(hide_password=True)
         self.is_sqlite = _is_sqlite(engine.url)
+        self.is_postgresql = engine.url.get_backend_name() == "postgresql"
         self._write_sessions = sessionmaker(bind=engine, expire_on_commit=False)
         read_bind = engine.execution_options(**{_BEGIN_OPTION: "DEFERRED"}) if self.is_sqlite else engine
         self._read_sessions = sessionmaker(bind=read_bind, expire_on_commit=False)
@@ -148,7 +156,9 @@ class Store:
 
         On SQLite a write session (the default) starts with ``BEGIN IMMEDIATE`` (takes the
         write lock up front, waiting up to the busy timeout); ``readonly=True`` uses a
-        deferred ``BEGIN`` that never blocks other readers or the writer (WAL).
+        deferred ``BEGIN`` that never blocks other readers or the writer (WAL). On PostgreSQL a
+        write session takes the advisory write lock first (waiting up to 10 s), a read-only one
+        takes nothing.
 
         Do not call the data-access functions (which open their own write sessions) from
         inside a write session of the same thread: the inner one would wait for the outer
@@ -157,6 +167,9 @@ class Store:
         factory = self._read_sessions if readonly else self._write_sessions
         with factory() as session:
             with session.begin():
+                if self.is_postgresql and not readonly:
+                    session.execute(text(f"SET LOCAL lock_timeout = '{int(BUSY_TIMEOUT_S * 1000)}ms'"))
+                    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK_KEY})
                 yield session
 
     def schema_revision(self) -> str | None:

@@ -3,10 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
-# Debian chromium drives the browser tests (Playwright uses it by path; nothing is downloaded).
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-    || echo "warning: chromium could not be installed; browser tests will be skipped"
+# Debian chromium drives the browser tests (Playwright uses it by path; nothing is downloaded), and
+# Debian postgresql gives the store tests a throwaway PostgreSQL server (tests/support/postgres.py).
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="chromium"
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+if [ -n "$missing" ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  # shellcheck disable=SC2086
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null) \
+    || echo "warning: could not install$missing; those tests will be skipped"
 fi
 bash scripts/install.sh --dev
 # Test caches and databases live in a throwaway folder.

@@ -1,4 +1,10 @@
-"""Fixtures for the store tests: a fresh migrated SQLite file per test (in tmp_path)."""
+"""Fixtures for the store tests: a fresh migrated database per test.
+
+``store`` runs each test twice: on a SQLite file (in tmp_path) and on a database of its own on a real
+PostgreSQL server (:mod:`tests.support.postgres`; skipped where none can be started). Tests of
+SQLite-only behaviour (pragmas, the file's write lock) take ``sqlite_store``, and of PostgreSQL-only
+behaviour ``postgresql_store``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from sqlalchemy import text
 
 import db
 from db import Store
+from tests.support.postgres import PostgresServer
 
 
 @pytest.fixture(autouse=True)
@@ -24,11 +31,36 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole test session (skips the test when none can be had)."""
+    why = PostgresServer.available()
+    if why is not None:
+        pytest.skip(f"PostgreSQL: {why}")
+    server = PostgresServer.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
+def sqlite_store(db_path: Path) -> Iterator[Store]:
     s = db.open_store(f"sqlite:///{db_path}")
     yield s
     s.close()
+
+
+@pytest.fixture
+def postgresql_store(postgres_server: PostgresServer) -> Iterator[Store]:
+    url = postgres_server.create_database()
+    s = db.open_store(url)
+    yield s
+    s.close()
+    postgres_server.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    yield request.getfixturevalue(f"{request.param}_store")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Engine/session behaviour: URL resolution, SQLite pragmas, transactions, concurrency."""
+"""Engine/session behaviour: URL resolution, SQLite pragmas, transactions, concurrency (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from db import Store
 from db.models import Corpus
 
 
-def test_sqlite_pragmas_on_every_connection(store: Store, db_path: Path) -> None:
-    with store.engine.connect() as conn:
+def test_sqlite_pragmas_on_every_connection(sqlite_store: Store, db_path: Path) -> None:
+    with sqlite_store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
@@ -83,7 +83,8 @@ def test_session_commits_on_success_and_rolls_back_on_error(store: Store) -> Non
     assert [c.name for c in db.list_corpora(store)] == ["kept"]
 
 
-def test_write_session_takes_the_write_lock_at_begin(store: Store, db_path: Path) -> None:
+def test_write_session_takes_the_write_lock_at_begin(sqlite_store: Store, db_path: Path) -> None:
+    store = sqlite_store
     other = sqlite3.connect(db_path, timeout=0, isolation_level=None)
     try:
         with store.session() as session:
@@ -96,6 +97,33 @@ def test_write_session_takes_the_write_lock_at_begin(store: Store, db_path: Path
             other.execute("ROLLBACK")
     finally:
         other.close()
+
+
+def test_postgresql_write_session_holds_the_write_lock(postgresql_store: Store) -> None:
+    store = postgresql_store
+    other = store.engine.connect()  # another connection, as another process would hold
+
+    def lock_free() -> bool:
+        """Whether ``other`` could take the write lock now (released again at once)."""
+        got = other.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": db.engine.PG_WRITE_LOCK_KEY}).scalar()
+        other.rollback()
+        return bool(got)
+
+    try:
+        assert lock_free()
+        with store.session() as session:
+            session.execute(select(1))  # only a read, but the write session holds the lock from its start
+            assert not lock_free()
+        assert lock_free()  # released at commit
+        with store.session(readonly=True) as session:
+            session.execute(select(Corpus.id)).all()
+            assert lock_free()  # a read-only session does not block writers
+    finally:
+        other.close()
+
+
+def _full_url(store: Store) -> str:
+    return store.engine.url.render_as_string(hide_password=False)
 
 
 def test_reopening_at_head_is_idempotent(db_path: Path) -> None:
@@ -127,11 +155,11 @@ def test_in_memory_url_works_for_quick_use() -> None:
         assert db.get_corpus(store, c.id).name == "mem"
 
 
-def test_two_concurrent_read_then_write_transactions_both_succeed(db_path: Path) -> None:
+def test_two_concurrent_read_then_write_transactions_both_succeed(store: Store) -> None:
     """Two writers (separate engines, like two processes) each read a counter, wait, and
-    write it back +1. With BEGIN IMMEDIATE + busy_timeout the second waits instead of
-    failing with "database is locked", and no update is lost."""
-    url = f"sqlite:///{db_path}"
+    write it back +1. With BEGIN IMMEDIATE + busy_timeout (SQLite) or the advisory write lock
+    (PostgreSQL) the second waits instead of failing or reading the old value, and no update is lost."""
+    url = _full_url(store)
     stores = [db.open_store(url), db.open_store(url)]
     corpus_id = db.create_corpus(stores[0], "counter").id
     start = db.get_corpus(stores[0], corpus_id).version

@@ -1,4 +1,4 @@
-"""Markers: named facts about the database, set, replaced, read back and cleared in a real SQLite file."""
+"""Markers: named facts about the database, set, replaced, read back and cleared in a real database."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import db
 from db.engine import Store
 
 
-def test_set_replace_read_and_clear(store: Store, db_path) -> None:
+def test_set_replace_read_and_clear(store: Store) -> None:
     assert db.get_marker(store, "demo_corpus") is None
     db.set_marker(store, "demo_corpus", "3@2026-01-01")
     db.set_marker(store, "other", "")
     assert db.get_marker(store, "demo_corpus") == "3@2026-01-01"
     db.set_marker(store, "demo_corpus", "4@2026-02-02")
     assert db.get_marker(store, "demo_corpus") == "4@2026-02-02"
-    with db.open_store(f"sqlite:///{db_path}") as again:  # it is in the file, not in a cache
+    with db.open_store(store.engine.url.render_as_string(hide_password=False)) as again:  # stored, not cached
         assert (db.get_marker(again, "demo_corpus"), db.get_marker(again, "other")) == ("4@2026-02-02", "")
     assert db.clear_marker(store, "demo_corpus") is True
     assert db.clear_marker(store, "demo_corpus") is False

@@ -1,0 +1,130 @@
+"""A real PostgreSQL server for the store tests: the one ``MRAG_TEST_POSTGRES_URL`` names, or a throwaway
+one started from Debian's ``postgresql`` binaries in a temporary folder (as the ``postgres`` user when the
+tests run as root, since ``initdb`` refuses root). Each test gets a database of its own.
+
+``MRAG_TEST_POSTGRES_URL`` is a server URL without a database name, e.g.
+``postgresql+psycopg://user:secret@127.0.0.1:5432``; its user must be allowed to create databases.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+ENV_URL = "MRAG_TEST_POSTGRES_URL"
+USER = "mrag"
+
+
+def find_bin_dir() -> Path | None:
+    """The folder holding ``initdb`` and ``pg_ctl`` (newest Debian version first, then PATH), or None."""
+    for initdb in sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True):
+        return Path(initdb).parent
+    found = shutil.which("initdb")
+    return Path(found).parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """A server to create test databases on: :meth:`start` one (or take ``MRAG_TEST_POSTGRES_URL``),
+    :meth:`create_database` / :meth:`drop_database` per test, :meth:`stop` at the end."""
+
+    def __init__(self, url: str, data_dir: Path | None = None, run_as: list[str] | None = None,
+                 bin_dir: Path | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._data_dir = data_dir
+        self._run_as = run_as or []
+        self._bin_dir = bin_dir
+
+    @classmethod
+    def available(cls) -> str | None:
+        """Why no server can be had here (None when one can)."""
+        if os.environ.get(ENV_URL):
+            return None
+        if importlib.util.find_spec("psycopg") is None:
+            return "the psycopg driver is not installed"
+        if find_bin_dir() is None:
+            return f"PostgreSQL is not installed (apt-get install postgresql) and {ENV_URL} is not set"
+        if os.geteuid() == 0 and not _has_user("postgres"):
+            return "running as root and there is no 'postgres' user to run the server as"
+        return None
+
+    @classmethod
+    def start(cls) -> PostgresServer:
+        """The server of ``MRAG_TEST_POSTGRES_URL``, else a new one on a free port of 127.0.0.1."""
+        explicit = os.environ.get(ENV_URL)
+        if explicit:
+            return cls(explicit)
+        bin_dir = find_bin_dir()
+        assert bin_dir is not None
+        root = Path(tempfile.mkdtemp(prefix="mrag-pg-"))
+        data = root / "data"
+        run_as: list[str] = []
+        if os.geteuid() == 0:
+            run_as = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(root, "postgres")
+        port = _free_port()
+        subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8",
+                        "--no-sync"], check=True, capture_output=True)
+        options = f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off"
+        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"),
+                        "-w", "start"], check=True, capture_output=True)
+        return cls(f"postgresql+psycopg://{USER}@127.0.0.1:{port}", data, run_as, bin_dir)
+
+    def _admin(self):  # noqa: ANN202
+        from sqlalchemy import create_engine
+
+        return create_engine(f"{self.url}/postgres", isolation_level="AUTOCOMMIT")
+
+    def create_database(self) -> str:
+        """A new empty database; returns its SQLAlchemy URL."""
+        from sqlalchemy import text
+
+        name = f"mrag_test_{uuid.uuid4().hex[:12]}"
+        engine = self._admin()
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        finally:
+            engine.dispose()
+        return f"{self.url}/{name}"
+
+    def drop_database(self, url: str) -> None:
+        """Drop a database made by :meth:`create_database` (closing whatever still uses it)."""
+        from sqlalchemy import text
+
+        name = url.rsplit("/", 1)[1]
+        engine = self._admin()
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        finally:
+            engine.dispose()
+
+    def stop(self) -> None:
+        """Stop and remove a server this class started (one named by the environment is left alone)."""
+        if self._data_dir is None or self._bin_dir is None:
+            return
+        subprocess.run([*self._run_as, str(self._bin_dir / "pg_ctl"), "-D", str(self._data_dir), "-m", "immediate",
+                        "stop"], capture_output=True)
+        shutil.rmtree(self._data_dir.parent, ignore_errors=True)
+
+
+def _has_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
