@@ -83,35 +83,26 @@ class PostgresServer:
                         "-w", "start"], check=True, capture_output=True)
         return cls(f"postgresql+psycopg://{USER}@127.0.0.1:{port}", data, run_as, bin_dir)
 
-    def _admin(self):  # noqa: ANN202
-        from sqlalchemy import create_engine
+    def _admin_execute(self, sql: str) -> None:
+        """Run ``sql`` on the server's ``postgres`` database, outside a transaction (CREATE/DROP DATABASE)."""
+        from sqlalchemy import create_engine, text
 
-        return create_engine(f"{self.url}/postgres", isolation_level="AUTOCOMMIT")
+        engine = create_engine(f"{self.url}/postgres", isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(sql))
+        finally:
+            engine.dispose()
 
     def create_database(self) -> str:
         """A new empty database; returns its SQLAlchemy URL."""
-        from sqlalchemy import text
-
         name = f"mrag_test_{uuid.uuid4().hex[:12]}"
-        engine = self._admin()
-        try:
-            with engine.connect() as conn:
-                conn.execute(text(f'CREATE DATABASE "{name}"'))
-        finally:
-            engine.dispose()
+        self._admin_execute(f'CREATE DATABASE "{name}"')
         return f"{self.url}/{name}"
 
     def drop_database(self, url: str) -> None:
         """Drop a database made by :meth:`create_database` (closing whatever still uses it)."""
-        from sqlalchemy import text
-
-        name = url.rsplit("/", 1)[1]
-        engine = self._admin()
-        try:
-            with engine.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        finally:
-            engine.dispose()
+        self._admin_execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
     def stop(self) -> None:
         """Stop and remove a server this class started (one named by the environment is left alone)."""
