@@ -84,6 +84,16 @@ def test_cuda_half_precision_load_and_embed(tmp_path: Path) -> None:
 
     assert cos(a.standard, b.standard).min() > 0.999
     assert cos(a.heads, b.heads).min() > 0.999
+    # Stored, each precision makes an index of its own: the float16 build copies nothing from the float32 one.
+    import db
+    from mrag_core.workflows.indexing import build_embedding_run
+
+    with db.open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        corpus = db.create_corpus(store, "c")
+        db.add_documents(store, corpus.id, [{"title": f"T{i}", "text": t} for i, t in enumerate(TEXTS)])
+        r32, r16 = build_embedding_run(store, corpus.id, full), build_embedding_run(store, corpus.id, half)
+        assert (r32.run.precision, r16.run.precision) == ("float32", "float16") and r16.run.id != r32.run.id
+        assert (r16.copied, r16.embedded_now) == (0, r16.run.n_saved) and r16.run.n_saved == r32.run.n_saved
 
 
 @pytest.mark.parametrize("metric", ["cosine", "ip"])
