@@ -118,7 +118,8 @@ def test_index_label_names_the_settings_and_a_precision_other_than_float32(fresh
 
     store = get_store()
     corpus = db.create_corpus(store, "C")
-    ids = list(db.add_documents(store, corpus.id, [{"title": "T", "text": f"text {i}"} for i in range(3)]).document_ids)
+    docs = [{"title": "T", "text": f"text {i}"} for i in range(3)]
+    ids = list(db.add_documents(store, corpus.id, docs).document_ids)
     run = _finished_run(store, corpus.id, ids, "org/m1")
     assert run.id == 1 and index_label(run) == "#1 · m1 · layer 0 · mean pooling · 3 docs"
     half = dataclasses.replace(run, precision="float16")
