@@ -18,8 +18,10 @@ transaction-level advisory lock (``pg_advisory_xact_lock``, waiting up to the sa
 ``lock_timeout``), so a read-then-write transaction (e.g. bumping a corpus' version) never loses
 an update under its default READ COMMITTED isolation. Other databases keep their own isolation.
 
-The schema is brought to the Alembic head (``db/migrations``) every time a store is opened;
-no ``alembic.ini`` is needed.
+The schema is brought to the Alembic head (``db/migrations``) every time a store is opened, in
+one transaction under the same write lock (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory
+lock), so processes opening a new database together create its schema once; no ``alembic.ini``
+is needed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -138,6 +140,13 @@ def head_revision() -> str:
     return head
 
 
+def _take_pg_write_lock(connection: Connection | Session) -> None:
+    """PostgreSQL: take the transaction-level advisory write lock, waiting up to the busy timeout
+    (then the statement fails with a lock timeout instead of hanging). Released at commit/rollback."""
+    connection.execute(text(f"SET LOCAL lock_timeout = '{int(BUSY_TIMEOUT_S * 1000)}ms'"))
+    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK_KEY})
+
+
 class Store:
     """An opened database: the engine plus transaction helpers. Thread-safe; share one per app."""
 
@@ -168,8 +177,7 @@ class Store:
         with factory() as session:
             with session.begin():
                 if self.is_postgresql and not readonly:
-                    session.execute(text(f"SET LOCAL lock_timeout = '{int(BUSY_TIMEOUT_S * 1000)}ms'"))
-                    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK_KEY})
+                    _take_pg_write_lock(session)
                 yield session
 
     def schema_revision(self) -> str | None:
@@ -188,6 +196,8 @@ class Store:
         """
         try:
             with self.engine.begin() as connection:
+                if self.is_postgresql:  # SQLite: BEGIN IMMEDIATE already holds the write lock
+                    _take_pg_write_lock(connection)
                 command.upgrade(alembic_config(connection), revision)
         except CommandError as exc:
             raise SchemaError(

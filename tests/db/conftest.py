@@ -63,6 +63,18 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     yield request.getfixturevalue(f"{request.param}_store")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, db_path: Path) -> Iterator[str]:
+    """The URL of a database nothing has opened yet (no tables), on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{db_path}"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.create_database()
+    yield url
+    server.drop_database(url)
+
+
 @pytest.fixture
 def count_rows(store: Store) -> Callable[[str], int]:
     """Row count of a table, read with plain SQL (independent of the code under test)."""

@@ -138,6 +138,40 @@ def test_reopening_at_head_is_idempotent(db_path: Path) -> None:
                 assert conn.execute(text("SELECT COUNT(*) FROM alembic_version")).scalar() == 1
 
 
+def test_opening_a_new_database_from_several_threads_at_once(empty_url: str) -> None:
+    """Four stores (separate engines, like the app and CLI processes started together) open and
+    migrate the same empty database at the same moment: all succeed, the schema is created once.
+    Without the write lock around the upgrade, PostgreSQL fails the losers' CREATE TABLEs."""
+    barrier = threading.Barrier(4)
+    opened: list[Store] = []
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            barrier.wait()
+            opened.append(db.open_store(empty_url))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    try:
+        assert not any(t.is_alive() for t in threads), "a store was still opening after 60 s (deadlocked migrations)"
+        assert errors == []
+        assert len(opened) == 4
+        assert all(s.schema_revision() == db.head_revision() for s in opened)
+        db.create_corpus(opened[0], "after the race")
+        assert [c.name for c in db.list_corpora(opened[3])] == ["after the race"]
+        with opened[1].engine.connect() as conn:
+            assert conn.execute(text("SELECT COUNT(*) FROM alembic_version")).scalar() == 1
+    finally:
+        for s in opened:
+            s.close()
+
+
 def test_unknown_schema_revision_gives_a_clear_error(db_path: Path) -> None:
     url = f"sqlite:///{db_path}"
     db.open_store(url).close()
