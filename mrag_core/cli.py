@@ -13,11 +13,12 @@ so a rerun sends no request; their token cost is printed after the summary.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
 from mrag_core.llm_strategies import LLMOptions, TextBatch, cost_summary, families_for, is_llm_strategy
@@ -45,6 +46,27 @@ def open_cli_store(url: str | None) -> Any:
     except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # not SQLAlchemy's "Background on..." line
         raise CLIError(f"cannot open the database: {first}") from None
+
+
+def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable[[argparse.Namespace], int]:
+    """``command(args, store)`` as ``command(args)``: the store named by ``args.database`` is opened
+    before it runs and closed after, and a :class:`CLIError` from either ends as ``error: ...``
+    with exit status 2."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            store = open_cli_store(args.database)
+        except CLIError as exc:
+            return fail(str(exc))
+        try:
+            return command(args, store)
+        except CLIError as exc:
+            return fail(str(exc))
+        finally:
+            store.close()
+
+    return run
 
 
 def named_corpus(store: Any, name: str) -> Any:

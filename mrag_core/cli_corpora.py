@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, text_table
+from mrag_core.cli import fail, named_corpus, store_command, text_table
 
 
 def add_corpora_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -35,42 +35,34 @@ def format_corpora(corpora: list[Any], feet: dict[int, Any]) -> str:
                                 for c in corpora])
 
 
-def cmd_corpora(args: argparse.Namespace) -> int:
+@store_command
+def cmd_corpora(args: argparse.Namespace, store: Any) -> int:
     """List (default), rename or delete; returns the exit status (0 done, 2 bad input or refused)."""
     import db
 
-    try:
-        store = open_cli_store(args.database)
-    except CLIError as exc:
-        return fail(str(exc))
-    try:
-        if args.description is not None and not args.rename:
-            return fail("--description goes with --rename")
-        if args.yes and not args.delete:
-            return fail("--yes goes with --delete")
-        if args.rename:
-            old, new = args.rename
-            corpus = named_corpus(store, old)
-            try:
-                renamed = db.rename_corpus(store, corpus.id, new, description=args.description)
-            except (db.DuplicateError, db.InvalidInputError) as exc:
-                return fail(str(exc))
-            print(f"renamed corpus {corpus.name!r} to {renamed.name!r}")
-            return 0
-        if args.delete:
-            corpus = named_corpus(store, args.delete)
-            from mrag_core.workflows.corpus import describe_footprint
-
-            what = describe_footprint(corpus, db.corpus_footprints(store)[corpus.id])
-            if not args.yes:
-                return fail(f"deleting {corpus.name!r} would remove {what}; add --yes to delete it")
-            db.delete_corpus(store, corpus.id)
-            print(f"deleted corpus {corpus.name!r}: {what}")
-            return 0
-        corpora = db.list_corpora(store)
-        print(format_corpora(corpora, db.corpus_footprints(store)) if corpora else "no corpus yet")
+    if args.description is not None and not args.rename:
+        return fail("--description goes with --rename")
+    if args.yes and not args.delete:
+        return fail("--yes goes with --delete")
+    if args.rename:
+        old, new = args.rename
+        corpus = named_corpus(store, old)
+        try:
+            renamed = db.rename_corpus(store, corpus.id, new, description=args.description)
+        except (db.DuplicateError, db.InvalidInputError) as exc:
+            return fail(str(exc))
+        print(f"renamed corpus {corpus.name!r} to {renamed.name!r}")
         return 0
-    except CLIError as exc:
-        return fail(str(exc))
-    finally:
-        store.close()
+    if args.delete:
+        corpus = named_corpus(store, args.delete)
+        from mrag_core.workflows.corpus import describe_footprint
+
+        what = describe_footprint(corpus, db.corpus_footprints(store)[corpus.id])
+        if not args.yes:
+            return fail(f"deleting {corpus.name!r} would remove {what}; add --yes to delete it")
+        db.delete_corpus(store, corpus.id)
+        print(f"deleted corpus {corpus.name!r}: {what}")
+        return 0
+    corpora = db.list_corpora(store)
+    print(format_corpora(corpora, db.corpus_footprints(store)) if corpora else "no corpus yet")
+    return 0

@@ -15,8 +15,8 @@ import argparse
 import sys
 from typing import Any
 
-from mrag_core.cli import (COST_HEADING, CLIError, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
-                           named_corpus, open_cli_store, positive_int)
+from mrag_core.cli import (COST_HEADING, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
+                           named_corpus, positive_int, store_command)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -53,76 +53,67 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     return e
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+@store_command
+def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     """Run (or resume) an evaluation; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
     import db
     from mrag_core.workflows import evaluation_runs as er
 
-    try:
-        store = open_cli_store(args.database)
-    except CLIError as exc:
-        return fail(str(exc))
-    try:
-        resume = getattr(args, "resume", None)
-        if resume is None:
-            if not args.corpus or not args.query_set:
-                return fail("give --corpus NAME and --query-set NAME (or --resume RUN_ID)")
-            try:
-                corpus = named_corpus(store, args.corpus)
-            except CLIError as exc:
-                return fail(str(exc))
-            sets = [q for q in db.list_query_sets(store, corpus.id) if q.name == args.query_set]
-            if not sets:
-                names = ", ".join(repr(q.name) for q in db.list_query_sets(store, corpus.id)) or "none"
-                return fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
-            try:
-                er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
-                                    c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
-                                    llm_options=llm_options_from(args))
-            except er.EvaluationInputError as exc:
-                return fail(str(exc))
-        from mrag_core.device import configure_threads
-        from mrag_core.models.loader import ModelLoadError, load_model
-
-        configure_threads(getattr(args, "threads", None))
-        model_name = args.model
-        if resume is not None:
-            try:
-                model_name = db.get_eval_run(store, resume).config.get("model", model_name)
-            except db.NotFoundError:
-                return fail(f"evaluation run {resume} does not exist")
+    resume = getattr(args, "resume", None)
+    if resume is None:
+        if not args.corpus or not args.query_set:
+            return fail("give --corpus NAME and --query-set NAME (or --resume RUN_ID)")
+        corpus = named_corpus(store, args.corpus)
+        sets = [q for q in db.list_query_sets(store, corpus.id) if q.name == args.query_set]
+        if not sets:
+            names = ", ".join(repr(q.name) for q in db.list_query_sets(store, corpus.id)) or "none"
+            return fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
         try:
-            lm = load_model(model_name)
-        except (ModelLoadError, RuntimeError) as exc:
-            return fail(str(exc))
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if done == total:
-                print(f"{stage}: {done}/{total}", file=sys.stderr)
-
-        try:
-            if resume is not None:
-                run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress)
-            else:
-                run_id = er.run_evaluation(
-                    store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
-                    strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
-                    seed=args.seed, lm=lm, name=args.name, progress=progress, llm_options=llm_options_from(args))
+            er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
+                                c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
+                                llm_options=llm_options_from(args))
         except er.EvaluationInputError as exc:
             return fail(str(exc))
-        info = db.get_eval_run(store, run_id)
-        print(f"run {run_id}: {info.status}, {info.n_results} results")
-        metrics = er.load_run_metrics(store, run_id)
-        if len(metrics.per_query):
-            print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
-            llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
-            if llm:
-                print()
-                print(COST_HEADING)
-                print(format_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm]))
-                warning = info.timing.get("warning")
-                if warning:
-                    print(f"warning: {warning}", file=sys.stderr)
-        return 0 if info.status == "done" else 1
-    finally:
-        store.close()
+    from mrag_core.device import configure_threads
+    from mrag_core.models.loader import ModelLoadError, load_model
+
+    configure_threads(getattr(args, "threads", None))
+    model_name = args.model
+    if resume is not None:
+        try:
+            model_name = db.get_eval_run(store, resume).config.get("model", model_name)
+        except db.NotFoundError:
+            return fail(f"evaluation run {resume} does not exist")
+    try:
+        lm = load_model(model_name)
+    except (ModelLoadError, RuntimeError) as exc:
+        return fail(str(exc))
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if done == total:
+            print(f"{stage}: {done}/{total}", file=sys.stderr)
+
+    try:
+        if resume is not None:
+            run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress)
+        else:
+            run_id = er.run_evaluation(
+                store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
+                strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
+                seed=args.seed, lm=lm, name=args.name, progress=progress, llm_options=llm_options_from(args))
+    except er.EvaluationInputError as exc:
+        return fail(str(exc))
+    info = db.get_eval_run(store, run_id)
+    print(f"run {run_id}: {info.status}, {info.n_results} results")
+    metrics = er.load_run_metrics(store, run_id)
+    if len(metrics.per_query):
+        print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
+        llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
+        if llm:
+            print()
+            print(COST_HEADING)
+            print(format_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm]))
+            warning = info.timing.get("warning")
+            if warning:
+                print(f"warning: {warning}", file=sys.stderr)
+    return 0 if info.status == "done" else 1

@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, positive_int
+from mrag_core.cli import CLIError, named_corpus, positive_int, store_command
 
 KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
 TEXT_SUFFIXES = (".txt", ".md")
@@ -163,81 +163,65 @@ def format_issues(issues: list[Any], limit: int = SHOWN_ISSUES) -> str:
     return "\n".join(lines)
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+@store_command
+def cmd_import(args: argparse.Namespace, store: Any) -> int:
     """Read, check and import documents; returns the exit status (0 imported or previewed, 2 bad input)."""
     import db
     from mrag_core.workflows import corpus as cw
 
+    existing = None
+    if args.add:
+        existing = named_corpus(store, args.corpus)
+    elif any(c.name == args.corpus for c in db.list_corpora(store)):
+        raise CLIError(f"a corpus named {args.corpus!r} exists; pass --add to add documents to it")
+    read = read_preview(args)
+    hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
+        else set()
     try:
-        store = open_cli_store(args.database)
-    except CLIError as exc:
-        return fail(str(exc))
-    try:
-        existing = None
-        if args.add:
-            existing = named_corpus(store, args.corpus)
-        elif any(c.name == args.corpus for c in db.list_corpora(store)):
-            raise CLIError(f"a corpus named {args.corpus!r} exists; pass --add to add documents to it")
-        read = read_preview(args)
-        hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
-            else set()
-        try:
-            preview = cw.prepare_import(read, chunking=chunk_options(args), deduplicate=not args.keep_duplicates,
-                                        existing_hashes=hashes)
-        except ValueError as exc:
-            raise CLIError(str(exc)) from None
-        n = len(preview.records)
-        labels = {r.label for r in preview.records if r.label}
-        print(f"read {preview.n_rows_read} row(s) / file(s): {n} document(s) to import in {len(labels)} "
-              f"categories; {len(preview.errors)} error(s) (left out), {len(preview.warnings)} warning(s)")
-        if preview.issues:
-            print(format_issues(preview.issues))
-        if n == 0:
-            raise CLIError("nothing to import: no document is left after the problems above; nothing was written")
-        if args.dry_run:
-            print("dry run: nothing was written")
-            return 0
-        try:
-            result = cw.import_records(store, preview.records, corpus_id=existing.id if existing else None,
-                                       new_name=None if existing else args.corpus,
-                                       deduplicate=not args.keep_duplicates)
-        except (ValueError, db.StoreError) as exc:
-            raise CLIError(f"nothing was imported: {exc}") from None
-        skipped = f" ({result.skipped_duplicates} duplicates skipped)" if result.skipped_duplicates else ""
-        print(f"imported {result.added} document(s) into {'new ' if result.created_corpus else ''}corpus "
-              f"{result.corpus_name!r}{skipped}; next: python -m mrag_core index --corpus {result.corpus_name!r}")
+        preview = cw.prepare_import(read, chunking=chunk_options(args), deduplicate=not args.keep_duplicates,
+                                    existing_hashes=hashes)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    n = len(preview.records)
+    labels = {r.label for r in preview.records if r.label}
+    print(f"read {preview.n_rows_read} row(s) / file(s): {n} document(s) to import in {len(labels)} "
+          f"categories; {len(preview.errors)} error(s) (left out), {len(preview.warnings)} warning(s)")
+    if preview.issues:
+        print(format_issues(preview.issues))
+    if n == 0:
+        raise CLIError("nothing to import: no document is left after the problems above; nothing was written")
+    if args.dry_run:
+        print("dry run: nothing was written")
         return 0
-    except CLIError as exc:
-        return fail(str(exc))
-    finally:
-        store.close()
+    try:
+        result = cw.import_records(store, preview.records, corpus_id=existing.id if existing else None,
+                                   new_name=None if existing else args.corpus,
+                                   deduplicate=not args.keep_duplicates)
+    except (ValueError, db.StoreError) as exc:
+        raise CLIError(f"nothing was imported: {exc}") from None
+    skipped = f" ({result.skipped_duplicates} duplicates skipped)" if result.skipped_duplicates else ""
+    print(f"imported {result.added} document(s) into {'new ' if result.created_corpus else ''}corpus "
+          f"{result.corpus_name!r}{skipped}; next: python -m mrag_core index --corpus {result.corpus_name!r}")
+    return 0
 
 
-def cmd_queries(args: argparse.Namespace) -> int:
+@store_command
+def cmd_queries(args: argparse.Namespace, store: Any) -> int:
     """Import a query file as a new query set; returns the exit status (0 imported, 2 bad input)."""
     from mrag_core.workflows import querysets as qw
 
+    corpus = named_corpus(store, args.corpus)
+    path = Path(args.path).expanduser()
+    if not path.is_file():
+        raise CLIError(f"no such file: {path}")
     try:
-        store = open_cli_store(args.database)
-    except CLIError as exc:
-        return fail(str(exc))
-    try:
-        corpus = named_corpus(store, args.corpus)
-        path = Path(args.path).expanduser()
-        if not path.is_file():
-            raise CLIError(f"no such file: {path}")
-        try:
-            report = qw.import_benchmark_queries(store, corpus.id, path, name=args.name, file_name=path.name)
-        except qw.QuerySetError as exc:
-            raise CLIError(f"nothing was imported: {exc}") from None
-        print(f"query set {args.name!r} (#{report.query_set_id}): {report.n_queries} queries imported, "
-              f"{report.n_flagged} flagged, {len(report.skipped)} row(s) skipped")
-        for row, topic in report.unresolved[:SHOWN_ISSUES]:
-            print(f"  query {row}: no document is titled {topic!r} (flagged)")
-        for where, problem in report.skipped[:SHOWN_ISSUES]:
-            print(f"  skipped {where}: {problem}")
-        return 0
-    except CLIError as exc:
-        return fail(str(exc))
-    finally:
-        store.close()
+        report = qw.import_benchmark_queries(store, corpus.id, path, name=args.name, file_name=path.name)
+    except qw.QuerySetError as exc:
+        raise CLIError(f"nothing was imported: {exc}") from None
+    print(f"query set {args.name!r} (#{report.query_set_id}): {report.n_queries} queries imported, "
+          f"{report.n_flagged} flagged, {len(report.skipped)} row(s) skipped")
+    for row, topic in report.unresolved[:SHOWN_ISSUES]:
+        print(f"  query {row}: no document is titled {topic!r} (flagged)")
+    for where, problem in report.skipped[:SHOWN_ISSUES]:
+        print(f"  skipped {where}: {problem}")
+    return 0

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from mrag_core.cli import CLIError, fail, named_corpus, open_cli_store, positive_int, text_table
+from mrag_core.cli import fail, named_corpus, positive_int, store_command, text_table
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -53,73 +53,64 @@ def format_indexes(rows: list[Any]) -> str:
                                  s.state, s.run.n_saved, s.size_bytes / 1e6, s.evaluations] for s in rows])
 
 
-def cmd_index(args: argparse.Namespace) -> int:
+@store_command
+def cmd_index(args: argparse.Namespace, store: Any) -> int:
     """Build / update / resume (or list) a corpus' index; returns the exit status (0 done, 1 cancelled,
     2 bad input)."""
     from mrag_core.workflows import indexing
 
-    try:
-        store = open_cli_store(args.database)
-    except CLIError as exc:
-        return fail(str(exc))
-    try:
-        try:
-            corpus = named_corpus(store, args.corpus)
-        except CLIError as exc:
-            return fail(str(exc))
-        if args.list:
-            rows = indexing.stored_indexes(store, corpus.id)
-            print(format_indexes(rows) if rows else f"corpus {corpus.name!r} has no stored index")
-            return 0
-        if corpus.n_documents == 0:
-            return fail(f"corpus {corpus.name!r} has no documents")
-        from mrag_core.device import configure_threads
-        from mrag_core.models.loader import ModelLoadError, load_model
-
-        configure_threads(args.threads)
-        try:
-            lm = load_model(args.model, device=args.device, half=args.half)
-            layer = lm.layer_index(args.layer)
-        except (ModelLoadError, RuntimeError, ValueError, IndexError) as exc:
-            return fail(str(exc))
-
-        cancel = threading.Event()
-        shown = [-1.0]
-
-        def progress(done: int, total: int, eta: float | None) -> None:
-            now = time.monotonic()
-            if done == total or now - shown[0] >= 5.0:  # a line every 5 s, and the last one
-                shown[0] = now
-                left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
-                print(f"documents: {done}/{total}{left}", file=sys.stderr, flush=True)
-
-        def on_interrupt(_signum: int, _frame: Any) -> None:
-            if cancel.is_set():
-                raise KeyboardInterrupt
-            print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
-            cancel.set()
-
-        previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() \
-            else None
-        try:
-            result = indexing.build_embedding_run(
-                store, corpus.id, lm, layer=layer, pooling=args.pooling, batch_size=args.batch_size,
-                progress=progress, cancel=cancel, rebuild=args.rebuild)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
-        run = result.run
-        if result.status == "cancelled":
-            print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run the same "
-                  "command again to resume")
-            return 1
-        if result.reused:
-            print(f"index #{run.id}: up to date, {run.n_saved} documents ({run_settings(run)}); nothing to embed")
-            return 0
-        how = f"{result.embedded_now} embedded"
-        if result.copied:
-            how += f", {result.copied} unchanged copied from earlier indexes"
-        print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; {run_settings(run)}")
+    corpus = named_corpus(store, args.corpus)
+    if args.list:
+        rows = indexing.stored_indexes(store, corpus.id)
+        print(format_indexes(rows) if rows else f"corpus {corpus.name!r} has no stored index")
         return 0
+    if corpus.n_documents == 0:
+        return fail(f"corpus {corpus.name!r} has no documents")
+    from mrag_core.device import configure_threads
+    from mrag_core.models.loader import ModelLoadError, load_model
+
+    configure_threads(args.threads)
+    try:
+        lm = load_model(args.model, device=args.device, half=args.half)
+        layer = lm.layer_index(args.layer)
+    except (ModelLoadError, RuntimeError, ValueError, IndexError) as exc:
+        return fail(str(exc))
+
+    cancel = threading.Event()
+    shown = [-1.0]
+
+    def progress(done: int, total: int, eta: float | None) -> None:
+        now = time.monotonic()
+        if done == total or now - shown[0] >= 5.0:  # a line every 5 s, and the last one
+            shown[0] = now
+            left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
+            print(f"documents: {done}/{total}{left}", file=sys.stderr, flush=True)
+
+    def on_interrupt(_signum: int, _frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
+        cancel.set()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        result = indexing.build_embedding_run(
+            store, corpus.id, lm, layer=layer, pooling=args.pooling, batch_size=args.batch_size,
+            progress=progress, cancel=cancel, rebuild=args.rebuild)
     finally:
-        store.close()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    run = result.run
+    if result.status == "cancelled":
+        print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run the same "
+              "command again to resume")
+        return 1
+    if result.reused:
+        print(f"index #{run.id}: up to date, {run.n_saved} documents ({run_settings(run)}); nothing to embed")
+        return 0
+    how = f"{result.embedded_now} embedded"
+    if result.copied:
+        how += f", {result.copied} unchanged copied from earlier indexes"
+    print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; {run_settings(run)}")
+    return 0
