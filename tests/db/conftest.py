@@ -31,17 +31,6 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL server for the whole test session (skips the test when none can be had)."""
-    why = PostgresServer.available()
-    if why is not None:
-        pytest.skip(f"PostgreSQL: {why}")
-    server = PostgresServer.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def sqlite_store(db_path: Path) -> Iterator[Store]:
     s = db.open_store(f"sqlite:///{db_path}")
@@ -51,11 +40,8 @@ def sqlite_store(db_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def postgresql_store(postgres_server: PostgresServer) -> Iterator[Store]:
-    url = postgres_server.create_database()
-    s = db.open_store(url)
-    yield s
-    s.close()
-    postgres_server.drop_database(url)
+    with postgres_server.store() as s:
+        yield s
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

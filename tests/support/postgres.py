@@ -17,7 +17,10 @@ import socket
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ENV_URL = "MRAG_TEST_POSTGRES_URL"
 USER = "mrag"
@@ -103,6 +106,21 @@ class PostgresServer:
     def drop_database(self, url: str) -> None:
         """Drop a database made by :meth:`create_database` (closing whatever still uses it)."""
         self._admin_execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+    @contextmanager
+    def store(self) -> Iterator[Any]:
+        """A migrated store (``db.Store``) on a new database of its own, dropped afterwards."""
+        import db
+
+        url = self.create_database()
+        try:
+            s = db.open_store(url)
+            try:
+                yield s
+            finally:
+                s.close()
+        finally:
+            self.drop_database(url)
 
     def stop(self) -> None:
         """Stop and remove a server this class started (one named by the environment is left alone)."""
