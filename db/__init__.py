@@ -99,6 +99,7 @@ from db.engine import (
     open_store,
 )
 from db.errors import (
+    BusyError,
     DuplicateError,
     InvalidInputError,
     NotFoundError,
@@ -154,6 +155,7 @@ from db.querysets import (
 )
 
 __all__ = [
+    "BusyError",
     "ENV_DATABASE_URL",
     "ENV_DATA_DIR",
     "IMPORT_ANNOTATOR",

@@ -16,16 +16,20 @@ updates; read-only sessions use a plain deferred ``BEGIN``.
 PostgreSQL gets the same one-writer-at-a-time rule: every write session first takes a
 transaction-level advisory lock (``pg_advisory_xact_lock``, waiting up to the same 10 s through
 ``lock_timeout``), so a read-then-write transaction (e.g. bumping a corpus' version) never loses
-an update under its default READ COMMITTED isolation. Other databases keep their own isolation.
+an update under its default READ COMMITTED isolation. MySQL and MariaDB likewise: a write session
+holds a named lock (``GET_LOCK``, per database, the same 10 s) on its connection from before its
+transaction begins until after it ends, and raises :class:`db.BusyError` when it cannot get it.
+Other databases keep their own isolation.
 
 The schema is brought to the Alembic head (``db/migrations``) every time a store is opened, in
 one transaction under the same write lock (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory
-lock), so processes opening a new database together create its schema once; no ``alembic.ini``
+lock, MySQL's named lock: its DDL is not transactional), so processes opening a new database together create its schema once; no ``alembic.ini``
 is needed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +46,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from db.errors import SchemaError
+from db.errors import BusyError, SchemaError
 
 ENV_DATABASE_URL = "MRAG_DATABASE_URL"
 ENV_DATA_DIR = "MRAG_DATA_DIR"
@@ -52,6 +56,9 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _BEGIN_OPTION = "mrag_sqlite_begin"
 #: Key of the PostgreSQL advisory lock every write session holds (any constant bigint; "MRAGSTUD" in ASCII).
 PG_WRITE_LOCK_KEY = int.from_bytes(b"MRAGSTUD", "big") - 2**63
+#: Prefix of the name of the MySQL / MariaDB lock every write session holds. ``GET_LOCK`` names are
+#: server-wide: :func:`mysql_lock_name` adds the database, so databases on one server do not wait for each other.
+MYSQL_WRITE_LOCK = "mrag_studio_write"
 
 
 def default_data_dir() -> Path:
@@ -82,7 +89,16 @@ def _is_sqlite_memory(url: URL) -> bool:
     return database in ("", ":memory:") or database.startswith("file::memory:")
 
 
+def _is_mysql(url: URL) -> bool:
+    return url.get_backend_name() in ("mysql", "mariadb")
+
+
 def _make_engine(url: URL, echo: bool) -> Engine:
+    if _is_mysql(url):
+        # SQLAlchemy's MySQL compiler links a join chain's FROM elements in a way its cartesian-product
+        # check does not follow, so it warns about the (correct) outer joins of db._labels: checked on
+        # SQLite and PostgreSQL instead.
+        return create_engine(url, echo=echo, pool_pre_ping=True, enable_from_linting=False)
     if not _is_sqlite(url):
         return create_engine(url, echo=echo, pool_pre_ping=True)
 
@@ -147,6 +163,36 @@ def _take_pg_write_lock(connection: Connection | Session) -> None:
     connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK_KEY})
 
 
+def mysql_lock_name(database: str | None) -> str:
+    """The write lock's name for ``database`` (at most 64 characters, MySQL's limit)."""
+    digest = hashlib.sha1((database or "").encode("utf-8")).hexdigest()[:16]
+    return f"{MYSQL_WRITE_LOCK}:{digest}"
+
+
+@contextmanager
+def _mysql_write_lock(connection: Connection, name: str) -> Iterator[None]:
+    """MySQL / MariaDB: hold the named write lock (``GET_LOCK``, waiting up to the busy timeout) on
+    ``connection`` for the block. It belongs to the connection, not a transaction, so it is taken
+    and released outside the block's transaction (the snapshot of a REPEATABLE READ transaction
+    begun after it sees everything the previous writer committed)."""
+    got = connection.execute(text("SELECT GET_LOCK(:name, :wait)"),
+                             {"name": name, "wait": int(BUSY_TIMEOUT_S)}).scalar()
+    connection.commit()
+    if got != 1:
+        raise BusyError(f"another writer held the database for {BUSY_TIMEOUT_S:.0f} s; nothing was written, "
+                        "try again")
+    try:
+        yield
+    finally:
+        try:
+            if connection.in_transaction():
+                connection.rollback()
+            connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": name})
+            connection.commit()
+        except Exception:  # noqa: BLE001 - a broken connection: closing it releases the lock server-side
+            connection.invalidate()
+
+
 class Store:
     """An opened database: the engine plus transaction helpers. Thread-safe; share one per app."""
 
@@ -155,6 +201,8 @@ class Store:
         self.url: str = engine.url.render_as_string(hide_password=True)
         self.is_sqlite = _is_sqlite(engine.url)
         self.is_postgresql = engine.url.get_backend_name() == "postgresql"
+        self.is_mysql = _is_mysql(engine.url)
+        self._mysql_lock = mysql_lock_name(engine.url.database)
         self._write_sessions = sessionmaker(bind=engine, expire_on_commit=False)
         read_bind = engine.execution_options(**{_BEGIN_OPTION: "DEFERRED"}) if self.is_sqlite else engine
         self._read_sessions = sessionmaker(bind=read_bind, expire_on_commit=False)
@@ -173,6 +221,11 @@ class Store:
         inside a write session of the same thread: the inner one would wait for the outer
         one's lock and fail after the busy timeout.
         """
+        if self.is_mysql and not readonly:
+            with self.engine.connect() as connection, _mysql_write_lock(connection, self._mysql_lock):
+                with self._write_sessions(bind=connection) as session, session.begin():
+                    yield session
+            return
         factory = self._read_sessions if readonly else self._write_sessions
         with factory() as session:
             with session.begin():
@@ -195,6 +248,11 @@ class Store:
                 newer MRAG Studio) or the migration failed.
         """
         try:
+            if self.is_mysql:  # its DDL commits at once: the lock, not the transaction, keeps writers out
+                with self.engine.connect() as connection, _mysql_write_lock(connection, self._mysql_lock), \
+                        connection.begin():
+                    command.upgrade(alembic_config(connection), revision)
+                return
             with self.engine.begin() as connection:
                 if self.is_postgresql:  # SQLite: BEGIN IMMEDIATE already holds the write lock
                     _take_pg_write_lock(connection)

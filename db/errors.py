@@ -26,6 +26,10 @@ class InvalidInputError(StoreError, ValueError):
     """The caller passed data the store refuses (empty text, wrong shape, foreign ids...)."""
 
 
+class BusyError(StoreError):
+    """Another writer kept the database locked longer than the busy timeout (nothing was written)."""
+
+
 class SchemaError(StoreError):
     """The database schema cannot be brought to the version this code expects."""
 

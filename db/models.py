@@ -2,11 +2,13 @@
 
 Conventions:
 - Timestamps are timezone-aware UTC (``UTCDateTime``); naive values are taken as UTC.
-- Vectors are raw little-endian float32 bytes (``LargeBinary``), shapes are in the run row.
+- Vectors are raw little-endian float32 bytes (:data:`db.column_types.BLOB`), shapes are in the run row.
+- Long text and blobs use :mod:`db.column_types` (MySQL's plain ``TEXT`` / ``BLOB`` stop at 64 KB).
 - Foreign keys cascade at the database level (``ON DELETE CASCADE``), so deleting a corpus
   removes everything that belongs to it; SQLite needs ``PRAGMA foreign_keys=ON`` (set by
   ``db.engine``).
-- Only portable SQLAlchemy types are used, so any SQLAlchemy URL works.
+- Only portable SQLAlchemy types are used (with MySQL variants where its plain types cut values); the
+  store is tested on SQLite, PostgreSQL and MariaDB.
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
     MetaData,
     String,
-    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from db.column_types import BLOB, LONG_TEXT, TIMESTAMP
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -46,10 +48,13 @@ def utcnow() -> datetime:
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """DateTime that always comes back timezone-aware in UTC (SQLite drops the zone)."""
+    """DateTime that always comes back timezone-aware in UTC (SQLite and MySQL drop the zone)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        return TIMESTAMP.dialect_impl(dialect)  # DATETIME(6) on MySQL, which drops the zone like SQLite
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -81,7 +86,7 @@ class Corpus(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    description: Mapped[str] = mapped_column(Text, default="")
+    description: Mapped[str] = mapped_column(LONG_TEXT, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     version: Mapped[int] = mapped_column(Integer, default=1)
@@ -99,7 +104,7 @@ class Category(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     corpus_id: Mapped[int] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(200))
-    description: Mapped[str] = mapped_column(Text, default="")
+    description: Mapped[str] = mapped_column(LONG_TEXT, default="")
 
 
 class Document(Base):
@@ -115,16 +120,16 @@ class Document(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     corpus_id: Mapped[int] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), index=True)
-    title: Mapped[str] = mapped_column(Text, default="")
-    text: Mapped[str] = mapped_column(Text)
-    source: Mapped[str] = mapped_column(Text, default="")
+    title: Mapped[str] = mapped_column(LONG_TEXT, default="")
+    text: Mapped[str] = mapped_column(LONG_TEXT)
+    source: Mapped[str] = mapped_column(LONG_TEXT, default="")
     content_hash: Mapped[str] = mapped_column(String(64))
     parent_id: Mapped[int | None] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), nullable=True, index=True
     )
     chunk_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Added in revision 0003.
-    chunk_of: Mapped[str | None] = mapped_column(Text, nullable=True)
+    chunk_of: Mapped[str | None] = mapped_column(LONG_TEXT, nullable=True)
     chunk_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -146,8 +151,8 @@ class Suggestion(Base):
     agent: Mapped[str] = mapped_column(String(200))
     model_version: Mapped[str] = mapped_column(String(200), default="")
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
-    reason: Mapped[str] = mapped_column(Text, default="")
-    error: Mapped[str] = mapped_column(Text, default="")
+    reason: Mapped[str] = mapped_column(LONG_TEXT, default="")
+    error: Mapped[str] = mapped_column(LONG_TEXT, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -167,7 +172,7 @@ class Decision(Base):
     suggestion_id: Mapped[int | None] = mapped_column(
         ForeignKey("suggestions.id", ondelete="SET NULL"), nullable=True
     )
-    note: Mapped[str] = mapped_column(Text, default="")
+    note: Mapped[str] = mapped_column(LONG_TEXT, default="")
 
 
 class QuerySet(Base):
@@ -179,7 +184,7 @@ class QuerySet(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     corpus_id: Mapped[int] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(200))
-    description: Mapped[str] = mapped_column(Text, default="")
+    description: Mapped[str] = mapped_column(LONG_TEXT, default="")
     source: Mapped[str] = mapped_column(String(50), default="manual")
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -194,12 +199,12 @@ class Query(Base):
     query_set_id: Mapped[int] = mapped_column(
         ForeignKey("query_sets.id", ondelete="CASCADE"), index=True
     )
-    text: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(LONG_TEXT)
     n_aspects: Mapped[int] = mapped_column(Integer, default=1)
     status: Mapped[str] = mapped_column(String(20), default="ok")
     fusion: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    generator: Mapped[str] = mapped_column(Text, default="")
-    error: Mapped[str] = mapped_column(Text, default="")
+    generator: Mapped[str] = mapped_column(LONG_TEXT, default="")
+    error: Mapped[str] = mapped_column(LONG_TEXT, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     position: Mapped[int] = mapped_column(Integer, default=0)
 
@@ -227,7 +232,7 @@ class EmbeddingRun(Base):
     corpus_id: Mapped[int] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), index=True)
     corpus_version: Mapped[int] = mapped_column(Integer)
     model_name: Mapped[str] = mapped_column(String(300))
-    model_path: Mapped[str] = mapped_column(Text, default="")
+    model_path: Mapped[str] = mapped_column(LONG_TEXT, default="")
     layer: Mapped[int] = mapped_column(Integer)
     pooling: Mapped[str] = mapped_column(String(50))
     # Added in revision 0006: the weights' dtype during the pass ("float32", or "float16" with --half on CUDA).
@@ -239,7 +244,7 @@ class EmbeddingRun(Base):
     status: Mapped[str] = mapped_column(String(20), default="running")
     timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     importance: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    error: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str] = mapped_column(LONG_TEXT, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
@@ -256,8 +261,8 @@ class EmbeddingVector(Base):
     document_id: Mapped[int] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True, index=True
     )
-    standard: Mapped[bytes] = mapped_column(LargeBinary)
-    heads: Mapped[bytes] = mapped_column(LargeBinary)
+    standard: Mapped[bytes] = mapped_column(BLOB)
+    heads: Mapped[bytes] = mapped_column(BLOB)
     # Added in revision 0004: sha256 of the text the vectors were computed from (NULL: unknown).
     content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
@@ -274,9 +279,9 @@ class Projection(Base):
     method: Mapped[str] = mapped_column(String(20))
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    coords: Mapped[bytes] = mapped_column(LargeBinary)
+    coords: Mapped[bytes] = mapped_column(BLOB)
     doc_ids: Mapped[list[Any]] = mapped_column(JSON)
-    model_blob: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    model_blob: Mapped[bytes | None] = mapped_column(BLOB, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -299,7 +304,7 @@ class EvalRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
     timing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     llm_usage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    error: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str] = mapped_column(LONG_TEXT, default="")
 
 
 class EvalResult(Base):
@@ -329,7 +334,7 @@ class LLMCacheEntry(Base):
     model: Mapped[str] = mapped_column(String(300))
     kind: Mapped[str] = mapped_column(String(100))
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
-    response_text: Mapped[str] = mapped_column(Text)
+    response_text: Mapped[str] = mapped_column(LONG_TEXT)
     prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     latency_s: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -343,6 +348,6 @@ class AppMarker(Base):
     __tablename__ = "app_markers"
 
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
-    value: Mapped[str] = mapped_column(Text, default="")
+    value: Mapped[str] = mapped_column(LONG_TEXT, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

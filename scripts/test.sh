@@ -4,10 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 # Debian chromium drives the browser tests (Playwright uses it by path; nothing is downloaded), and
-# Debian postgresql gives the store tests a throwaway PostgreSQL server (tests/support/postgres.py).
+# Debian postgresql and mariadb-server give the store and workflow tests throwaway servers
+# (tests/support/postgres.py, tests/support/mariadb.py).
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="chromium"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+command -v mariadb-install-db >/dev/null 2>&1 || missing="$missing mariadb-server"
 if [ -n "$missing" ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   # shellcheck disable=SC2086
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null) \

@@ -1,9 +1,9 @@
 """Fixtures for the store tests: a fresh migrated database per test.
 
-``store`` runs each test twice: on a SQLite file (in tmp_path) and on a database of its own on a real
-PostgreSQL server (:mod:`tests.support.postgres`; skipped where none can be started). Tests of
-SQLite-only behaviour (pragmas, the file's write lock) take ``sqlite_store``, and of PostgreSQL-only
-behaviour ``postgresql_store``.
+``store`` runs each test on every backend of ``tests.support.servers.BACKENDS``: a SQLite file (in tmp_path),
+and a database of its own on a real PostgreSQL and a real MariaDB server (each skipped where it cannot
+be started). Tests of one backend's behaviour (SQLite's pragmas and file lock, PostgreSQL's advisory
+lock) take ``sqlite_store`` or ``postgresql_store``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 import db
 from db import Store
-from tests.support.postgres import PostgresServer
+from tests.support.servers import BACKENDS
 
 
 @pytest.fixture(autouse=True)
@@ -39,23 +39,29 @@ def sqlite_store(db_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def postgresql_store(postgres_server: PostgresServer) -> Iterator[Store]:
-    with postgres_server.store() as s:
+def postgresql_store(postgresql_server) -> Iterator[Store]:
+    with postgresql_server.store() as s:
         yield s
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture
+def mysql_store(mysql_server) -> Iterator[Store]:
+    with mysql_server.store() as s:
+        yield s
+
+
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     yield request.getfixturevalue(f"{request.param}_store")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def empty_url(request: pytest.FixtureRequest, db_path: Path) -> Iterator[str]:
-    """The URL of a database nothing has opened yet (no tables), on SQLite and on PostgreSQL."""
+    """The URL of a database nothing has opened yet (no tables), on every backend."""
     if request.param == "sqlite":
         yield f"sqlite:///{db_path}"
         return
-    server: PostgresServer = request.getfixturevalue("postgres_server")
+    server = request.getfixturevalue(f"{request.param}_server")
     url = server.create_database()
     yield url
     server.drop_database(url)

@@ -44,6 +44,15 @@ def test_corpus_name_rules(store: Store) -> None:
     assert db.rename_corpus(store, first.id, "A").name == "A"  # same name is fine
 
 
+def test_names_differing_only_in_case_or_accents_are_different(store: Store) -> None:
+    """Exact names on every backend (on MySQL the tables' binary collation, not the database default)."""
+    ids = {name: db.create_corpus(store, name).id for name in ("News", "news", "Névs")}
+    assert len(set(ids.values())) == 3
+    assert {name: db.get_corpus_by_name(store, name).id for name in ids} == ids
+    db.add_categories(store, ids["News"], ["Sport", "sport", "spört"])
+    assert sorted(c.name for c in db.list_categories(store, ids["News"])) == ["Sport", "sport", "spört"]
+
+
 def test_delete_corpus_removes_everything_it_owns(
     store: Store, corpus: db.CorpusInfo, docs: list[int], cats: dict[str, int],
     count_rows: Callable[[str], int],

@@ -122,6 +122,52 @@ def test_postgresql_write_session_holds_the_write_lock(postgresql_store: Store) 
         other.close()
 
 
+def test_mysql_write_session_holds_the_write_lock_and_gives_it_back(
+        mysql_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = mysql_store
+    name = db.engine.mysql_lock_name(store.engine.url.database)
+    other = store.engine.connect()  # another connection, as another process would hold
+
+    def holder() -> int | None:
+        """The connection id holding the write lock (None when free)."""
+        value = other.execute(text("SELECT IS_USED_LOCK(:n)"), {"n": name}).scalar()
+        other.rollback()
+        return value
+
+    try:
+        assert holder() is None
+        with store.session() as session:
+            me = session.execute(text("SELECT CONNECTION_ID()")).scalar()
+            assert holder() == me  # held by the session's own connection from its start
+        assert holder() is None  # released after the commit
+        with pytest.raises(RuntimeError):
+            with store.session() as session:
+                session.add(Corpus(name="rolled back"))
+                session.flush()
+                raise RuntimeError("boom")
+        assert holder() is None and db.list_corpora(store) == []  # released after the rollback too
+        with store.session(readonly=True) as session:
+            session.execute(select(Corpus.id)).all()
+            assert holder() is None  # a read-only session does not block writers
+
+        # Another process holds the lock past the busy timeout: a clear error, nothing written.
+        monkeypatch.setattr(db.engine, "BUSY_TIMEOUT_S", 1.0)
+        assert other.execute(text("SELECT GET_LOCK(:n, 0)"), {"n": name}).scalar() == 1
+        with pytest.raises(db.BusyError, match="another writer"):
+            db.create_corpus(store, "blocked")
+        assert other.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": name}).scalar() == 1
+        assert db.list_corpora(store) == []
+        db.create_corpus(store, "after")
+        assert [c.name for c in db.list_corpora(store)] == ["after"]
+    finally:
+        other.close()
+
+
+def test_mysql_lock_names_differ_per_database_and_fit_mysql() -> None:
+    names = {db.engine.mysql_lock_name(d) for d in ("a", "b", "x" * 64, None)}
+    assert len(names) == 4 and all(len(n) <= 64 for n in names)
+
+
 def _full_url(store: Store) -> str:
     return store.engine.url.render_as_string(hide_password=False)
 

@@ -11,16 +11,12 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
-import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+
+from tests.support.servers import DatabaseServer, free_port, has_user
 
 ENV_URL = "MRAG_TEST_POSTGRES_URL"
 USER = "mrag"
@@ -34,19 +30,15 @@ def find_bin_dir() -> Path | None:
     return Path(found).parent if found else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class PostgresServer:
+class PostgresServer(DatabaseServer):
     """A server to create test databases on: :meth:`start` one (or take ``MRAG_TEST_POSTGRES_URL``),
     :meth:`create_database` / :meth:`drop_database` per test, :meth:`stop` at the end."""
 
+    admin_database = "postgres"
+
     def __init__(self, url: str, data_dir: Path | None = None, run_as: list[str] | None = None,
                  bin_dir: Path | None = None) -> None:
-        self.url = url.rstrip("/")
+        super().__init__(url.rstrip("/"))
         self._data_dir = data_dir
         self._run_as = run_as or []
         self._bin_dir = bin_dir
@@ -60,7 +52,7 @@ class PostgresServer:
             return "the psycopg driver is not installed"
         if find_bin_dir() is None:
             return f"PostgreSQL is not installed (apt-get install postgresql) and {ENV_URL} is not set"
-        if os.geteuid() == 0 and not _has_user("postgres"):
+        if os.geteuid() == 0 and not has_user("postgres"):
             return "running as root and there is no 'postgres' user to run the server as"
         return None
 
@@ -78,7 +70,7 @@ class PostgresServer:
         if os.geteuid() == 0:
             run_as = ["runuser", "-u", "postgres", "--"]
             shutil.chown(root, "postgres")
-        port = _free_port()
+        port = free_port()
         subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8",
                         "--no-sync"], check=True, capture_output=True)
         options = f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off"
@@ -86,41 +78,11 @@ class PostgresServer:
                         "-w", "start"], check=True, capture_output=True)
         return cls(f"postgresql+psycopg://{USER}@127.0.0.1:{port}", data, run_as, bin_dir)
 
-    def _admin_execute(self, sql: str) -> None:
-        """Run ``sql`` on the server's ``postgres`` database, outside a transaction (CREATE/DROP DATABASE)."""
-        from sqlalchemy import create_engine, text
+    def create_statement(self, name: str) -> str:
+        return f'CREATE DATABASE "{name}"'
 
-        engine = create_engine(f"{self.url}/postgres", isolation_level="AUTOCOMMIT")
-        try:
-            with engine.connect() as conn:
-                conn.execute(text(sql))
-        finally:
-            engine.dispose()
-
-    def create_database(self) -> str:
-        """A new empty database; returns its SQLAlchemy URL."""
-        name = f"mrag_test_{uuid.uuid4().hex[:12]}"
-        self._admin_execute(f'CREATE DATABASE "{name}"')
-        return f"{self.url}/{name}"
-
-    def drop_database(self, url: str) -> None:
-        """Drop a database made by :meth:`create_database` (closing whatever still uses it)."""
-        self._admin_execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-
-    @contextmanager
-    def store(self) -> Iterator[Any]:
-        """A migrated store (``db.Store``) on a new database of its own, dropped afterwards."""
-        import db
-
-        url = self.create_database()
-        try:
-            s = db.open_store(url)
-            try:
-                yield s
-            finally:
-                s.close()
-        finally:
-            self.drop_database(url)
+    def drop_statement(self, name: str) -> str:
+        return f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'  # closing whatever still uses it
 
     def stop(self) -> None:
         """Stop and remove a server this class started (one named by the environment is left alone)."""
@@ -129,11 +91,3 @@ class PostgresServer:
         subprocess.run([*self._run_as, str(self._bin_dir / "pg_ctl"), "-D", str(self._data_dir), "-m", "immediate",
                         "stop"], capture_output=True)
         shutil.rmtree(self._data_dir.parent, ignore_errors=True)
-
-
-def _has_user(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        return False
-    return True

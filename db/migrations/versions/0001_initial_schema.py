@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from db.column_types import BLOB, LONG_TEXT, MYSQL_TABLE_OPTIONS, TIMESTAMP
+
 revision: str = "0001"
 down_revision: str | Sequence[str] | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -21,7 +23,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def _ts(name: str, nullable: bool = False) -> sa.Column:
-    return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
+    return sa.Column(name, TIMESTAMP, nullable=nullable)
 
 
 def _fk(table: str, column: str, target: str, ondelete: str = "CASCADE") -> sa.ForeignKeyConstraint:
@@ -37,13 +39,14 @@ def upgrade() -> None:
         "corpora",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(length=200), nullable=False),
-        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("description", LONG_TEXT, nullable=False),
         _ts("created_at"),
         _ts("updated_at"),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("content_hash", sa.String(length=64), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_corpora"),
         sa.UniqueConstraint("name", name="uq_corpora_name"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_table(
         "llm_cache",
@@ -51,31 +54,33 @@ def upgrade() -> None:
         sa.Column("model", sa.String(length=300), nullable=False),
         sa.Column("kind", sa.String(length=100), nullable=False),
         sa.Column("request", sa.JSON(), nullable=False),
-        sa.Column("response_text", sa.Text(), nullable=False),
+        sa.Column("response_text", LONG_TEXT, nullable=False),
         sa.Column("prompt_tokens", sa.Integer(), nullable=True),
         sa.Column("completion_tokens", sa.Integer(), nullable=True),
         sa.Column("latency_s", sa.Float(), nullable=True),
         _ts("created_at"),
         sa.PrimaryKeyConstraint("key", name="pk_llm_cache"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_table(
         "categories",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("corpus_id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(length=200), nullable=False),
-        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("description", LONG_TEXT, nullable=False),
         _fk("categories", "corpus_id", "corpora.id"),
         sa.PrimaryKeyConstraint("id", name="pk_categories"),
         sa.UniqueConstraint("corpus_id", "name", name="uq_categories_corpus_id_name"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_categories_corpus_id", "categories", ["corpus_id"])
     op.create_table(
         "documents",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("corpus_id", sa.Integer(), nullable=False),
-        sa.Column("title", sa.Text(), nullable=False),
-        sa.Column("text", sa.Text(), nullable=False),
-        sa.Column("source", sa.Text(), nullable=False),
+        sa.Column("title", LONG_TEXT, nullable=False),
+        sa.Column("text", LONG_TEXT, nullable=False),
+        sa.Column("source", LONG_TEXT, nullable=False),
         sa.Column("content_hash", sa.String(length=64), nullable=False),
         sa.Column("parent_id", sa.Integer(), nullable=True),
         sa.Column("chunk_index", sa.Integer(), nullable=True),
@@ -87,6 +92,7 @@ def upgrade() -> None:
         sa.UniqueConstraint(
             "corpus_id", "content_hash", name="uq_documents_corpus_id_content_hash"
         ),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_documents_corpus_id", "documents", ["corpus_id"])
     op.create_index("ix_documents_parent_id", "documents", ["parent_id"])
@@ -96,7 +102,7 @@ def upgrade() -> None:
         sa.Column("corpus_id", sa.Integer(), nullable=False),
         sa.Column("corpus_version", sa.Integer(), nullable=False),
         sa.Column("model_name", sa.String(length=300), nullable=False),
-        sa.Column("model_path", sa.Text(), nullable=False),
+        sa.Column("model_path", LONG_TEXT, nullable=False),
         sa.Column("layer", sa.Integer(), nullable=False),
         sa.Column("pooling", sa.String(length=50), nullable=False),
         sa.Column("n_docs", sa.Integer(), nullable=False),
@@ -106,11 +112,12 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("timings", sa.JSON(), nullable=False),
         sa.Column("importance", sa.JSON(), nullable=True),
-        sa.Column("error", sa.Text(), nullable=False),
+        sa.Column("error", LONG_TEXT, nullable=False),
         _ts("created_at"),
         _ts("finished_at", nullable=True),
         _fk("embedding_runs", "corpus_id", "corpora.id"),
         sa.PrimaryKeyConstraint("id", name="pk_embedding_runs"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_embedding_runs_corpus_id", "embedding_runs", ["corpus_id"])
     op.create_table(
@@ -118,24 +125,26 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("corpus_id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(length=200), nullable=False),
-        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("description", LONG_TEXT, nullable=False),
         sa.Column("source", sa.String(length=50), nullable=False),
         sa.Column("params", sa.JSON(), nullable=False),
         _ts("created_at"),
         _fk("query_sets", "corpus_id", "corpora.id"),
         sa.PrimaryKeyConstraint("id", name="pk_query_sets"),
         sa.UniqueConstraint("corpus_id", "name", name="uq_query_sets_corpus_id_name"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_query_sets_corpus_id", "query_sets", ["corpus_id"])
     op.create_table(
         "embedding_vectors",
         sa.Column("run_id", sa.Integer(), nullable=False),
         sa.Column("document_id", sa.Integer(), nullable=False),
-        sa.Column("standard", sa.LargeBinary(), nullable=False),
-        sa.Column("heads", sa.LargeBinary(), nullable=False),
+        sa.Column("standard", BLOB, nullable=False),
+        sa.Column("heads", BLOB, nullable=False),
         _fk("embedding_vectors", "document_id", "documents.id"),
         _fk("embedding_vectors", "run_id", "embedding_runs.id"),
         sa.PrimaryKeyConstraint("run_id", "document_id", name="pk_embedding_vectors"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_embedding_vectors_document_id", "embedding_vectors", ["document_id"])
     op.create_table(
@@ -152,27 +161,29 @@ def upgrade() -> None:
         _ts("finished_at", nullable=True),
         sa.Column("timing", sa.JSON(), nullable=False),
         sa.Column("llm_usage", sa.JSON(), nullable=False),
-        sa.Column("error", sa.Text(), nullable=False),
+        sa.Column("error", LONG_TEXT, nullable=False),
         _fk("eval_runs", "corpus_id", "corpora.id"),
         _fk("eval_runs", "embedding_run_id", "embedding_runs.id", ondelete="SET NULL"),
         _fk("eval_runs", "query_set_id", "query_sets.id"),
         sa.PrimaryKeyConstraint("id", name="pk_eval_runs"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_eval_runs_corpus_id", "eval_runs", ["corpus_id"])
     op.create_table(
         "queries",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("query_set_id", sa.Integer(), nullable=False),
-        sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("text", LONG_TEXT, nullable=False),
         sa.Column("n_aspects", sa.Integer(), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("fusion", sa.JSON(), nullable=False),
-        sa.Column("generator", sa.Text(), nullable=False),
-        sa.Column("error", sa.Text(), nullable=False),
+        sa.Column("generator", LONG_TEXT, nullable=False),
+        sa.Column("error", LONG_TEXT, nullable=False),
         _ts("created_at"),
         sa.Column("position", sa.Integer(), nullable=False),
         _fk("queries", "query_set_id", "query_sets.id"),
         sa.PrimaryKeyConstraint("id", name="pk_queries"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_queries_query_set_id", "queries", ["query_set_id"])
     op.create_table(
@@ -184,12 +195,13 @@ def upgrade() -> None:
         sa.Column("agent", sa.String(length=200), nullable=False),
         sa.Column("model_version", sa.String(length=200), nullable=False),
         sa.Column("score", sa.Float(), nullable=True),
-        sa.Column("reason", sa.Text(), nullable=False),
-        sa.Column("error", sa.Text(), nullable=False),
+        sa.Column("reason", LONG_TEXT, nullable=False),
+        sa.Column("error", LONG_TEXT, nullable=False),
         _ts("created_at"),
         _fk("suggestions", "category_id", "categories.id"),
         _fk("suggestions", "document_id", "documents.id"),
         sa.PrimaryKeyConstraint("id", name="pk_suggestions"),
+        **MYSQL_TABLE_OPTIONS,
     )
     # Replaced by a composite (document_id, agent, model_version) index in 0002.
     op.create_index("ix_suggestions_document_id", "suggestions", ["document_id"])
@@ -202,11 +214,12 @@ def upgrade() -> None:
         _ts("created_at"),
         sa.Column("based_on_version", sa.Integer(), nullable=False),
         sa.Column("suggestion_id", sa.Integer(), nullable=True),
-        sa.Column("note", sa.Text(), nullable=False),
+        sa.Column("note", LONG_TEXT, nullable=False),
         _fk("decisions", "category_id", "categories.id"),
         _fk("decisions", "document_id", "documents.id"),
         _fk("decisions", "suggestion_id", "suggestions.id", ondelete="SET NULL"),
         sa.PrimaryKeyConstraint("id", name="pk_decisions"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_decisions_document_id", "decisions", ["document_id"])
     op.create_table(
@@ -221,6 +234,7 @@ def upgrade() -> None:
         _fk("eval_results", "query_id", "queries.id"),
         _fk("eval_results", "run_id", "eval_runs.id"),
         sa.PrimaryKeyConstraint("run_id", "strategy", "query_id", name="pk_eval_results"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_eval_results_query_id", "eval_results", ["query_id"])
     op.create_table(
@@ -231,6 +245,7 @@ def upgrade() -> None:
         _fk("query_ground_truth", "document_id", "documents.id"),
         _fk("query_ground_truth", "query_id", "queries.id"),
         sa.PrimaryKeyConstraint("query_id", "document_id", name="pk_query_ground_truth"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_query_ground_truth_document_id", "query_ground_truth", ["document_id"])
 

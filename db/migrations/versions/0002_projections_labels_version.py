@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from db.column_types import BLOB, MYSQL_TABLE_OPTIONS, TIMESTAMP
+
 revision: str = "0002"
 down_revision: str | Sequence[str] | None = "0001"
 branch_labels: str | Sequence[str] | None = None
@@ -34,10 +36,10 @@ def upgrade() -> None:
         sa.Column("method", sa.String(length=20), nullable=False),
         sa.Column("params", sa.JSON(), nullable=False),
         sa.Column("seed", sa.Integer(), nullable=True),
-        sa.Column("coords", sa.LargeBinary(), nullable=False),
+        sa.Column("coords", BLOB, nullable=False),
         sa.Column("doc_ids", sa.JSON(), nullable=False),
-        sa.Column("model_blob", sa.LargeBinary(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("model_blob", BLOB, nullable=True),
+        sa.Column("created_at", TIMESTAMP, nullable=False),
         sa.ForeignKeyConstraint(
             ["run_id"],
             ["embedding_runs.id"],
@@ -45,6 +47,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name="pk_projections"),
+        **MYSQL_TABLE_OPTIONS,
     )
     op.create_index("ix_projections_run_space", "projections", ["run_id", "space", "method"])
     # Plain ALTER TABLE (no batch table rebuild: rebuilding "corpora" with foreign keys on
@@ -52,16 +55,16 @@ def upgrade() -> None:
     op.add_column(
         "corpora", sa.Column("labels_version", sa.Integer(), server_default="1", nullable=False)
     )
-    op.drop_index("ix_suggestions_document_id", table_name="suggestions")
+    # The new index first: MySQL refuses to drop the one a foreign key needs until another covers it.
     op.create_index(
         "ix_suggestions_doc_agent", "suggestions", ["document_id", "agent", "model_version"]
     )
+    op.drop_index("ix_suggestions_document_id", table_name="suggestions")
 
 
 def downgrade() -> None:
     """Undo 0002."""
-    op.drop_index("ix_suggestions_doc_agent", table_name="suggestions")
     op.create_index("ix_suggestions_document_id", "suggestions", ["document_id"])
+    op.drop_index("ix_suggestions_doc_agent", table_name="suggestions")
     op.drop_column("corpora", "labels_version")  # native DROP COLUMN (SQLite >= 3.35)
-    op.drop_index("ix_projections_run_space", table_name="projections")
-    op.drop_table("projections")
+    op.drop_table("projections")  # its index goes with it (MySQL refuses to drop one a foreign key uses)

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from db.column_types import LONG_TEXT
+
 revision: str = "0003"
 down_revision: str | Sequence[str] | None = "0002"
 branch_labels: str | Sequence[str] | None = None
@@ -35,7 +37,7 @@ def upgrade() -> None:
     """Add ``documents.chunk_of`` and ``documents.chunk_count`` (nullable)."""
     # Plain ALTER TABLE ADD COLUMN: a batch rebuild of "documents" with foreign keys on would
     # cascade-delete its labels, vectors and ground-truth links.
-    op.add_column("documents", sa.Column("chunk_of", sa.Text(), nullable=True))
+    op.add_column("documents", sa.Column("chunk_of", LONG_TEXT, nullable=True))
     op.add_column("documents", sa.Column("chunk_count", sa.Integer(), nullable=True))
 
 

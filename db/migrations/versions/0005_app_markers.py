@@ -21,6 +21,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from db.column_types import LONG_TEXT, MYSQL_TABLE_OPTIONS, TIMESTAMP
+
 revision: str = "0005"
 down_revision: str | Sequence[str] | None = "0004"
 branch_labels: str | Sequence[str] | None = None
@@ -36,24 +38,25 @@ def upgrade() -> None:
     op.create_table(
         "app_markers",
         sa.Column("name", sa.String(length=100), nullable=False),
-        sa.Column("value", sa.Text(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("value", LONG_TEXT, nullable=False),
+        sa.Column("created_at", TIMESTAMP, nullable=False),
+        sa.Column("updated_at", TIMESTAMP, nullable=False),
         sa.PrimaryKeyConstraint("name", name="pk_app_markers"),
+        **MYSQL_TABLE_OPTIONS,
     )
-    op.execute(
-        sa.text(
-            "INSERT INTO app_markers (name, value, created_at, updated_at) "
-            "SELECT 'demo_corpus', CAST(id AS TEXT), created_at, created_at FROM corpora WHERE name = :name"
-        ).bindparams(name=DEMO_CORPUS_NAME)
-    )
-    op.execute(
-        sa.text(
-            "INSERT INTO app_markers (name, value, created_at, updated_at) "
-            "SELECT 'demo_queries', CAST(s.id AS TEXT), s.created_at, s.created_at FROM query_sets s "
-            "JOIN corpora c ON c.id = s.corpus_id WHERE c.name = :corpus AND s.name = :name"
-        ).bindparams(corpus=DEMO_CORPUS_NAME, name=DEMO_QUERY_SET_NAME)
-    )
+    # Portable SQL (no literal CAST ... AS TEXT: MySQL casts to CHAR): SQLAlchemy compiles it per database.
+    corpora = sa.table("corpora", sa.column("id"), sa.column("name"), sa.column("created_at"))
+    sets = sa.table("query_sets", sa.column("id"), sa.column("corpus_id"), sa.column("name"), sa.column("created_at"))
+    markers = sa.table("app_markers", sa.column("name"), sa.column("value"), sa.column("created_at"),
+                       sa.column("updated_at"))
+    columns = ["name", "value", "created_at", "updated_at"]
+    op.execute(markers.insert().from_select(columns, sa.select(
+        sa.literal("demo_corpus"), sa.cast(corpora.c.id, sa.String(20)), corpora.c.created_at, corpora.c.created_at,
+    ).where(corpora.c.name == DEMO_CORPUS_NAME)))
+    op.execute(markers.insert().from_select(columns, sa.select(
+        sa.literal("demo_queries"), sa.cast(sets.c.id, sa.String(20)), sets.c.created_at, sets.c.created_at,
+    ).select_from(sets.join(corpora, corpora.c.id == sets.c.corpus_id)).where(
+        corpora.c.name == DEMO_CORPUS_NAME, sets.c.name == DEMO_QUERY_SET_NAME)))
 
 
 def downgrade() -> None:

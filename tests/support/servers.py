@@ -1,0 +1,96 @@
+"""Real database servers for the store and workflow tests, one per test session: the one an environment
+variable names, or a throwaway server started from Debian's binaries in a temporary folder. Each test
+gets a database of its own (:meth:`DatabaseServer.store`).
+
+Subclasses: :class:`tests.support.postgres.PostgresServer`, :class:`tests.support.mariadb.MariaDBServer`.
+"""
+
+from __future__ import annotations
+
+import pwd
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+#: The databases the store and workflow tests run on (a fixture ``<name>_store`` / ``<name>_server`` each).
+BACKENDS = ["sqlite", "postgresql", "mysql"]
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def has_user(name: str) -> bool:
+    """Whether the system has a user called ``name`` (to run a server as, when the tests run as root)."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+class DatabaseServer:
+    """A server to create test databases on. ``url``: its SQLAlchemy URL without a database name;
+    subclasses say how to create and drop a database and how to stop a server they started."""
+
+    #: The database administrative statements run in.
+    admin_database: str = ""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def database_url(self, name: str) -> str:
+        """The URL of database ``name`` on this server (the server URL's query options kept)."""
+        return make_url(self.url).set(database=name).render_as_string(hide_password=False)
+
+    def _admin_execute(self, sql: str) -> None:
+        """Run ``sql`` outside a transaction (CREATE / DROP DATABASE)."""
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(self.database_url(self.admin_database), isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(sql))
+        finally:
+            engine.dispose()
+
+    def create_statement(self, name: str) -> str:
+        raise NotImplementedError
+
+    def drop_statement(self, name: str) -> str:
+        raise NotImplementedError
+
+    def create_database(self) -> str:
+        """A new empty database; returns its SQLAlchemy URL."""
+        name = f"mrag_test_{uuid.uuid4().hex[:12]}"
+        self._admin_execute(self.create_statement(name))
+        return self.database_url(name)
+
+    def drop_database(self, url: str) -> None:
+        """Drop a database made by :meth:`create_database`."""
+        self._admin_execute(self.drop_statement(str(make_url(url).database)))
+
+    @contextmanager
+    def store(self) -> Iterator[Any]:
+        """A migrated store (``db.Store``) on a new database of its own, dropped afterwards."""
+        import db
+
+        url = self.create_database()
+        try:
+            s = db.open_store(url)
+            try:
+                yield s
+            finally:
+                s.close()
+        finally:
+            self.drop_database(url)
+
+    def stop(self) -> None:
+        """Stop and remove a server this class started (one named by the environment is left alone)."""
