@@ -23,8 +23,8 @@ Other databases keep their own isolation.
 
 The schema is brought to the Alembic head (``db/migrations``) every time a store is opened, in
 one transaction under the same write lock (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory
-lock, MySQL's named lock: its DDL is not transactional), so processes opening a new database together create its schema once; no ``alembic.ini``
-is needed.
+lock, MySQL's named lock: its DDL is not transactional), so processes opening a new database
+together create its schema once; no ``alembic.ini`` is needed.
 """
 
 from __future__ import annotations

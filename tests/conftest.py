@@ -1,8 +1,8 @@
 """Fixtures shared by every test package: one throwaway database server of each kind per test session.
 
-``tests.support.servers.BACKENDS`` are the databases the store and workflow tests run on: a SQLite file, and a database of
-its own on a real PostgreSQL and a real MariaDB server (:mod:`tests.support.servers`; each skipped
-where its server cannot be had).
+``tests.support.servers.BACKENDS`` are the databases the store and workflow tests run on: a SQLite
+file, and a database of its own on a real PostgreSQL and a real MariaDB server (each skipped where
+its server cannot be had).
 """
 
 from __future__ import annotations
