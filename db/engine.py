@@ -43,6 +43,7 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -169,6 +170,33 @@ def mysql_lock_name(database: str | None) -> str:
     return f"{MYSQL_WRITE_LOCK}:{digest}"
 
 
+def _busy() -> BusyError:
+    return BusyError(f"another writer held the database for {BUSY_TIMEOUT_S:g} s; nothing was written, try again")
+
+
+def is_lock_timeout(exc: DBAPIError) -> bool:
+    """Whether ``exc`` is a database giving up waiting for a lock: SQLite's busy timeout, PostgreSQL's
+    ``lock_timeout`` (SQLSTATE 55P03), MySQL's lock wait timeout (error 1205)."""
+    orig = exc.orig
+    if "database is locked" in str(orig):
+        return True
+    if getattr(orig, "sqlstate", None) == "55P03":
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] == 1205
+
+
+@contextmanager
+def _lock_timeouts_as_busy() -> Iterator[None]:
+    """Turn a lock wait that ran out in the block into :class:`BusyError` (the transaction is rolled back)."""
+    try:
+        yield
+    except OperationalError as exc:
+        if is_lock_timeout(exc):
+            raise _busy() from exc
+        raise
+
+
 @contextmanager
 def _mysql_write_lock(connection: Connection, name: str) -> Iterator[None]:
     """MySQL / MariaDB: hold the named write lock (``GET_LOCK``, waiting up to the busy timeout) on
@@ -179,8 +207,7 @@ def _mysql_write_lock(connection: Connection, name: str) -> Iterator[None]:
                              {"name": name, "wait": int(BUSY_TIMEOUT_S)}).scalar()
     connection.commit()
     if got != 1:
-        raise BusyError(f"another writer held the database for {BUSY_TIMEOUT_S:.0f} s; nothing was written, "
-                        "try again")
+        raise _busy()
     try:
         yield
     finally:
@@ -217,21 +244,25 @@ class Store:
         write session takes the advisory write lock first (waiting up to 10 s), a read-only one
         takes nothing.
 
+        A write that waits for the lock longer than the busy timeout raises :class:`BusyError`
+        (whatever the database), and nothing of the transaction is kept.
+
         Do not call the data-access functions (which open their own write sessions) from
         inside a write session of the same thread: the inner one would wait for the outer
         one's lock and fail after the busy timeout.
         """
-        if self.is_mysql and not readonly:
-            with self.engine.connect() as connection, _mysql_write_lock(connection, self._mysql_lock):
-                with self._write_sessions(bind=connection) as session, session.begin():
+        with _lock_timeouts_as_busy():
+            if self.is_mysql and not readonly:
+                with self.engine.connect() as connection, _mysql_write_lock(connection, self._mysql_lock):
+                    with self._write_sessions(bind=connection) as session, session.begin():
+                        yield session
+                return
+            factory = self._read_sessions if readonly else self._write_sessions
+            with factory() as session:
+                with session.begin():
+                    if self.is_postgresql and not readonly:
+                        _take_pg_write_lock(session)
                     yield session
-            return
-        factory = self._read_sessions if readonly else self._write_sessions
-        with factory() as session:
-            with session.begin():
-                if self.is_postgresql and not readonly:
-                    _take_pg_write_lock(session)
-                yield session
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None for an empty database)."""
@@ -246,22 +277,28 @@ class Store:
         Raises:
             SchemaError: the database is at a revision this code does not know (created by a
                 newer MRAG Studio) or the migration failed.
+            BusyError: another writer held the write lock past the busy timeout.
         """
         try:
-            if self.is_mysql:  # its DDL commits at once: the lock, not the transaction, keeps writers out
-                with self.engine.connect() as connection, _mysql_write_lock(connection, self._mysql_lock), \
-                        connection.begin():
-                    command.upgrade(alembic_config(connection), revision)
-                return
-            with self.engine.begin() as connection:
-                if self.is_postgresql:  # SQLite: BEGIN IMMEDIATE already holds the write lock
-                    _take_pg_write_lock(connection)
-                command.upgrade(alembic_config(connection), revision)
+            with _lock_timeouts_as_busy():
+                self._upgrade(revision)
         except CommandError as exc:
             raise SchemaError(
                 f"Cannot migrate the database at {self.url} to schema revision {revision!r}: "
                 f"{exc}. It may have been created by a newer version of MRAG Studio."
             ) from exc
+
+    def _upgrade(self, revision: str) -> None:
+        """:meth:`upgrade` under the write lock."""
+        if self.is_mysql:  # its DDL commits at once: the lock, not the transaction, keeps writers out
+            with self.engine.connect() as connection, _mysql_write_lock(connection, self._mysql_lock), \
+                    connection.begin():
+                command.upgrade(alembic_config(connection), revision)
+            return
+        with self.engine.begin() as connection:
+            if self.is_postgresql:  # SQLite: BEGIN IMMEDIATE already holds the write lock
+                _take_pg_write_lock(connection)
+            command.upgrade(alembic_config(connection), revision)
 
     def close(self) -> None:
         """Release every pooled connection."""
