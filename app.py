@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.navigation import APP_NAME, declare_navigation
+from ui.navigation import APP_NAME, declare_navigation, run_page
 
 st.set_page_config(page_title=APP_NAME, page_icon="🧭", layout="wide")
-declare_navigation().run()
+run_page(declare_navigation())

@@ -50,18 +50,21 @@ def open_cli_store(url: str | None) -> Any:
 
 def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable[[argparse.Namespace], int]:
     """``command(args, store)`` as ``command(args)``: the store named by ``args.database`` is opened
-    before it runs and closed after, and a :class:`CLIError` from either ends as ``error: ...``
-    with exit status 2."""
+    before it runs and closed after, and a :class:`CLIError` from either, or a store error the
+    command did not handle itself (e.g. ``db.BusyError``: another writer held the database too
+    long), ends as ``error: ...`` with exit status 2."""
 
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
+        import db
+
         try:
             store = open_cli_store(args.database)
         except CLIError as exc:
             return fail(str(exc))
         try:
             return command(args, store)
-        except CLIError as exc:
+        except (CLIError, db.StoreError) as exc:
             return fail(str(exc))
         finally:
             store.close()

@@ -1,6 +1,6 @@
 """The app's navigation: Home, then every page in ``pages/`` with its title, in order.
 
-``app.py`` declares it (:func:`declare_navigation`) and runs the chosen page. Every page starts with
+``app.py`` declares it (:func:`declare_navigation`) and runs the chosen page (:func:`run_page`). Every page starts with
 :func:`page_setup`: its browser-tab title and icon, and, when Streamlit ran the page through its
 ``pages/``-folder mode, this navigation. Streamlit uses that mode while a ``pages/`` folder exists
 and no ``st.navigation`` call has run yet in the server: a link to a page opened before the
@@ -46,6 +46,20 @@ def declare_navigation() -> StreamlitPage:
 
     return st.navigation([st.Page(home, title="Home", default=True)]
                          + [st.Page(path, title=page_title(path)) for path, _ in PAGES])
+
+
+def run_page(page: StreamlitPage) -> None:
+    """Run the chosen page. A store error the page did not handle itself (another writer held the
+    database past the busy timeout, a row someone else deleted meanwhile) ends the page with its
+    message, escaped, instead of a traceback; nothing of the failed write was kept (one transaction)."""
+    import db
+
+    from ui.render import md_plain
+
+    try:
+        page.run()
+    except db.StoreError as exc:
+        st.error(md_plain(str(exc)))
 
 
 def ran_through_pages_folder() -> bool:

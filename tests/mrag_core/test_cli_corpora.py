@@ -92,3 +92,29 @@ def test_flags_out_of_place_are_refused(filled, capsys, argv: list[str], message
     url, _ = filled
     assert main(["corpora", *argv, "--database", url]) == 2
     assert f"error: {message}" in capsys.readouterr().err
+
+
+def test_a_database_another_writer_holds_ends_with_one_line(filled, monkeypatch, capsys) -> None:
+    """Held while the command opens the store (a real lock: SQLite's BEGIN IMMEDIATE from another
+    connection), or when its write comes (simulated): one ``error:`` line, status 2, nothing changed."""
+    import sqlite3
+
+    url, _ = filled
+    monkeypatch.setattr(db.engine, "BUSY_TIMEOUT_S", 0.3)
+    other = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        assert main(["corpora", "--rename", "Mini", "Maxi", "--database", url]) == 2
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert capsys.readouterr().err == ("error: cannot open the database: another writer held the database for 0.3 s; "
+                                       "nothing was written, try again\n")
+
+    def held(*_args: object, **_kw: object) -> None:
+        raise db.BusyError("another writer held the database for 0.3 s; nothing was written, try again")
+
+    monkeypatch.setattr(db, "delete_corpus", held)
+    assert main(["corpora", "--delete", "Mini", "--yes", "--database", url]) == 2
+    assert capsys.readouterr().err == "error: another writer held the database for 0.3 s; nothing was written, try again\n"
+    assert _names(url) == ["Empty", "Mini"]

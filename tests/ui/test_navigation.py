@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
 from ui.navigation import PAGES, page_title
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,3 +33,38 @@ def test_every_page_starts_with_page_setup() -> None:
         assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Call), path
         assert isinstance(first.value.func, ast.Name) and first.value.func.id == "page_setup", path
         assert isinstance(first.value.args[0], ast.Name) and first.value.args[0].id == "__file__", path
+
+
+def _page_failing_with(kind: str) -> None:
+    """A page that draws a line, then fails with a store error (or another one), run by ``run_page``."""
+    import streamlit as st
+
+    import db
+    from ui.navigation import run_page
+
+    class Page:
+        def run(self) -> None:
+            st.write("drawn before the failure")
+            if kind == "busy":
+                raise db.BusyError("another writer held the database for 10 s; nothing was written, try again")
+            if kind == "gone":
+                raise db.NotFoundError("Corpus", "<b>News</b>")
+            raise RuntimeError("a bug")
+
+    run_page(Page())
+
+
+def test_run_page_shows_a_store_error_as_a_message() -> None:
+    at = AppTest.from_function(_page_failing_with, args=("busy",), default_timeout=60).run()
+    assert not at.exception
+    assert at.markdown[0].value == "drawn before the failure"
+    assert [e.value for e in at.error] == [
+        r"another writer held the database for 10 s; nothing was written, try again"]
+    at = AppTest.from_function(_page_failing_with, args=("gone",), default_timeout=60).run()
+    assert not at.exception
+    assert at.error[0].value == r"Corpus '\<b\>News\</b\>' does not exist \(it may have been deleted\)\."
+
+
+def test_run_page_lets_other_errors_through() -> None:
+    at = AppTest.from_function(_page_failing_with, args=("bug",), default_timeout=60).run()
+    assert at.exception and "a bug" in at.exception[0].value and not at.error
