@@ -116,5 +116,6 @@ def test_a_database_another_writer_holds_ends_with_one_line(filled, monkeypatch,
 
     monkeypatch.setattr(db, "delete_corpus", held)
     assert main(["corpora", "--delete", "Mini", "--yes", "--database", url]) == 2
-    assert capsys.readouterr().err == "error: another writer held the database for 0.3 s; nothing was written, try again\n"
+    assert capsys.readouterr().err == ("error: another writer held the database for 0.3 s; nothing was written, "
+                                       "try again\n")
     assert _names(url) == ["Empty", "Mini"]
