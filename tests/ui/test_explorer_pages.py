@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -394,6 +395,38 @@ def test_maps_page_umap_cancel_button_only_while_computing(built, monkeypatch):
     store.close()
     assert not [b for b in at.button if b.key == "maps_cancel"]
     assert len(at.dataframe[-1].value) == 96  # the maps' document table is drawn
+
+
+def test_maps_page_umap_go_ahead_belongs_to_one_index_not_its_id(built, monkeypatch):
+    """The "Compute UMAP maps" click is remembered per index identity (id + creation time): a go-ahead
+    given to a deleted index whose id SQLite handed to a newer one does not start the newer one's UMAP
+    fits unasked (the fit is swapped for PCA as above, to count fits)."""
+    from types import SimpleNamespace
+
+    import db
+    from mrag_core import projection
+
+    real_fit = projection.fit_projection
+    fitted: list[str] = []
+    monkeypatch.setattr(projection, "fit_projection",
+                        lambda vectors, method="pca", **kw: fitted.append(method) or real_fit(vectors, "pca", **kw))
+    at = ok(page("7_Maps.py").run())
+    run = at.selectbox(key="maps_run").value
+    at.selectbox(key="maps_method").set_value("umap").run()
+    store = db.open_store()
+    try:
+        assert not [p for p in db.list_projections(store, run.id) if p.seed == 7]  # no map of seed 7 yet
+    finally:
+        store.close()
+    at.number_input(key="maps_seed").set_value(7).run()
+    earlier = SimpleNamespace(id=run.id, created_at=run.created_at - timedelta(hours=1))
+    at.session_state[f"maps_go_{db.identity_key(earlier)}_7"] = True  # the deleted index's go-ahead
+    ok(at.run())
+    assert fitted.count("umap") == 0
+    assert any("13 of 13 UMAP maps are not computed yet" in t for t in texts(at.info))
+    at.session_state[f"maps_go_{db.identity_key(run)}_7"] = True  # this index's own go-ahead
+    ok(at.run())
+    assert fitted.count("umap") == 13
 
 
 def test_stale_index_is_reported_and_updated_embedding_only_the_edited_document(built):
