@@ -94,6 +94,11 @@ def _is_mysql(url: URL) -> bool:
     return url.get_backend_name() in ("mysql", "mariadb")
 
 
+def _lower(value: Any) -> Any:
+    """SQLite's ``lower()`` for every script (non-text values, NULL included, come back as they are)."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def _make_engine(url: URL, echo: bool) -> Engine:
     if _is_mysql(url):
         # SQLAlchemy's MySQL compiler links a join chain's FROM elements in a way its cartesian-product
@@ -119,6 +124,10 @@ def _make_engine(url: URL, echo: bool) -> Engine:
         # Disable pysqlite's implicit BEGIN; "begin" below emits our own.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
+        # SQLite's own lower() folds ASCII only; Python's folds every script, as PostgreSQL's and
+        # MySQL's do, so a case-insensitive search (``ilike`` is lower(x) LIKE lower(y) here) finds
+        # "Été" when "ÉTÉ" is typed.
+        dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             cursor.execute("PRAGMA foreign_keys = ON")

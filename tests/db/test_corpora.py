@@ -289,13 +289,13 @@ def test_chunks_name_their_source_document(store: Store) -> None:
 
 def test_list_documents_paging_filters_and_search(store: Store) -> None:
     c = db.create_corpus(store, "C")
-    texts = ["100% sure", "100 percent", "a_b", "axb", "Sure thing", "plain"]
+    texts = ["100% sure", "100 percent", "a_b", "axb", "Sure thing", "plain", "Un été à Hanoï: Bánh da lợn"]
     ids = db.add_documents(
         store, c.id, [{"title": f"t{i}", "text": t, "label": "odd" if i % 2 else None} for i, t in enumerate(texts)]
     ).document_ids
     page = db.list_documents(store, c.id, offset=2, limit=2)
-    assert (page.total, [d.id for d in page.items]) == (6, ids[2:4])
-    assert len(db.list_documents(store, c.id, limit=None).items) == 6
+    assert (page.total, [d.id for d in page.items]) == (7, ids[2:4])
+    assert len(db.list_documents(store, c.id, limit=None).items) == 7
 
     odd = db.list_categories(store, c.id)[0].id
     assert [d.id for d in db.list_documents(store, c.id, category_id=odd).items] == ids[1::2]
@@ -308,6 +308,7 @@ def test_list_documents_paging_filters_and_search(store: Store) -> None:
     assert found("a_b") == ["a_b"]  # _ is literal
     assert found("SURE") == ["100% sure", "Sure thing"]  # case-insensitive
     assert found("t5") == ["plain"]  # titles are searched too
+    assert found("ÉTÉ À HANOÏ") == found("bÁnh DA LỢN") == [texts[6]]  # every script's case, not ASCII only
     assert found("'; DROP TABLE documents; --") == []
     assert db.list_documents(store, c.id, search="sure", category_id=odd).total == 0
     with pytest.raises(db.InvalidInputError):
