@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
@@ -25,6 +26,15 @@ def like_pattern(needle: str) -> str:
     escaped = needle.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
     escaped = escaped.replace("%", LIKE_ESCAPE + "%").replace("_", LIKE_ESCAPE + "_")
     return f"%{escaped}%"
+
+
+def name_order(name: str) -> tuple[str, str, str]:
+    """Sort key of names shown in lists: by letters first, then case and accents ("alpha", "Alpha" before
+    "Ärger", "beta", "Zebra"), the same on every database (a SQL ``ORDER BY`` puts "Zebra" before "alpha"
+    on SQLite and MySQL's binary collation, and follows the server's locale on PostgreSQL)."""
+    folded = name.casefold()
+    letters = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
+    return (letters, folded, name)
 
 
 def require(session: Session, model: type[T], key: Any, kind: str) -> T:

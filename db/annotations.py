@@ -21,7 +21,7 @@ from typing import Any, Literal
 from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from db._common import require
+from db._common import name_order, require
 from db._labels import latest_decision, latest_suggestion
 from db.corpora import bump_labels_version
 from db.engine import Store
@@ -527,12 +527,8 @@ def category_counts(store: Store, corpus_id: int) -> dict[str, int]:
     """Number of documents per effective label name (every category present, maybe 0)."""
     labels = effective_labels(store, corpus_id)
     with store.session(readonly=True) as session:
-        counts = {
-            name: 0
-            for name in session.scalars(
-                select(Category.name).where(Category.corpus_id == corpus_id).order_by(Category.name)
-            )
-        }
+        names = session.scalars(select(Category.name).where(Category.corpus_id == corpus_id)).all()
+        counts = {name: 0 for name in sorted(names, key=name_order)}
     for label in labels.values():
         counts[label.category] = counts.get(label.category, 0) + 1
     return counts

@@ -23,7 +23,7 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from db._common import LIKE_ESCAPE, like_pattern, require, sha256_hex
+from db._common import LIKE_ESCAPE, like_pattern, name_order, require, sha256_hex
 from db._labels import latest_decision, latest_suggestion
 from db.engine import Store
 from db.errors import DuplicateError, InvalidInputError, NotFoundError, VersionConflictError
@@ -299,7 +299,7 @@ def get_corpus_by_name(store: Store, name: str) -> CorpusInfo:
 
 
 def list_corpora(store: Store) -> list[CorpusInfo]:
-    """All corpora ordered by name."""
+    """All corpora ordered by name (:func:`~db._common.name_order`)."""
     n_docs = (
         select(func.count()).where(Document.corpus_id == Corpus.id).correlate(Corpus).scalar_subquery()
     )
@@ -307,7 +307,7 @@ def list_corpora(store: Store) -> list[CorpusInfo]:
         select(func.count()).where(Category.corpus_id == Corpus.id).correlate(Corpus).scalar_subquery()
     )
     with store.session(readonly=True) as session:
-        rows = session.execute(select(Corpus, n_docs, n_cats).order_by(Corpus.name)).all()
+        rows = sorted(session.execute(select(Corpus, n_docs, n_cats)).all(), key=lambda r: name_order(r[0].name))
         return [
             CorpusInfo(
                 id=c.id,
@@ -431,12 +431,11 @@ def _ensure_categories(
 
 
 def list_categories(store: Store, corpus_id: int) -> list[CategoryInfo]:
-    """Categories of a corpus ordered by name (empty list for an unknown corpus)."""
+    """Categories of a corpus ordered by name (:func:`~db._common.name_order`; empty list for an unknown
+    corpus)."""
     with store.session(readonly=True) as session:
-        rows = session.scalars(
-            select(Category).where(Category.corpus_id == corpus_id).order_by(Category.name)
-        )
-        return [_category_info(c) for c in rows]
+        rows = session.scalars(select(Category).where(Category.corpus_id == corpus_id))
+        return sorted((_category_info(c) for c in rows), key=lambda c: name_order(c.name))
 
 
 def update_category(

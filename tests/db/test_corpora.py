@@ -53,6 +53,18 @@ def test_names_differing_only_in_case_or_accents_are_different(store: Store) -> 
     assert sorted(c.name for c in db.list_categories(store, ids["News"])) == ["Sport", "sport", "spört"]
 
 
+def test_corpora_and_categories_are_listed_in_the_same_human_order_on_every_backend(store: Store) -> None:
+    names = ["beta", "Zebra", "alpha", "Ärger", "Alpha", "zeta", "Éclair", "eclair"]
+    expected = ["Alpha", "alpha", "Ärger", "beta", "eclair", "Éclair", "Zebra", "zeta"]
+    for name in names:
+        db.create_corpus(store, name)
+    assert [c.name for c in db.list_corpora(store)] == expected
+    corpus = db.get_corpus_by_name(store, "beta")
+    db.add_categories(store, corpus.id, names)
+    assert [c.name for c in db.list_categories(store, corpus.id)] == expected
+    assert list(db.category_counts(store, corpus.id)) == expected
+
+
 def test_delete_corpus_removes_everything_it_owns(
     store: Store, corpus: db.CorpusInfo, docs: list[int], cats: dict[str, int],
     count_rows: Callable[[str], int],
