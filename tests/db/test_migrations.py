@@ -1,8 +1,7 @@
-"""Schema migrations: upgrade path from 0001 with data, models == migrations, downgrade."""
+"""Schema migrations: upgrade path from 0001 with data, models == migrations, downgrade (on every backend)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 from alembic import command
@@ -20,6 +19,19 @@ def _store_at(url: str, revision: str) -> Store:
     assert store.schema_revision() is None
     store.upgrade(revision)
     return store
+
+
+def _explicit_ids_done(store: Store) -> None:
+    """After rows were inserted with explicit ids: move PostgreSQL's id sequences past them (SQLite and
+    MySQL take the next id from the table itself), as a database that got those rows normally would be."""
+    if not store.is_postgresql:
+        return
+    with store.engine.begin() as conn:
+        for table in inspect(conn).get_table_names():
+            if "id" in {c["name"] for c in inspect(conn).get_columns(table)}:
+                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                                  f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false) "
+                                  f"WHERE pg_get_serial_sequence('{table}', 'id') IS NOT NULL"))
 
 
 def _fill_0001(store: Store) -> np.ndarray:
@@ -78,12 +90,13 @@ def _fill_0001(store: Store) -> np.ndarray:
     return vec
 
 
-def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
-    url = f"sqlite:///{db_path}"
+def test_upgrade_from_0001_keeps_data(empty_url: str) -> None:
+    url = empty_url
     old = _store_at(url, "0001")
     assert old.schema_revision() == "0001"
     assert "projections" not in inspect(old.engine).get_table_names()
     vec = _fill_0001(old)
+    _explicit_ids_done(old)
     old.close()
 
     with db.open_store(url) as store:
@@ -111,8 +124,8 @@ def test_upgrade_from_0001_keeps_data(db_path: Path) -> None:
         assert "ix_suggestions_document_id" not in index_names
 
 
-def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(db_path: Path) -> None:
-    url = f"sqlite:///{db_path}"
+def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(empty_url: str) -> None:
+    url = empty_url
     old = _store_at(url, "0002")
     assert old.schema_revision() == "0002"
     columns = {c["name"] for c in inspect(old.engine).get_columns("documents")}
@@ -127,6 +140,7 @@ def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(db_path: Path) -
             ),
             {"h": "3" * 64},
         )
+    _explicit_ids_done(old)
     old.close()
 
     with db.open_store(url) as store:
@@ -153,8 +167,8 @@ def test_upgrade_from_0002_adds_chunk_links_and_keeps_documents(db_path: Path) -
             assert conn.execute(text("SELECT COUNT(*) FROM documents")).scalar_one() == 4
 
 
-def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(db_path: Path) -> None:
-    url = f"sqlite:///{db_path}"
+def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(empty_url: str) -> None:
+    url = empty_url
     old = _store_at(url, "0003")
     assert "content_hash" not in {c["name"] for c in inspect(old.engine).get_columns("embedding_vectors")}
     vec = _fill_0001(old)  # run 1 (corpus version 7 = the corpus' version): document 1's vectors
@@ -166,6 +180,7 @@ def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(db_path: Pat
             "(2, 1, 6, 'm', '', -1, 'last', 2, 2, 4, 8, 'done', '{}', NULL, '', '2026-01-01 00:00:00.000000')"))
         conn.execute(text("INSERT INTO embedding_vectors (run_id, document_id, standard, heads) VALUES (2, 2, :s, :h)"),
                      {"s": vec.tobytes(), "h": heads.tobytes()})
+    _explicit_ids_done(old)
     old.close()
 
     with db.open_store(url) as store:
@@ -185,10 +200,10 @@ def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(db_path: Pat
             assert conn.execute(text("SELECT COUNT(*) FROM embedding_vectors")).scalar_one() == 3
 
 
-def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(db_path: Path) -> None:
+def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(empty_url: str) -> None:
     from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
 
-    url = f"sqlite:///{db_path}"
+    url = empty_url
     old = _store_at(url, "0004")
     now = "2026-01-02 03:04:05.000000"
     with old.engine.begin() as conn:
@@ -198,6 +213,7 @@ def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(db_path: Path
         for sid, cid, name in ((1, 1, "Demo queries"), (2, 2, "Other"), (3, 2, "Demo queries")):
             conn.execute(text("INSERT INTO query_sets (id, corpus_id, name, description, source, params, created_at) "
                               "VALUES (:id, :c, :n, '', 'manual', '{}', :now)"), {"id": sid, "c": cid, "n": name, "now": now})
+    _explicit_ids_done(old)
     old.close()
 
     with db.open_store(url) as store:
@@ -213,11 +229,12 @@ def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(db_path: Path
         assert len(db.list_corpora(store)) == 2
 
 
-def test_upgrade_from_0005_marks_existing_runs_float32(db_path: Path) -> None:
-    url = f"sqlite:///{db_path}"
+def test_upgrade_from_0005_marks_existing_runs_float32(empty_url: str) -> None:
+    url = empty_url
     old = _store_at(url, "0005")
     assert "precision" not in {c["name"] for c in inspect(old.engine).get_columns("embedding_runs")}
     _fill_0001(old)  # corpus 1 with run 1 (layer -1, pooling 'last') holding document 1's vectors
+    _explicit_ids_done(old)
     old.close()
 
     with db.open_store(url) as store:
