@@ -273,6 +273,18 @@ class Store:
                         _take_pg_write_lock(session)
                     yield session
 
+    def largest_value_bytes(self) -> int:
+        """The largest single BLOB this database takes in one statement: on MySQL / MariaDB half the
+        server's ``max_allowed_packet`` less 64 KiB for the rest of the statement (PyMySQL writes bytes
+        into the SQL text hex-encoded, two characters a byte; the packet is 16 MiB by default on MariaDB,
+        64 MiB on MySQL 8), else 1e9 bytes (SQLite's default length limit; PostgreSQL takes up to 1 GiB)."""
+        if not self.is_mysql:
+            return 1_000_000_000
+        with self.engine.connect() as connection:
+            packet = int(connection.execute(text("SELECT @@max_allowed_packet")).scalar_one())
+            connection.rollback()
+        return max(0, (packet - 64 * 1024) // 2)
+
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None for an empty database)."""
         with self.engine.connect() as connection:

@@ -164,6 +164,11 @@ if query_text:
         st.stop()
     q_emb, sub_emb, _ = embed_query(lm, run.layer, query_text)
     query_xy = place_query(maps, q_emb)
+    unplaced = [space for space in maps if space not in query_xy]
+    if unplaced:
+        st.info(f"The query is not placed on {len(unplaced)} of {len(maps)} maps ({', '.join(unplaced[:5])}"
+                f"{', …' if len(unplaced) > 5 else ''}): their fitted {method.upper()} models were larger than this "
+                "database takes in one value, so they were not stored (on MySQL / MariaDB: max_allowed_packet).")
     res = compare(bundle, q_emb, sub_emb, strategies=(strategy,), k=k, ground_truth=ground_truth)
     retrieved = {r.doc_id for r in res.outcomes[strategy].rows}
     o = res.outcomes[strategy]

@@ -86,6 +86,44 @@ def test_maps_are_stored_once_with_reducer_and_reused(store_run, monkeypatch):
     np.testing.assert_allclose(space_vectors(q, "head:2"), emb.heads[5:6, 2])
 
 
+def test_a_reducer_too_large_for_the_database_is_left_out_not_fatal(store_run, monkeypatch):
+    """The map is stored and drawn; its model is not, so no query is placed on it, now or later."""
+    store, run, ids, emb = store_run
+    monkeypatch.setattr(type(store), "largest_value_bytes", lambda self: 100)  # a PCA model is ~0.5 KB
+    maps = ensure_maps(store, run.id, "pca", spaces=["standard"])
+    fresh = maps["standard"]
+    assert fresh.reducer is None and fresh.model_too_large > 100
+    stored = db.find_projection(store, run.id, "standard", "pca", seed=0)
+    assert stored.model_blob is None and stored.doc_ids == ids
+    np.testing.assert_allclose(stored.coords, fresh.coords)
+    again = ensure_maps(store, run.id, "pca", spaces=["standard"])["standard"]
+    assert again.from_store and again.reducer is None
+    assert place_query({"standard": fresh}, Embeddings(emb.standard[:1], emb.heads[:1])) == {}
+
+
+def test_largest_value_bytes_is_what_mysql_takes(mysql_server):
+    """On MariaDB through PyMySQL a BLOB of ``largest_value_bytes`` is stored; one of the server's
+    max_allowed_packet less 64 KiB is not (PyMySQL sends bytes hex-encoded), and nothing is half-written."""
+    from sqlalchemy import text
+
+    with mysql_server.store() as store:
+        with store.engine.connect() as conn:
+            packet = conn.execute(text("SELECT @@max_allowed_packet")).scalar_one()
+        assert store.largest_value_bytes() == (packet - 64 * 1024) // 2
+        c = db.create_corpus(store, "big")
+        emb = clustered()
+        ids = db.add_documents(store, c.id, [{"text": f"t{i}"} for i in range(len(emb))]).document_ids
+        run = db.create_embedding_run(store, c.id, model_name="fake", layer=0, pooling="mean", n_heads=3,
+                                      head_dim=8, dim=16)
+        coords = np.zeros((len(ids), 2), np.float32)
+        fits = db.save_projection(store, run.id, "standard", "pca", coords, ids,
+                                  model_blob=b"x" * store.largest_value_bytes())
+        assert len(db.load_projection(store, fits.id).model_blob) == store.largest_value_bytes()
+        with pytest.raises(Exception):  # noqa: B017 - the driver's own error (packet too large / connection lost)
+            db.save_projection(store, run.id, "head:0", "pca", coords, ids, model_blob=b"x" * (packet - 64 * 1024))
+        assert [p.space for p in db.list_projections(store, run.id)] == ["standard"]
+
+
 def test_foreign_blob_is_refused():
     with pytest.raises(ValueError):
         Reducer.loads(b"\x80\x04junk")

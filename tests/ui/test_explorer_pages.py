@@ -366,6 +366,24 @@ def test_maps_page_places_query_and_stores_maps(built):
     store.close()
 
 
+def test_maps_page_says_when_a_query_cannot_be_placed_on_maps_stored_without_their_model(built, monkeypatch):
+    """Maps whose fitted model was too large for the database (MySQL's max_allowed_packet) are drawn, and
+    a placed query says on which maps it is missing (the limit is lowered here to make every model too large)."""
+    import db
+
+    monkeypatch.setattr(db.Store, "largest_value_bytes", lambda self: 100)
+    at = ok(page("7_Maps.py").run())
+    at.number_input(key="maps_seed").set_value(11).run()  # maps not computed yet for this seed: fitted now
+    ok(at)
+    assert not any("not placed" in t for t in texts(at.info))  # nothing to say before a query is placed
+    at.radio(key="maps_qsrc").set_value("Type a query").run()
+    at.text_input(key="maps_typed").input("volcano eruption lava").run()
+    ok(at)
+    assert any(t.startswith("The query is not placed on 13 of 13 maps (standard, head:0, head:1, head:2, head:3, …)")
+               and "max_allowed_packet" in t for t in texts(at.info))
+    assert len(at.dataframe[-1].value) == 96  # the maps and their table are still drawn
+
+
 def test_maps_page_umap_cancel_button_only_while_computing(built, monkeypatch):
     """Choosing UMAP asks before computing; while the maps are computed a Cancel button shows, and it is
     gone once they are stored (it used to stay on the page after the last map). The UMAP fit itself is
