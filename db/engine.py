@@ -251,7 +251,8 @@ class Store:
         write lock up front, waiting up to the busy timeout); ``readonly=True`` uses a
         deferred ``BEGIN`` that never blocks other readers or the writer (WAL). On PostgreSQL a
         write session takes the advisory write lock first (waiting up to 10 s), a read-only one
-        takes nothing.
+        takes nothing; on MySQL / MariaDB a write session holds the named write lock on its own
+        connection, taken before its transaction begins and given back after it ends.
 
         A write that waits for the lock longer than the busy timeout raises :class:`BusyError`
         (whatever the database), and nothing of the transaction is kept.
