@@ -27,6 +27,10 @@ RUN_STATUSES = ("running", "done", "cancelled", "failed")
 #: Dtypes of the model's weights during a run (``EmbeddingRun.precision``).
 PRECISIONS = ("float32", "float16", "bfloat16")
 _F32 = np.dtype("<f4")
+#: Two runs' vectors are interchangeable (one may copy the other's, :func:`copy_unchanged_vectors`) when the
+#: runs agree on all of these; :func:`reuse_candidates` finds such runs.
+INTERCHANGEABLE_IF_SAME = ("corpus_id", "model_name", "model_path", "layer", "pooling", "precision", "n_heads",
+                           "head_dim", "dim")
 
 
 @dataclass(frozen=True)
@@ -277,9 +281,7 @@ def copy_unchanged_vectors(store: Store, source_run_id: int, target_run_id: int)
     with store.session() as session:
         source = require(session, EmbeddingRun, source_run_id, "Embedding run")
         target = require(session, EmbeddingRun, target_run_id, "Embedding run")
-        fields = ("corpus_id", "model_name", "model_path", "layer", "pooling", "precision", "n_heads", "head_dim",
-                  "dim")
-        differ = [f for f in fields if getattr(source, f) != getattr(target, f)]
+        differ = [f for f in INTERCHANGEABLE_IF_SAME if getattr(source, f) != getattr(target, f)]
         if differ:
             raise InvalidInputError(f"Runs {source_run_id} and {target_run_id} differ in {', '.join(differ)}: "
                                     "their vectors are not interchangeable.")
@@ -320,18 +322,8 @@ def reuse_candidates(store: Store, run_id: int) -> list[int]:
         return list(
             session.scalars(
                 select(EmbeddingRun.id)
-                .where(
-                    EmbeddingRun.id != run.id,
-                    EmbeddingRun.corpus_id == run.corpus_id,
-                    EmbeddingRun.model_name == run.model_name,
-                    EmbeddingRun.model_path == run.model_path,
-                    EmbeddingRun.layer == run.layer,
-                    EmbeddingRun.pooling == run.pooling,
-                    EmbeddingRun.precision == run.precision,
-                    EmbeddingRun.n_heads == run.n_heads,
-                    EmbeddingRun.head_dim == run.head_dim,
-                    EmbeddingRun.dim == run.dim,
-                )
+                .where(EmbeddingRun.id != run.id,
+                       *(getattr(EmbeddingRun, f) == getattr(run, f) for f in INTERCHANGEABLE_IF_SAME))
                 .order_by(EmbeddingRun.id.desc())
             )
         )

@@ -120,9 +120,6 @@ class SpaceMap:
     coords: np.ndarray
     reducer: Reducer | None
     from_store: bool
-    #: Size in bytes of a fitted reducer that was too large for the database to store (its map is stored
-    #: without it, and ``reducer`` is None: the map shows, a query is not placed on it); None otherwise.
-    model_too_large: int | None = None
 
 
 def load_or_fit(store: db.Store, run_id: int, space: str, method: str, *, emb: Embeddings | None = None,
@@ -139,13 +136,14 @@ def load_or_fit(store: db.Store, run_id: int, space: str, method: str, *, emb: E
     params = default_params(method, len(doc_ids))
     coords, reducer = fit_projection(space_vectors(emb, space), method, seed=seed, params=params)
     blob: bytes | None = reducer.dumps()
-    too_large = len(blob) if len(blob) > store.largest_value_bytes() else None
-    if too_large is not None:  # e.g. a UMAP model of 10,000 384-d vectors (38 MB) on MariaDB's 16 MB default
-        blob = None
+    if len(blob) > store.largest_value_bytes():  # e.g. a UMAP model of 10,000 384-d vectors (38 MB) on MariaDB
+        # Stored without its model, the map places no query: not now either, so it acts the same after a restart.
+        blob, kept = None, None
+    else:
+        kept = reducer
     db.save_projection(store, run_id, space, method, coords, list(doc_ids), params=params, seed=seed,
                        model_blob=blob)
-    # Without its stored model the map places no query, now or after a restart (the same either way).
-    return SpaceMap(space, method, [int(d) for d in doc_ids], coords, None if too_large else reducer, False, too_large)
+    return SpaceMap(space, method, [int(d) for d in doc_ids], coords, kept, False)
 
 
 def ensure_maps(store: db.Store, run_id: int, method: str = "pca", *, spaces: Sequence[str] | None = None,

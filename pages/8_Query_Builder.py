@@ -174,9 +174,9 @@ with tab_import:
         except qw.QuerySetError as exc:
             st.error(f"Nothing was imported: {md_plain(str(exc))}")
         else:
-            st.success(f"Imported {rep.n_queries} queries into '{md_plain(imp_name.strip())}' ({rep.n_flagged} "
-                       "flagged, "
-                       f"{len(rep.skipped)} row{'s' if len(rep.skipped) != 1 else ''} skipped).")
+            st.success(f"Imported {rep.n_queries} queries into '{md_plain(imp_name.strip())}' "
+                       f"({rep.n_flagged} flagged, {len(rep.skipped)} row{'s' if len(rep.skipped) != 1 else ''} "
+                       "skipped).")
             if rep.skipped or rep.unresolved:
                 st.warning(f"{len(rep.skipped)} row(s) could not be read and were skipped; "
                            f"{len(rep.unresolved)} topic(s) match no document of this corpus:")

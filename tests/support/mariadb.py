@@ -9,7 +9,6 @@ of its own, created with a latin1, case-insensitive default that the schema's ow
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import signal
@@ -18,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.support.servers import DatabaseServer, has_user
+from tests.support.servers import DatabaseServer
 
 ENV_URL = "MRAG_TEST_MYSQL_URL"
 
@@ -33,6 +32,10 @@ def find_server() -> tuple[Path, Path] | None:
 class MariaDBServer(DatabaseServer):
     """:meth:`start` a server (or take ``MRAG_TEST_MYSQL_URL``), a database per test, :meth:`stop` at the end."""
 
+    env_url = ENV_URL
+    driver = ("pymysql", "PyMySQL")
+    product = ("MariaDB", "mariadb-server")
+    system_user = "mysql"
     admin_database = "mysql"
 
     def __init__(self, url: str, root: Path | None = None, process: subprocess.Popen | None = None) -> None:
@@ -40,18 +43,9 @@ class MariaDBServer(DatabaseServer):
         self._root = root
         self._process = process
 
-    @classmethod
-    def available(cls) -> str | None:
-        """Why no server can be had here (None when one can)."""
-        if os.environ.get(ENV_URL):
-            return None
-        if importlib.util.find_spec("pymysql") is None:
-            return "the PyMySQL driver is not installed"
-        if find_server() is None:
-            return f"MariaDB is not installed (apt-get install mariadb-server) and {ENV_URL} is not set"
-        if os.geteuid() == 0 and not has_user("mysql"):
-            return "running as root and there is no 'mysql' user to run the server as"
-        return None
+    @staticmethod
+    def binaries_found() -> bool:
+        return find_server() is not None
 
     @classmethod
     def start(cls, timeout_s: float = 60.0) -> MariaDBServer:

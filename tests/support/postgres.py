@@ -9,14 +9,13 @@ tests run as root, since ``initdb`` refuses root). Each test gets a database of 
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.support.servers import DatabaseServer, free_port, has_user
+from tests.support.servers import DatabaseServer, free_port
 
 ENV_URL = "MRAG_TEST_POSTGRES_URL"
 USER = "mrag"
@@ -34,6 +33,10 @@ class PostgresServer(DatabaseServer):
     """A server to create test databases on: :meth:`start` one (or take ``MRAG_TEST_POSTGRES_URL``),
     :meth:`create_database` / :meth:`drop_database` per test, :meth:`stop` at the end."""
 
+    env_url = ENV_URL
+    driver = ("psycopg", "psycopg")
+    product = ("PostgreSQL", "postgresql")
+    system_user = "postgres"
     admin_database = "postgres"
 
     def __init__(self, url: str, data_dir: Path | None = None, run_as: list[str] | None = None,
@@ -43,18 +46,9 @@ class PostgresServer(DatabaseServer):
         self._run_as = run_as or []
         self._bin_dir = bin_dir
 
-    @classmethod
-    def available(cls) -> str | None:
-        """Why no server can be had here (None when one can)."""
-        if os.environ.get(ENV_URL):
-            return None
-        if importlib.util.find_spec("psycopg") is None:
-            return "the psycopg driver is not installed"
-        if find_bin_dir() is None:
-            return f"PostgreSQL is not installed (apt-get install postgresql) and {ENV_URL} is not set"
-        if os.geteuid() == 0 and not has_user("postgres"):
-            return "running as root and there is no 'postgres' user to run the server as"
-        return None
+    @staticmethod
+    def binaries_found() -> bool:
+        return find_bin_dir() is not None
 
     @classmethod
     def start(cls) -> PostgresServer:

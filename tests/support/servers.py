@@ -7,6 +7,8 @@ Subclasses: :class:`tests.support.postgres.PostgresServer`, :class:`tests.suppor
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import pwd
 import socket
 import uuid
@@ -42,9 +44,33 @@ class DatabaseServer:
 
     #: The database administrative statements run in.
     admin_database: str = ""
+    #: What :meth:`available` checks: the environment variable naming an existing server, the driver's
+    #: module and name, the product and its Debian package, and the system user it runs as under root.
+    env_url: str = ""
+    driver: tuple[str, str] = ("", "")
+    product: tuple[str, str] = ("", "")
+    system_user: str = ""
 
     def __init__(self, url: str) -> None:
         self.url = url
+
+    @staticmethod
+    def binaries_found() -> bool:
+        """Whether the server's programs are installed here (to start a throwaway server)."""
+        raise NotImplementedError
+
+    @classmethod
+    def available(cls) -> str | None:
+        """Why no server can be had here (None when one can)."""
+        if os.environ.get(cls.env_url):
+            return None
+        if importlib.util.find_spec(cls.driver[0]) is None:
+            return f"the {cls.driver[1]} driver is not installed"
+        if not cls.binaries_found():
+            return f"{cls.product[0]} is not installed (apt-get install {cls.product[1]}) and {cls.env_url} is not set"
+        if os.geteuid() == 0 and not has_user(cls.system_user):
+            return f"running as root and there is no '{cls.system_user}' user to run the server as"
+        return None
 
     def database_url(self, name: str) -> str:
         """The URL of database ``name`` on this server (the server URL's query options kept)."""
