@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from mrag_core.demo import DEMO_CORPUS_NAME, load_demo
+from tests.ui.conftest import ON_EVERY_BACKEND
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -17,7 +19,8 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
-def test_landing_loads_demo_without_llm_key(tmp_path: Path) -> None:
+@ON_EVERY_BACKEND
+def test_landing_loads_demo_without_llm_key() -> None:
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, [e.value for e in at.exception]
     demo = load_demo()
@@ -25,7 +28,7 @@ def test_landing_loads_demo_without_llm_key(tmp_path: Path) -> None:
     assert metrics == {"Corpora": "1", "Documents": str(len(demo.documents)), "Query sets": "1"}
     assert any("No LLM endpoint configured" in i.value for i in at.info)
     assert not at.error
-    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
     corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
     assert corpus.n_documents == len(demo.documents) and corpus.n_categories == len(demo.categories)
     # a second start does not duplicate anything
@@ -57,12 +60,12 @@ def test_landing_links_every_page_and_names_the_database(tmp_path: Path) -> None
     assert str(tmp_path / "t.db") in " ".join(c.value for c in at.caption)
 
 
-def test_landing_says_whether_the_demo_index_is_built(tmp_path: Path) -> None:
+def test_landing_says_whether_the_demo_index_is_built() -> None:
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert any("demo corpus has no index yet" in i.value for i in at.info)
     assert not at.success
     # a finished run over the demo corpus (as the Index page leaves one), then a fresh start of the page
-    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
     corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
     run = db.create_embedding_run(store, corpus.id, model_name="minilm", layer=5, pooling="mean", n_heads=2,
                                   head_dim=2, dim=4)
@@ -74,9 +77,10 @@ def test_landing_says_whether_the_demo_index_is_built(tmp_path: Path) -> None:
     assert any(f"finished index (#{run.id}: minilm, layer 5)" in s.value for s in at.success)
 
 
-def test_a_deleted_demo_corpus_stays_deleted_and_can_be_restored(tmp_path: Path) -> None:
+@ON_EVERY_BACKEND
+def test_a_deleted_demo_corpus_stays_deleted_and_can_be_restored() -> None:
     AppTest.from_file(APP, default_timeout=60).run()
-    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
     db.delete_corpus(store, db.get_corpus_by_name(store, DEMO_CORPUS_NAME).id)
     st.cache_resource.clear()  # as after a server restart
     at = AppTest.from_file(APP, default_timeout=60).run()
@@ -92,9 +96,9 @@ def test_a_deleted_demo_corpus_stays_deleted_and_can_be_restored(tmp_path: Path)
     assert "home_restore_demo" not in [b.key for b in at.button]
 
 
-def test_a_renamed_demo_corpus_is_still_the_one_home_talks_about(tmp_path: Path) -> None:
+def test_a_renamed_demo_corpus_is_still_the_one_home_talks_about() -> None:
     AppTest.from_file(APP, default_timeout=60).run()
-    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
     corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
     db.rename_corpus(store, corpus.id, "Volcanoes and more")
     run = db.create_embedding_run(store, corpus.id, model_name="minilm", layer=5, pooling="mean", n_heads=2,

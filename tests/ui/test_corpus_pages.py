@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from tests.support.apptest import confirm_and_click
+from tests.ui.conftest import ON_EVERY_BACKEND
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPORT_PAGE = str(ROOT / "pages" / "1_Corpus_Import.py")
@@ -26,8 +27,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
-def _store(tmp_path: Path) -> db.Store:
-    return db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+def _store() -> db.Store:
+    """The store the page under test uses (``MRAG_DATABASE_URL``, set by ``fresh_env``)."""
+    return db.open_store(os.environ["MRAG_DATABASE_URL"])
 
 
 def _no_exceptions(at: AppTest) -> None:
@@ -45,7 +47,8 @@ CSV = (
 )
 
 
-def test_import_csv_upload_preview_then_commit(tmp_path: Path) -> None:
+@ON_EVERY_BACKEND
+def test_import_csv_upload_preview_then_commit() -> None:
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
     _no_exceptions(at)
     at.file_uploader(key="imp_upload_table").set_value(("news.csv", CSV.encode(), "text/csv")).run()
@@ -60,7 +63,7 @@ def test_import_csv_upload_preview_then_commit(tmp_path: Path) -> None:
     assert any("same text" in m for m in issues["message"])
     button = at.button(key="imp_go")
     assert button.label == "Import 2 documents"
-    store = _store(tmp_path)
+    store = _store()
     assert [c.name for c in db.list_corpora(store)] == ["MRAG Studio demo"]
 
     at.text_input(key="imp_new_name").set_value("News").run()
@@ -73,8 +76,8 @@ def test_import_csv_upload_preview_then_commit(tmp_path: Path) -> None:
     assert at.session_state["corpus_id"] == corpus.id
 
 
-def test_import_pasted_jsonl_into_existing_corpus_with_dedupe(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_import_pasted_jsonl_into_existing_corpus_with_dedupe() -> None:
+    store = _store()
     target = db.create_corpus(store, "Target")
     db.add_documents(store, target.id, [{"title": "old", "text": "already here"}])
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
@@ -94,7 +97,7 @@ def test_import_pasted_jsonl_into_existing_corpus_with_dedupe(tmp_path: Path) ->
     assert [d.title for d in db.list_documents(store, target.id).items] == ["old", "N"]
 
 
-def test_import_zip_with_folder_labels_and_name_clash(tmp_path: Path) -> None:
+def test_import_zip_with_folder_labels_and_name_clash() -> None:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("notes/physics/a.txt", "Atoms are small.")
@@ -108,7 +111,7 @@ def test_import_zip_with_folder_labels_and_name_clash(tmp_path: Path) -> None:
     at.text_input(key="imp_new_name").set_value("MRAG Studio demo").run()
     at.button(key="imp_go").click().run()
     assert at.error and "Nothing was imported" in at.error[0].value and "already exists" in at.error[0].value
-    store = _store(tmp_path)
+    store = _store()
     assert db.get_corpus_by_name(store, "MRAG Studio demo").n_documents == 96
     at.checkbox(key="imp_folder_label").uncheck()
     at.text_input(key="imp_new_name").set_value("Notes").run()
@@ -118,7 +121,7 @@ def test_import_zip_with_folder_labels_and_name_clash(tmp_path: Path) -> None:
     assert db.get_corpus_by_name(store, "Notes").n_documents == 2
 
 
-def test_import_unreadable_file_shows_error(tmp_path: Path) -> None:
+def test_import_unreadable_file_shows_error() -> None:
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
     at.file_uploader(key="imp_upload_table").set_value(("bad.json", b"{oops", "application/json")).run()
     _no_exceptions(at)
@@ -126,7 +129,7 @@ def test_import_unreadable_file_shows_error(tmp_path: Path) -> None:
     assert not at.button  # no import button
 
 
-def test_import_bad_chunk_settings_show_error(tmp_path: Path) -> None:
+def test_import_bad_chunk_settings_show_error() -> None:
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
     at.file_uploader(key="imp_upload_table").set_value(("news.csv", CSV.encode(), "text/csv")).run()
     at.radio(key="imp_chunk").set_value("Paragraphs (merged to at least N characters)").run()
@@ -189,7 +192,7 @@ def test_import_topic_layout_from_a_folder(tmp_path: Path) -> None:
     _no_exceptions(at)
     assert "not found" in at.dataframe[1].value["message"][0] and at.button(key="imp_go").disabled
     at.text_input(key="imp_topic_path").set_value(str(tmp_path / "data")).run()
-    store = _store(tmp_path)
+    store = _store()
     assert [c.name for c in db.list_corpora(store)] == ["MRAG Studio demo"]  # nothing written by the preview
     at.text_input(key="imp_new_name").set_value("Legal").run()
     at.button(key="imp_go").click().run()
@@ -215,12 +218,12 @@ def test_import_topic_layout_zip_upload(tmp_path: Path) -> None:
     assert at.text_input(key="imp_new_name").value == "legal"
     at.button(key="imp_go").click().run()
     _no_exceptions(at)
-    store = _store(tmp_path)
+    store = _store()
     corpus = db.get_corpus_by_name(store, "legal")
     assert corpus.n_documents == 3 and corpus.n_categories == 2
 
 
-def test_import_real_wikipedia_articles_bz2(tmp_path: Path) -> None:
+def test_import_real_wikipedia_articles_bz2() -> None:
     if not WIKI_ARTICLES.exists():
         pytest.skip(f"shared MRAG Wikipedia benchmark not present at {WIKI_ARTICLES}")
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
@@ -234,12 +237,12 @@ def test_import_real_wikipedia_articles_bz2(tmp_path: Path) -> None:
     at.text_input(key="imp_new_name").set_value("Wikipedia").run()
     at.button(key="imp_go").click().run()
     _no_exceptions(at)
-    store = _store(tmp_path)
+    store = _store()
     corpus = db.get_corpus_by_name(store, "Wikipedia")
     assert (corpus.n_documents, corpus.n_categories) == (1250, 25)
 
 
-def test_import_wikipedia_json_with_a_bad_row(tmp_path: Path) -> None:
+def test_import_wikipedia_json_with_a_bad_row() -> None:
     items = [{"title": "A", "text": "Alpha text.", "label": "x"}, {"title": "B", "label": "x"},
              {"title": "C", "text": "Gamma text.", "label": "y"}]
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
@@ -251,10 +254,10 @@ def test_import_wikipedia_json_with_a_bad_row(tmp_path: Path) -> None:
     assert ("error", "row 2") in set(zip(at.dataframe[1].value["severity"], at.dataframe[1].value["location"]))
     at.button(key="imp_go").click().run()
     _no_exceptions(at)
-    assert db.get_corpus_by_name(_store(tmp_path), "articles").n_documents == 2
+    assert db.get_corpus_by_name(_store(), "articles").n_documents == 2
 
 
-def test_chunked_import_links_chunks_and_review_shows_it(tmp_path: Path) -> None:
+def test_chunked_import_links_chunks_and_review_shows_it() -> None:
     long_text = " ".join(f"Sentence {i} about the long history of Rome." for i in range(40))
     csv = "title,text,label\nRome,\"" + long_text + "\",history\nShort,A short note.,misc\n"
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
@@ -268,7 +271,7 @@ def test_chunked_import_links_chunks_and_review_shows_it(tmp_path: Path) -> None
     assert n >= 2 and parts[0] == f"1/{n}"
     at.button(key="imp_go").click().run()
     _no_exceptions(at)
-    store = _store(tmp_path)
+    store = _store()
     corpus = db.get_corpus_by_name(store, "rome")
     docs = db.list_documents(store, corpus.id).items
     assert [(d.chunk_of, d.chunk_index, d.chunk_count) for d in docs] == [
@@ -330,8 +333,8 @@ def _submit(at: AppTest, label: str) -> AppTest:
     return at
 
 
-def test_review_queue_accept_save_next_and_skip(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_review_queue_accept_save_next_and_skip() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     at = _review_app(corpus.id)
     assert at.subheader[0].value == "Match report"
@@ -360,8 +363,8 @@ def test_review_queue_accept_save_next_and_skip(tmp_path: Path) -> None:
     assert any("failed" in w.value and "timeout" in w.value for w in at.warning)
 
 
-def test_review_queue_shows_llm_words_and_titles_verbatim_not_as_markdown(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_review_queue_shows_llm_words_and_titles_verbatim_not_as_markdown() -> None:
+    store = _store()
     c = db.create_corpus(store, "Markup")
     db.add_categories(store, c.id, ["sport", "cooking"])
     ids = db.add_documents(store, c.id, [{"title": "**Big** [win](http://127.0.0.1:9/t)", "text": "A match."},
@@ -383,8 +386,8 @@ def test_review_queue_shows_llm_words_and_titles_verbatim_not_as_markdown(tmp_pa
     assert "label='\\[x\\]\\(http" in warning and "](" not in warning
 
 
-def test_review_queue_filters(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_review_queue_filters() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     db.decide_label(store, ids[2], cats["science"], "alice", 1)
     at = _review_app(corpus.id)
@@ -401,8 +404,8 @@ def test_review_queue_filters(tmp_path: Path) -> None:
     assert at.subheader[0].value == "Recipe" and "Document 1 of 1" in at.caption[0].value
 
 
-def test_agent_filter_lists_stored_agents_with_versions(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_agent_filter_lists_stored_agents_with_versions() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     db.add_suggestions(store, [{"document_id": ids[1], "agent": "llm:tiny", "model_version": "v2",
                                 "category": "science", "score": 0.7, "reason": "mentions pasta?"}])
@@ -423,8 +426,9 @@ def test_agent_filter_lists_stored_agents_with_versions(tmp_path: Path) -> None:
     assert list(table["id"]) == [ids[1]] and list(table["suggestion"]) == ["science"]
 
 
-def test_review_version_conflict_is_reported_not_overwritten(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+@ON_EVERY_BACKEND
+def test_review_version_conflict_is_reported_not_overwritten() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     at = _review_app(corpus.id)
     assert at.subheader[0].value == "Match report"
@@ -440,8 +444,9 @@ def test_review_version_conflict_is_reported_not_overwritten(tmp_path: Path) -> 
     assert db.effective_label(store, ids[0]).category == "sport"
 
 
-def test_review_queue_edits_and_deletes_a_document(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+@ON_EVERY_BACKEND
+def test_review_queue_edits_and_deletes_a_document() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     qs = db.create_query_set(store, corpus.id, "Q")
     (query,) = db.add_queries(store, qs.id, [{"text": "a match and pasta", "ground_truth": [ids[0], ids[1]]}])
@@ -477,8 +482,8 @@ def test_review_queue_edits_and_deletes_a_document(tmp_path: Path) -> None:
     assert "'Recipe'" in row.error and "was deleted" in row.error
 
 
-def test_review_queue_edit_refused_when_someone_changed_the_document(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_review_queue_edit_refused_when_someone_changed_the_document() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     at = _review_app(corpus.id)
     db.update_document(store, ids[0], title="Renamed meanwhile")  # another reviewer, while it is open
@@ -491,8 +496,9 @@ def test_review_queue_edit_refused_when_someone_changed_the_document(tmp_path: P
     assert "Not deleted" in at.error[0].value and ids[0] in db.document_ids(store, corpus.id)
 
 
-def test_bulk_accept_selected(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+@ON_EVERY_BACKEND
+def test_bulk_accept_selected() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     at = _review_app(corpus.id, "Bulk accept")
     table = at.data_editor[0].value
@@ -512,8 +518,8 @@ def test_bulk_accept_selected(tmp_path: Path) -> None:
     assert list(at.data_editor[0].value["id"]) == [ids[2], ids[3]]  # accepted rows left the unreviewed list
 
 
-def test_preannotate_stopped_run_says_cancelled_or_interrupted(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_preannotate_stopped_run_says_cancelled_or_interrupted() -> None:
+    store = _store()
     corpus, _, _ = _labelled_corpus(store)
     at = _review_app(corpus.id, "Pre-annotate")
     assert not at.warning
@@ -529,10 +535,10 @@ def test_preannotate_stopped_run_says_cancelled_or_interrupted(tmp_path: Path) -
     assert not at.warning  # said once
 
 
-def test_preannotate_refuses_while_another_session_runs_it(tmp_path: Path) -> None:
+def test_preannotate_refuses_while_another_session_runs_it() -> None:
     from ui.state import preannotation_lock
 
-    store = _store(tmp_path)
+    store = _store()
     corpus, ids, _ = _labelled_corpus(store)
     at = _review_app(corpus.id, "Pre-annotate")
     n_suggestions = sum(len(db.list_suggestions(store, i)) for i in ids)
@@ -549,8 +555,8 @@ def test_preannotate_refuses_while_another_session_runs_it(tmp_path: Path) -> No
     assert "pa_running" not in at.session_state
 
 
-def test_preannotate_offline_with_minilm_then_find_similar(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_preannotate_offline_with_minilm_then_find_similar() -> None:
+    store = _store()
     c = db.create_corpus(store, "Tiny")
     db.add_categories(store, c.id, [{"name": "sport", "description": "football, matches, goals, athletes"},
                                     {"name": "cooking", "description": "recipes, food, kitchen, baking"}])
@@ -587,8 +593,8 @@ def test_preannotate_offline_with_minilm_then_find_similar(tmp_path: Path) -> No
     assert [db.effective_label(store, i).source for i in ids] == ["decision", "suggestion", "decision"]
 
 
-def test_preannotate_skips_documents_imported_with_a_label_by_default(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_preannotate_skips_documents_imported_with_a_label_by_default() -> None:
+    store = _store()
     c = db.create_corpus(store, "Half labelled")
     db.add_categories(store, c.id, [{"name": "sport", "description": "football, matches, goals"},
                                     {"name": "cooking", "description": "recipes, food, baking"}])
@@ -611,8 +617,8 @@ def test_preannotate_skips_documents_imported_with_a_label_by_default(tmp_path: 
     store.close()
 
 
-def test_preannotate_offers_every_document_when_all_are_labelled(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_preannotate_offers_every_document_when_all_are_labelled() -> None:
+    store = _store()
     c = db.create_corpus(store, "All labelled")
     db.add_categories(store, c.id, ["sport", "cooking"])
     db.add_documents(store, c.id, [{"text": "A goal in the final.", "label": "sport"},
@@ -626,8 +632,9 @@ def test_preannotate_offers_every_document_when_all_are_labelled(tmp_path: Path)
 # --------------------------------------------------------------------------- agreement & export page
 
 
-def test_agreement_and_export(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+@ON_EVERY_BACKEND
+def test_agreement_and_export() -> None:
+    store = _store()
     corpus, ids, cats = _labelled_corpus(store)
     db.decide_label(store, ids[0], cats["sport"], "alice", 1)  # agrees
     db.decide_label(store, ids[1], cats["science"], "alice", 1)  # suggestion said cooking
@@ -662,10 +669,10 @@ def test_agreement_and_export(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- manage corpora
 
 
-def _two_corpora(tmp_path: Path) -> tuple[db.Store, int, int]:
+def _two_corpora() -> tuple[db.Store, int, int]:
     """The demo corpus (as the page loads it) plus "News *1*" with a query set and an index."""
     AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()  # loads the demo corpus
-    store = _store(tmp_path)
+    store = _store()
     news = db.create_corpus(store, "News *1*")
     ids = db.add_documents(store, news.id, [{"text": "a goal", "label": "sport"}, {"text": "pasta", "label": "food"}]
                            ).document_ids
@@ -682,8 +689,8 @@ def _manage_open(at: AppTest) -> AppTest:
     return at.run()
 
 
-def test_manage_corpora_lists_renames_and_refuses_a_taken_name(tmp_path: Path) -> None:
-    store, demo_id, news_id = _two_corpora(tmp_path)
+def test_manage_corpora_lists_renames_and_refuses_a_taken_name() -> None:
+    store, demo_id, news_id = _two_corpora()
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
     assert not at.dataframe  # closed: nothing drawn
     _manage_open(at)
@@ -709,8 +716,9 @@ def test_manage_corpora_lists_renames_and_refuses_a_taken_name(tmp_path: Path) -
     assert at.selectbox(key="cm_corpus").value == news_id  # the choice survives the rename
 
 
-def test_manage_corpora_deletes_only_after_confirmation_and_names_what_goes(tmp_path: Path) -> None:
-    store, demo_id, news_id = _two_corpora(tmp_path)
+@ON_EVERY_BACKEND
+def test_manage_corpora_deletes_only_after_confirmation_and_names_what_goes() -> None:
+    store, demo_id, news_id = _two_corpora()
     at = _manage_open(AppTest.from_file(IMPORT_PAGE, default_timeout=60).run())
     at.session_state["corpus_id"] = news_id  # the corpus the other pages have selected
     at.selectbox(key="cm_corpus").set_value(news_id).run()
@@ -725,10 +733,10 @@ def test_manage_corpora_deletes_only_after_confirmation_and_names_what_goes(tmp_
     assert list(at.dataframe[0].value["corpus"]) == ["MRAG Studio demo"]
 
 
-def test_manage_corpora_refuses_to_delete_a_corpus_being_preannotated(tmp_path: Path) -> None:
+def test_manage_corpora_refuses_to_delete_a_corpus_being_preannotated() -> None:
     from ui.state import preannotation_lock
 
-    store, demo_id, news_id = _two_corpora(tmp_path)
+    store, demo_id, news_id = _two_corpora()
     lock = preannotation_lock(news_id)
     assert lock.acquire(blocking=False)
     try:

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
 from tests.support.apptest import confirm_and_click  # noqa: E402
+from tests.ui.conftest import ON_EVERY_BACKEND  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_PAGE = str(ROOT / "pages" / "9_Evaluation_Runs.py")
@@ -36,6 +37,7 @@ def _store() -> db.Store:
     return db.open_store(os.environ["MRAG_DATABASE_URL"])
 
 
+@ON_EVERY_BACKEND
 def test_evaluation_page_runs_demo_and_lists_it() -> None:
     at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
     assert not at.exception, at.exception
@@ -164,6 +166,7 @@ def _demo_set_ids(store: db.Store) -> tuple[int, dict[str, int]]:
     return corpus.id, {s.name: s.id for s in db.list_query_sets(store, corpus.id)}
 
 
+@ON_EVERY_BACKEND
 def test_query_builder_offline_generation_and_hand_written_query() -> None:
     at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()
     assert not at.exception, at.exception
@@ -301,6 +304,7 @@ def test_evaluation_page_resumes_a_stopped_run() -> None:
     store.close()
 
 
+@ON_EVERY_BACKEND
 def test_query_builder_deletes_a_query_and_a_set_only_after_naming_what_goes() -> None:
     at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus and its 24 queries
     store = _store()
