@@ -146,6 +146,21 @@ def load_or_fit(store: db.Store, run_id: int, space: str, method: str, *, emb: E
     return SpaceMap(space, method, [int(d) for d in doc_ids], coords, kept, False)
 
 
+def forget_maps_without_model(store: db.Store, run_id: int, method: str, *, seed: int = 0,
+                              spaces: Sequence[str] | None = None) -> list[str]:
+    """Delete the stored maps of (run, method, seed) that were stored without their fitted model (it was larger
+    than the database takes in one value), all or those of ``spaces``, so that :func:`ensure_maps` fits them again,
+    e.g. after MySQL's ``max_allowed_packet`` was raised. Returns the spaces whose maps were deleted."""
+    wanted = set(spaces) if spaces is not None else None
+    gone: list[str] = []
+    for p in db.list_projections(store, run_id):
+        if (p.method == method and p.seed == seed and not p.has_model
+                and (wanted is None or p.space in wanted)):
+            db.delete_projection(store, p.id)
+            gone.append(p.space)
+    return gone
+
+
 def ensure_maps(store: db.Store, run_id: int, method: str = "pca", *, spaces: Sequence[str] | None = None,
                 seed: int = 0, progress: Callable[[int, int], None] | None = None,
                 cancel: threading.Event | None = None) -> dict[str, SpaceMap]:

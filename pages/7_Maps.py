@@ -17,7 +17,8 @@ from plotly.subplots import make_subplots
 
 import db
 from mrag_core.models.loader import ModelLoadError
-from mrag_core.projection import METHODS, SpaceMap, ensure_maps, place_query, space_names
+from mrag_core.projection import (METHODS, SpaceMap, ensure_maps, forget_maps_without_model, place_query,
+                                  space_names)
 from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, model_for_run
 from ui.navigation import page_setup
@@ -168,7 +169,13 @@ if query_text:
     if unplaced:
         st.info(f"The query is not placed on {len(unplaced)} of {len(maps)} maps ({', '.join(unplaced[:5])}"
                 f"{', …' if len(unplaced) > 5 else ''}): their fitted {method.upper()} models were larger than this "
-                "database takes in one value, so they were not stored (on MySQL / MariaDB: max_allowed_packet).")
+                "database takes in one value, so they were not stored (on MySQL / MariaDB: max_allowed_packet). "
+                "Once the database takes larger values, refit them.")
+        if st.button(f"Refit {len(unplaced)} map{'s' if len(unplaced) != 1 else ''} with their models",
+                     key="maps_refit"):
+            forget_maps_without_model(store, run.id, method, seed=seed, spaces=unplaced)
+            st.session_state[go_key] = True  # UMAP: computed now, without asking again
+            st.rerun()
     res = compare(bundle, q_emb, sub_emb, strategies=(strategy,), k=k, ground_truth=ground_truth)
     retrieved = {r.doc_id for r in res.outcomes[strategy].rows}
     o = res.outcomes[strategy]

@@ -15,6 +15,7 @@ from mrag_core.projection import (
     Reducer,
     ensure_maps,
     fit_projection,
+    forget_maps_without_model,
     place_query,
     space_vectors,
 )
@@ -99,6 +100,31 @@ def test_a_reducer_too_large_for_the_database_is_left_out_not_fatal(store_run, m
     again = ensure_maps(store, run.id, "pca", spaces=["standard"])["standard"]
     assert again.from_store and again.reducer is None
     assert place_query({"standard": fresh}, Embeddings(emb.standard[:1], emb.heads[:1])) == {}
+
+
+def test_maps_stored_without_their_model_are_refitted_once_the_database_takes_it(store_run, monkeypatch):
+    """After the limit is raised (MySQL: max_allowed_packet), forgetting the model-less maps lets ensure_maps fit
+    and store them again with their models; maps that kept their model, and other methods or seeds, stay."""
+    store, run, ids, emb = store_run
+    ensure_maps(store, run.id, "pca", spaces=["head:0"])  # stored with its model
+    ensure_maps(store, run.id, "pca", spaces=["head:0"], seed=3)
+    with monkeypatch.context() as m:
+        m.setattr(type(store), "largest_value_bytes", lambda self: 100)
+        ensure_maps(store, run.id, "pca", spaces=["standard", "head:1"])
+        ensure_maps(store, run.id, "pca", spaces=["standard"], seed=3)
+    before = {(p.space, p.seed): p.id for p in db.list_projections(store, run.id)}
+    assert len(before) == 5
+    assert forget_maps_without_model(store, run.id, "umap") == []  # other method: nothing
+    assert sorted(forget_maps_without_model(store, run.id, "pca", spaces=["head:1", "head:0"])) == ["head:1"]
+    assert sorted(forget_maps_without_model(store, run.id, "pca")) == ["standard"]
+    left = {(p.space, p.seed): p.id for p in db.list_projections(store, run.id)}
+    assert left == {k: v for k, v in before.items() if k in {("head:0", 0), ("head:0", 3), ("standard", 3)}}
+    maps = ensure_maps(store, run.id, "pca", spaces=["standard", "head:1", "head:0"])
+    assert [maps[s].from_store for s in ("standard", "head:1", "head:0")] == [False, False, True]
+    placed = place_query(maps, Embeddings(emb.standard[5:6], emb.heads[5:6]))
+    assert set(placed) == {"standard", "head:1", "head:0"}
+    np.testing.assert_allclose(placed["head:1"], maps["head:1"].coords[5], atol=1e-4)
+    assert all(p.has_model for p in db.list_projections(store, run.id) if p.seed == 0)
 
 
 def test_largest_value_bytes_is_what_mysql_takes(mysql_server):

@@ -382,6 +382,17 @@ def test_maps_page_says_when_a_query_cannot_be_placed_on_maps_stored_without_the
     assert any(t.startswith("The query is not placed on 13 of 13 maps (standard, head:0, head:1, head:2, head:3, …)")
                and "max_allowed_packet" in t for t in texts(at.info))
     assert len(at.dataframe[-1].value) == 96  # the maps and their table are still drawn
+    # the database takes the models again (max_allowed_packet raised): the button refits the 13 maps with them
+    monkeypatch.undo()
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    run_id = at.selectbox(key="maps_run").value.id
+    assert not any(p.has_model for p in db.list_projections(store, run_id) if p.seed == 11)
+    assert at.button(key="maps_refit").label == "Refit 13 maps with their models"
+    ok(at.button(key="maps_refit").click().run())
+    assert not any("not placed" in t for t in texts(at.info)) and not [b for b in at.button if b.key == "maps_refit"]
+    after = [p for p in db.list_projections(store, run_id) if p.seed == 11]
+    assert len(after) == 13 and all(p.has_model for p in after)
+    store.close()
 
 
 def test_maps_page_umap_cancel_button_only_while_computing(built, monkeypatch):
