@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Hashable, Sequence
+from typing import Any, Callable, TypeVar
 
 import streamlit as st
 
@@ -15,6 +16,8 @@ import db
 from mrag_core.llm.config import LLMConfig
 from mrag_core.workflows.demo import DemoStatus, ensure_demo_corpus
 from ui.render import md_plain
+
+T = TypeVar("T")
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -52,6 +55,26 @@ def show_flash(key: str) -> bool:
         return False
     getattr(st, kept[0])(kept[1])
     return True
+
+
+def keep_choice(label: str, options: Sequence[T], *, key: str, ident: Callable[[T], Hashable],
+                format_func: Callable[[T], str], container: Any = None, **kwargs: Any) -> T | None:
+    """A select box whose choice follows the chosen item (``ident(option)``, e.g. its database id), not the text
+    it is shown with.
+
+    Streamlit identifies a select box's value by the option's displayed text: once that text changes (a corpus'
+    "(12 docs)" after an import, a query's text after an edit) the widget is a new one and falls back to its first
+    option, so the next action would silently go to another corpus or query. The chosen item's identity is kept in
+    the session (``_<key>_ident``) and passed as ``index``; an item that is gone falls back to ``index`` (default 0).
+    """
+    remember = f"_{key}_ident"
+    idents = [ident(o) for o in options]
+    wanted = st.session_state.get(remember)
+    index = idents.index(wanted) if wanted in idents else kwargs.pop("index", 0)
+    kwargs.pop("index", None)
+    chosen = (container or st).selectbox(label, options, index=index, key=key, format_func=format_func, **kwargs)
+    st.session_state[remember] = ident(chosen) if chosen is not None else None
+    return chosen
 
 
 def clamp_state(key: str, low: int, high: int) -> None:

@@ -54,6 +54,42 @@ def test_follow_default_resets_only_when_its_owner_changes() -> None:
     assert at.selectbox(key="layer").value == 29  # its own default, not layer 2 carried over
 
 
+def _counted_select(keep: bool) -> None:
+    """Corpora shown as "name (n docs)", whose counts change between runs (an import), chosen with or without
+    keep_choice; writes the chosen corpus' name."""
+    import streamlit as st
+
+    from ui.state import keep_choice
+
+    from types import SimpleNamespace
+
+    counts = st.session_state.get("counts", {"A": 1, "B": 2, "C": 3})
+    corpora = [SimpleNamespace(name=name, n=n) for name, n in counts.items()]  # fresh objects each run, as from the db
+    label = lambda c: f"{c.name} ({c.n} docs)"  # noqa: E731
+    if keep:
+        chosen = keep_choice("Corpus", corpora, key="corpus", ident=lambda c: c.name, format_func=label)
+    else:
+        chosen = st.selectbox("Corpus", corpora, key="corpus", format_func=label)
+    st.write(f"chosen {chosen.name}")
+
+
+def _after_import(keep: bool, counts: dict[str, int]) -> str:
+    at = AppTest.from_function(_counted_select, args=(keep,)).run()
+    at.selectbox(key="corpus").select_index(1).run()
+    assert at.markdown[0].value == "chosen B"
+    at.session_state["counts"] = counts
+    at.run()
+    assert not at.exception
+    return at.markdown[0].value
+
+
+def test_keep_choice_follows_the_item_when_its_text_changes() -> None:
+    assert _after_import(False, {"A": 1, "B": 3, "C": 3}) == "chosen A"  # what Streamlit does by itself
+    assert _after_import(True, {"A": 1, "B": 3, "C": 3}) == "chosen B"
+    assert _after_import(True, {"Z": 0, "A": 1, "B": 2, "C": 3}) == "chosen B"  # a new item before it
+    assert _after_import(True, {"A": 1, "C": 3}) == "chosen A"  # the chosen one is gone: the first
+
+
 def test_index_page_choices_select_a_registry_model_or_a_local_folder() -> None:
     from types import SimpleNamespace
 
