@@ -739,13 +739,16 @@ def update_document(
     the corpus' titles are keyed on); a title or text change bumps the document's
     ``version``, so a label decision made on what was shown before is refused. ``expected_version``:
     refuse the edit (VersionConflictError) when the document changed since the caller loaded it.
-    Raises NotFoundError, InvalidInputError, DuplicateError (the new text equals another document's)."""
+    Raises NotFoundError, InvalidInputError (a blank new title or text), DuplicateError (the new text equals
+    another document's)."""
     with store.session() as session:
         doc = require(session, Document, document_id, "Document")
         if expected_version is not None and doc.version != expected_version:
             raise VersionConflictError(document_id, expected_version, doc.version)
         changed = False
         if title is not None and title != doc.title:
+            if not title.strip():
+                raise InvalidInputError("A document's title must not be empty.")
             doc.title = title
             changed = True
             # Not the documents' version (vectors embed the text only), but shown titles changed.

@@ -97,7 +97,8 @@ def preannotate_view() -> None:
              f"(`{version}`). Suggestions are proposals: they become labels only when you accept them.")
     batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch")
     c1, c2 = st.columns(2)
-    label = "Start pre-annotation" if len(todo) == pool else f"Resume ({len(todo)} left)"
+    label = ("Start pre-annotation" if len(todo) == pool else f"Resume ({len(todo)} left)" if todo
+             else "All documents have a suggestion")
     start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
     cancelled = c2.button("Cancel", key="pa_cancel", help="Stops the running pre-annotation when its current batch "
                           "is stored; every finished batch is kept.")
@@ -220,7 +221,8 @@ def delete_document(doc_id: int) -> None:
 
 def edit_or_delete(doc: db.DocumentRow) -> None:
     """The review queue's expander to correct a document's title and text, or delete it."""
-    with st.expander("Edit or delete this document"):
+    # Keyed: stays open when a message above it comes or goes (an unkeyed expander is rebuilt closed).
+    with st.expander("Edit or delete this document", key=f"rv_edit_open_{doc.id}", on_change="rerun"):
         with st.form(key=f"rv_edit_{doc.id}", border=False):
             st.text_input("Title", doc.title, key=f"rv_edit_title_{doc.id}")
             st.text_area("Text", doc.text, height=260, key=f"rv_edit_text_{doc.id}")
@@ -297,8 +299,10 @@ def review_view() -> None:
                 st.caption(f"Reason: {md_plain(sug.reason)}")  # the LLM's words, shown verbatim
         else:
             st.warning(f"The last suggestion failed ({md_plain(sug.agent)}): {md_plain(sug.error)}")
-        default = (sug.category if sug is not None and sug.category else None) or (
-            item.decision.category if item.decision is not None else None)
+        # A human decision stands until someone changes it (Save & Next must not quietly replace it with the
+        # machine's suggestion; Accept suggestion does that on purpose); without one, the suggestion.
+        default = (item.decision.category if item.decision is not None else None) or (
+            sug.category if sug is not None and sug.category else None)
         names = list(cat_by_name)
         with st.form(key=f"rv_form_{doc.id}", border=True):
             st.selectbox("Label", names, index=names.index(default) if default in names else 0,

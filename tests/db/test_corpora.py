@@ -340,6 +340,11 @@ def test_update_document(store: Store) -> None:
         db.update_document(store, a, text="beta")
     with pytest.raises(db.NotFoundError):
         db.update_document(store, 999, title="x")
+    for blank in ("", "  \n"):  # a title can be corrected, not erased; nothing of the edit is kept
+        with pytest.raises(db.InvalidInputError, match="title must not be empty"):
+            db.update_document(store, a, title=blank, text="delta")
+    row = db.get_document(store, a)
+    assert (row.title, row.text) == ("A title", "gamma")
 
 
 def test_editing_a_document_bumps_its_version_and_checks_the_one_seen(store: Store) -> None:

@@ -363,6 +363,20 @@ def test_review_queue_accept_save_next_and_skip() -> None:
     assert any("failed" in w.value and "timeout" in w.value for w in at.warning)
 
 
+def test_review_queue_label_keeps_a_human_decision_over_the_suggestion() -> None:
+    """Where a reviewer's decision and the machine's suggestion differ, the Label box starts on the decision:
+    Save & Next confirms it; only Accept suggestion takes the suggestion."""
+    store = _store()
+    corpus, ids, cats = _labelled_corpus(store)  # suggestions: sport, cooking, sport
+    db.decide_label(store, ids[0], cats["science"], "alice", db.get_document(store, ids[0]).version)
+    at = _review_app(corpus.id)
+    assert at.subheader[0].value == "Match report"
+    assert at.selectbox(key=f"rv_label_{ids[0]}").value == "science"
+    _submit(at, "Save & Next")
+    assert [d.category for d in db.list_decisions(store, ids[0])] == ["science", "science"]
+    assert at.selectbox(key=f"rv_label_{ids[1]}").value == "cooking"  # no decision: the suggestion
+
+
 def test_review_queue_shows_llm_words_and_titles_verbatim_not_as_markdown() -> None:
     store = _store()
     c = db.create_corpus(store, "Markup")
@@ -471,6 +485,10 @@ def test_review_queue_edits_and_deletes_a_document() -> None:
     _submit(at, "Save changes")
     assert "Not saved" in at.error[0].value and "already has exactly this text" in at.error[0].value
     assert db.get_document(store, ids[1]).text == "Cook the pasta."
+    at.text_input(key=f"rv_edit_title_{ids[1]}").set_value("   ")  # a title is corrected, not erased
+    _submit(at, "Save changes")
+    assert "Not saved" in at.error[0].value and "title must not be empty" in at.error[0].value
+    assert db.get_document(store, ids[1]).title == "Recipe" and at.subheader[0].value == "Recipe"
     # delete: only once confirmed; the query whose ground truth it was loses it and is flagged
     label = confirm_and_click(at, f"rv_delete_sure_{ids[1]}", f"rv_delete_{ids[1]}")
     assert "ground truth of 1 query, which lose it and are flagged" in label
@@ -574,7 +592,8 @@ def test_preannotate_offline_with_minilm_then_find_similar() -> None:
     labels = db.effective_labels(store, c.id)
     assert [labels[i].category for i in ids] == ["sport", "cooking", "sport"]
     assert all(lab.source == "suggestion" for lab in labels.values())
-    assert at.button(key="pa_start").disabled  # nothing left to do
+    assert at.button(key="pa_start").disabled  # nothing left to do, and it says so (not "Resume (0 left)")
+    assert at.button(key="pa_start").label == "All documents have a suggestion"
     assert "pa_running" not in at.session_state and not at.warning  # a finished run leaves no stop message
     at.button(key="pa_cancel").click().run()
     assert not at.warning  # Cancel with nothing running says nothing
