@@ -76,7 +76,10 @@ def default_params(method: str, n: int) -> dict[str, Any]:
     if method == "pca":
         return {}
     if method == "umap":
-        return {"n_neighbors": int(max(2, min(15, n - 1))), "min_dist": 0.1}
+        params: dict[str, Any] = {"n_neighbors": int(max(2, min(15, n - 1))), "min_dist": 0.1}
+        if n < 4:  # UMAP's spectral start needs more points than n_components + 1 (scipy's eigh refuses k >= N)
+            params["init"] = "random"
+        return params
     raise ValueError(f"unknown projection method '{method}': use one of {', '.join(METHODS)}")
 
 
@@ -86,7 +89,7 @@ def fit_projection(vectors: np.ndarray, method: str = "pca", *, seed: int = 0,
     x = normalize(vectors)
     n = x.shape[0]
     if n < 3:
-        raise ValueError("a map needs at least three documents")
+        raise ValueError(f"A map needs at least three documents; this index has {n}.")
     params = {**default_params(method, n), **(params or {})}
     if method == "pca":
         model: Any = PCA2().fit(x)

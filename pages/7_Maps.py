@@ -109,6 +109,10 @@ method = c2.selectbox("Method", METHODS, key="maps_method", format_func={"pca": 
 seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed"))
 stale_index_warning(store, run)
 
+if run.n_saved < 3:
+    st.info(f"A map needs at least three documents; this index has {run.n_saved}. Add documents on the "
+            "Corpus Studio page and update the index.")
+    st.stop()
 names = space_names(run.n_heads)
 stored = {p.space for p in db.list_projections(store, run.id) if p.method == method and p.seed == seed}
 todo = [s for s in names if s not in stored]

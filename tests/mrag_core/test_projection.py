@@ -13,6 +13,7 @@ from mrag_core.extraction import Embeddings
 from mrag_core.projection import (
     PCA2,
     Reducer,
+    default_params,
     ensure_maps,
     fit_projection,
     forget_maps_without_model,
@@ -170,3 +171,14 @@ def test_umap_seeded_and_places_queries(store_run):
     restored = Reducer.loads(db.find_projection(store, run.id, "standard", "umap").model_blob)
     assert restored.transform(emb.standard[:2]).shape == (2, 2)
     assert maps["standard"].coords.shape == (30, 2)
+    # three documents: UMAP's spectral start cannot embed them (scipy refuses k >= N); a random start can
+    small, red3 = fit_projection(emb.standard[:3], "umap", seed=3)
+    assert small.shape == (3, 2) and np.isfinite(small).all() and red3.transform(emb.standard[3:4]).shape == (1, 2)
+
+
+def test_small_maps_use_umaps_random_start_and_fewer_than_three_documents_are_refused():
+    assert default_params("umap", 3) == {"n_neighbors": 2, "min_dist": 0.1, "init": "random"}
+    assert default_params("umap", 4) == {"n_neighbors": 3, "min_dist": 0.1}  # spectral start, UMAP's default
+    assert default_params("umap", 500)["n_neighbors"] == 15
+    with pytest.raises(ValueError, match="at least three documents; this index has 2"):
+        fit_projection(clustered().standard[:2], "pca")
