@@ -11,6 +11,14 @@ from ui.render import md_plain
 from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
 from ui.state import ensure_demo, get_store, llm_config
 
+DEMO_STEPS = (
+    ("pages/4_Index.py", "Index: embed the demo corpus (standard, per-head, split vectors)"),
+    ("pages/5_Compare.py", "Compare: a demo query with the most aspects comes preselected; Standard vs MRAG side by "
+                           "side, with the per-head evidence"),
+    ("pages/9_Evaluation_Runs.py", "Evaluation Runs: score all demo queries, k = 1..32, and compare runs"),
+)
+"""Home's "Start here" steps: (page, what it does on the demo corpus)."""
+
 def home() -> None:
     """Draw the landing page."""
     st.title("MRAG Studio")
@@ -63,11 +71,12 @@ def home() -> None:
     else:
         st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "
                 "about 15 s on one CPU core).")
-    st.page_link("pages/4_Index.py", label="1. Index: embed the demo corpus (standard, per-head, split vectors)")
-    st.page_link("pages/5_Compare.py", label="2. Compare: a demo query with the most aspects comes preselected; "
-                 "Standard vs MRAG side by side, with the per-head evidence")
-    st.page_link("pages/9_Evaluation_Runs.py", label="3. Evaluation Runs: score all demo queries, k = 1..32, and "
-                 "compare runs")
+    for n, (path, label) in enumerate(DEMO_STEPS, start=1):
+        # Buttons, not links: each step opens its page on the demo corpus, whichever corpus was chosen before.
+        if st.button(f"{n}. {label}", key=f"home_step_{n}", type="tertiary", icon=":material/arrow_forward:",
+                     disabled=demo_id is None):
+            st.session_state["corpus_id"] = demo_id
+            st.switch_page(path)
 
     st.subheader("The idea")
     st.markdown(

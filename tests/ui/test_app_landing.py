@@ -55,8 +55,8 @@ def test_landing_links_every_page_and_names_the_database(tmp_path: Path) -> None
     assert linked == {p.stem.split("_", 1)[1] for p in pages_dir.glob("*.py")}  # a new page cannot be left out
     labels = {link.proto.label.split(": ", 1)[0] for link in at.page_link}
     assert {"Corpus Import", "Annotate and Review", "Index", "Evaluation Runs", "Reader"} <= labels
-    starts = [link.proto.label for link in at.page_link if link.proto.label[:2] in ("1.", "2.", "3.")]
-    assert [s[:2] for s in starts] == ["1.", "2.", "3."]
+    starts = [b.label for b in at.button if b.key.startswith("home_step_")]
+    assert [s.split(" ", 1)[0] for s in starts] == ["1.", "2.", "3."] and "Compare" in starts[1]
     assert str(tmp_path / "t.db") in " ".join(c.value for c in at.caption)
 
 
@@ -108,3 +108,20 @@ def test_a_renamed_demo_corpus_is_still_the_one_home_talks_about() -> None:
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert {m.label: m.value for m in at.metric}["Corpora"] == "1"  # not created again under its old name
     assert any(f"finished index (#{run.id}: minilm, layer 5)" in s.value for s in at.success)
+
+
+def test_start_here_steps_open_their_page_on_the_demo_corpus() -> None:
+    """Another corpus sorts first (a page's default); each step still opens the demo corpus, also after the user
+    chose another one."""
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    AppTest.from_file(APP, default_timeout=60).run()  # loads the demo
+    other = db.create_corpus(store, "Aardvark notes")
+    db.add_documents(store, other.id, [{"text": "a note", "label": "x"}])
+    demo = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["corpus_id"] = other.id  # chosen on some page before
+    at.run()
+    at.button(key="home_step_2").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["corpus_id"] == demo.id
+    assert at.title[0].value == "Compare" and at.selectbox(key="_corpus_id_select").value.id == demo.id
