@@ -275,7 +275,8 @@ def _bench_endpoint(llm_names: Sequence[str]) -> Any:
     except LLMConfigError as exc:
         raise CLIError(f"the LLM endpoint settings are unusable: {exc}") from exc
     if cfg is None:
-        raise CLIError(f"{', '.join(llm_names)} need an OpenAI-compatible LLM endpoint, and none is configured: "
+        need = "needs" if len(llm_names) == 1 else "need"
+        raise CLIError(f"{', '.join(llm_names)} {need} an OpenAI-compatible LLM endpoint, and none is configured: "
                        "set MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
     return cfg
 

@@ -30,6 +30,10 @@ def _strategies(value: str) -> list[str]:
     return names
 
 
+DEFAULT_K_MAX = 32
+"""``eval``'s k_max when none is given (capped at the corpus' number of documents), as the authors scored."""
+
+
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``eval`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     e = subparsers.add_parser("eval", help="evaluate a stored query set of a stored corpus; the run is saved")
@@ -42,7 +46,8 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     e.add_argument("--variant", choices=("importance", "decay", "distance"), default="importance",
                    help="MRAG voting variant applied to 'mrag' (default importance)")
     e.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
-    e.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
+    e.add_argument("--k-max", type=positive_int, default=None,
+                   help=f"score k = 1..K (default {DEFAULT_K_MAX}, or the corpus' number of documents when fewer)")
     e.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
     e.add_argument("--seed", type=int, default=0, help="seed (head importance sampling)")
     add_llm_options(e)
@@ -68,6 +73,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         if not sets:
             names = ", ".join(repr(q.name) for q in db.list_query_sets(store, corpus.id)) or "none"
             return fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
+        if args.k_max is None:  # not asked for: as many as there are, up to the default (a given one is checked)
+            args.k_max = min(DEFAULT_K_MAX, corpus.n_documents)
         try:
             er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
                                 c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,

@@ -61,6 +61,19 @@ def test_cli_writes_a_listed_run(url: str, monkeypatch: pytest.MonkeyPatch, caps
     store.close()
 
 
+def test_cli_default_k_max_is_capped_at_the_corpus_size(url: str, capsys) -> None:
+    """Without --k-max a corpus of 4 documents is scored at k = 1..4 (not refused for the default 32)."""
+    args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies", "standard",
+                                 "--c", "4", "--database", url])
+    assert cmd_eval(args) == 0
+    assert "error" not in capsys.readouterr().err
+    store = db.open_store(url)
+    (run,) = db.list_eval_runs(store)
+    assert run.status == "done" and run.config["k_max"] == 4
+    assert {len(r.rsr) for r in db.load_eval_results(store, run.id)} == {4}
+    store.close()
+
+
 def test_cli_database_option_and_errors(url: str, capsys) -> None:
     parser = _parser()
     assert cmd_eval(parser.parse_args(["eval", "--corpus", "Nope", "--query-set", "Set A", "--database", url])) == 2
