@@ -80,13 +80,16 @@ class ImportPreview:
     """What an import would add: records plus every issue met on the way.
 
     ``n_rows_read`` counts rows/lines/files examined; ``n_skipped`` those that produced no
-    record because of an error.
+    record (an error, or every part of it left out as a duplicate), so that without chunking
+    ``len(records) + n_skipped == n_rows_read``. ``n_duplicates`` counts the records (parts, when chunked)
+    left out as duplicates of another in the upload or of a text already in the corpus.
     """
 
     records: list[ImportRecord] = field(default_factory=list)
     issues: list[ImportIssue] = field(default_factory=list)
     n_rows_read: int = 0
     n_skipped: int = 0
+    n_duplicates: int = 0
 
     @property
     def errors(self) -> list[ImportIssue]:
@@ -108,14 +111,21 @@ class ImportPreview:
         return dict(Counter(r.label for r in self.records))
 
     def summary(self) -> str:
-        """One line for the UI: ``"12 documents ready, 2 rows skipped, 1 warning"``."""
-        n_w = len(self.warnings)
-        return (
-            f"{len(self.records)} document{'s' if len(self.records) != 1 else ''} ready, "
-            f"{self.n_skipped} skipped of {self.n_rows_read} read, "
-            f"{len(self.errors)} error{'s' if len(self.errors) != 1 else ''}, "
-            f"{n_w} warning{'s' if n_w != 1 else ''}"
-        )
+        """One line for the UI: ``"12 documents ready, 1 skipped (1 duplicate) of 13 read, 0 errors, 1 warning"``.
+
+        When long documents were split, the ready parts come from fewer rows than they number:
+        ``"40 documents ready from 12 of 13 read, 1 skipped, 3 duplicate parts left out, ..."``.
+        """
+        n, n_e, n_w, n_d = len(self.records), len(self.errors), len(self.warnings), self.n_duplicates
+        ready = f"{n} document{'s' if n != 1 else ''} ready"
+        if any(r.chunk_index is not None for r in self.records):
+            kept = self.n_rows_read - self.n_skipped
+            counts = (f"{ready} from {kept} of {self.n_rows_read} read, {self.n_skipped} skipped"
+                      + (f", {n_d} duplicate part{'s' if n_d != 1 else ''} left out" if n_d else ""))
+        else:
+            dup = f" ({n_d} duplicate{'s' if n_d != 1 else ''})" if n_d else ""
+            counts = f"{ready}, {self.n_skipped} skipped{dup} of {self.n_rows_read} read"
+        return f"{counts}, {n_e} error{'s' if n_e != 1 else ''}, {n_w} warning{'s' if n_w != 1 else ''}"
 
     @staticmethod
     def combine(previews: Iterable[ImportPreview]) -> ImportPreview:
@@ -126,6 +136,7 @@ class ImportPreview:
             out.issues.extend(p.issues)
             out.n_rows_read += p.n_rows_read
             out.n_skipped += p.n_skipped
+            out.n_duplicates += p.n_duplicates
         return out
 
 

@@ -210,25 +210,34 @@ def prepare_import(
 
     Order: chunking (when given), then the per-document limits (empty / over ``max_doc_bytes``:
     errors), then de-duplication (when ``deduplicate``: later copies within the upload and texts
-    already in ``existing_hashes`` are dropped with a warning). Raises ``ValueError`` for invalid
-    chunking settings.
+    already in ``existing_hashes`` are dropped with a warning). The counts add up: a record read
+    whose every part is left out (an error or a duplicate) is added to ``n_skipped``, so without
+    chunking ``len(records) + n_skipped == n_rows_read``; ``n_duplicates`` says how many records
+    (parts, when chunked) were left out as duplicates. Raises ``ValueError`` for invalid chunking
+    settings.
     """
-    records: list[ImportRecord] = list(preview.records)
     issues = list(preview.issues)
-    n_skipped = preview.n_skipped
     if chunking is not None:
         chunking.validate()
-        records = apply_chunking(
-            records, method=chunking.method, size=chunking.size, overlap=chunking.overlap,
+    groups: list[list[ImportRecord]] = []  # the parts each read record gives, after the limits
+    for record in preview.records:
+        parts = [record] if chunking is None else apply_chunking(
+            [record], method=chunking.method, size=chunking.size, overlap=chunking.overlap,
             min_chars=chunking.min_chars, max_chars=chunking.max_chars,
         )  # fmt: skip
-    records, limit_issues = check_records(records, max_doc_bytes)
-    issues.extend(limit_issues)
-    n_skipped += len(limit_issues)
+        kept, limit_issues = check_records(parts, max_doc_bytes)
+        issues.extend(limit_issues)
+        groups.append(kept)
+    records = [part for group in groups for part in group]
+    n_duplicates = 0
     if deduplicate:
         records, dup_issues = dedupe(records, existing_hashes)
         issues.extend(dup_issues)
-    return ImportPreview(records=records, issues=issues, n_rows_read=preview.n_rows_read, n_skipped=n_skipped)
+        n_duplicates = len(dup_issues)
+    survivors = {id(r) for r in records}  # dedupe returns the records it keeps, not copies
+    n_left_out = sum(1 for group in groups if not any(id(part) in survivors for part in group))
+    return ImportPreview(records=records, issues=issues, n_rows_read=preview.n_rows_read,
+                         n_skipped=preview.n_skipped + n_left_out, n_duplicates=preview.n_duplicates + n_duplicates)
 
 
 # --------------------------------------------------------------------------- writing

@@ -75,6 +75,56 @@ def test_import_into_existing_corpus_skips_texts_already_there(store: db.Store) 
         cw.import_records(store, again.records, corpus_id=first.corpus_id)
 
 
+def _json_upload(n: int, duplicate_of: int | None = None) -> cw.ImportPreview:
+    """A JSON table of ``n`` distinct articles, plus one exact copy of article ``duplicate_of`` when given."""
+    rows = [{"title": f"T{i}", "text": f"Article number {i} on its own subject."} for i in range(n)]
+    if duplicate_of is not None:
+        rows.append({"title": "Copy", "text": rows[duplicate_of]["text"]})
+    return cw.read_upload("table", [("articles.json", json.dumps(rows).encode())],
+                          mapping=ColumnMapping(text="text", title="title"))
+
+
+def test_prepare_import_counts_duplicates_as_skipped() -> None:
+    """The QA case: 13 rows with one exact duplicate are 12 ready + 1 skipped, and the summary says it was a
+    duplicate (it said "12 documents ready, 0 skipped of 13 read" while the issues said "skipped")."""
+    prepared = cw.prepare_import(_json_upload(12, duplicate_of=3))
+    assert (len(prepared.records), prepared.n_skipped, prepared.n_rows_read, prepared.n_duplicates) == (12, 1, 13, 1)
+    assert prepared.summary() == "12 documents ready, 1 skipped (1 duplicate) of 13 read, 0 errors, 1 warning"
+    # with an empty row too: errors and duplicates are both skipped, the counts still add up
+    read = _csv_preview()  # 5 rows: one empty (an error), one a copy of the first
+    prepared = cw.prepare_import(read)
+    assert (len(prepared.records), prepared.n_skipped, prepared.n_rows_read, prepared.n_duplicates) == (3, 2, 5, 1)
+    assert prepared.summary() == "3 documents ready, 2 skipped (1 duplicate) of 5 read, 1 error, 2 warnings"
+    # nothing de-duplicated when asked not to
+    kept = cw.prepare_import(_json_upload(12, duplicate_of=3), deduplicate=False)
+    assert (len(kept.records), kept.n_skipped, kept.n_duplicates) == (13, 0, 0)
+
+
+def test_prepare_import_counts_texts_already_in_the_corpus(store: db.Store) -> None:
+    """Importing a corpus' own 11 documents into it again: all 11 skipped as duplicates (was "0 skipped")."""
+    first = cw.import_records(store, cw.prepare_import(_json_upload(11)).records, new_name="Articles")
+    again = cw.prepare_import(_json_upload(11), existing_hashes=cw.corpus_text_hashes(store, first.corpus_id))
+    assert (len(again.records), again.n_skipped, again.n_duplicates) == (0, 11, 11)
+    assert again.summary() == "0 documents ready, 11 skipped (11 duplicates) of 11 read, 0 errors, 11 warnings"
+
+
+def test_prepare_import_counts_rows_not_parts_when_chunking() -> None:
+    """With chunking, a row is skipped only when none of its parts is left; duplicate parts are counted apart."""
+    para = "\n\n".join(f"Paragraph {i} " + "word " * 40 for i in range(4))
+    rows = [{"title": "Long", "text": para}, {"title": "Short", "text": "A short note."},
+            {"title": "Long again", "text": para + "\n\nA closing paragraph " + "word " * 40},
+            {"title": "Short again", "text": "A short note."}]
+    read = cw.read_upload("table", [("long.json", json.dumps(rows).encode())],
+                          mapping=ColumnMapping(text="text", title="title"))
+    prepared = cw.prepare_import(read, chunking=cw.ChunkOptions(method="paragraphs", min_chars=100, max_chars=300))
+    long_parts = [r for r in prepared.records if r.parent_title == "Long"]
+    again_parts = [r for r in prepared.records if r.parent_title == "Long again"]
+    assert len(long_parts) == 4 and len(again_parts) == 1  # its first 4 parts repeat Long's
+    assert (prepared.n_rows_read, prepared.n_skipped, prepared.n_duplicates) == (4, 1, 5)  # "Short again" skipped
+    assert prepared.summary() == ("6 documents ready from 3 of 4 read, 1 skipped, 5 duplicate parts left out, "
+                                  "0 errors, 5 warnings")
+
+
 def test_import_failure_leaves_nothing_behind(store: db.Store) -> None:
     records = _csv_preview().records  # contains a duplicate text (not de-duplicated)
     with pytest.raises(db.DuplicateError):
