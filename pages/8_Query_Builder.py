@@ -8,11 +8,12 @@ from __future__ import annotations
 import streamlit as st
 
 import db
+from mrag_core.wording import counted
 from mrag_core.workflows import querysets as qw
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
-from ui.state import flash, llm_config, open_corpus_page, show_flash
+from ui.state import flash, keep_choice, llm_config, open_corpus_page, show_flash
 
 page_setup(__file__, "🧩")
 st.title("Query Builder")
@@ -47,11 +48,28 @@ def _progress():
 STOP_HELP = "stops the run; every stored batch is kept - resume later"
 
 
+def _show_set(query_set_id: int) -> None:
+    """Make the Review & export tab show query set ``query_set_id`` (a new one): :func:`keep_choice` keeps the
+    chosen set's id under ``_qb_rev_set_ident``; the box's own value is dropped so that it starts there."""
+    st.session_state["_qb_rev_set_ident"] = query_set_id
+    st.session_state.pop("qb_rev_set", None)
+
+
+def _set_label(qs: db.QuerySetInfo) -> str:
+    """A query set as the Review & export box shows it: ``name (N queries, source)``."""
+    return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')}, {qs.source})"
+
+
+def _query_label(row: db.QueryRow) -> str:
+    """A query as the editor's box shows it: ``#id [status] start of the text``."""
+    return f"#{row.id} [{row.status}] {row.text[:80] or '(no text)'}"
+
+
 def _finished(rep: qw.GenerationReport) -> None:
     """A generation run ended: rerun the page (fresh set list, no Stop button, no stale Resume row) and
     report it there."""
     st.session_state["qb_gen_report"] = rep
-    st.session_state["qb_rev_set"] = rep.query_set_id
+    _show_set(rep.query_set_id)
     st.rerun()
 
 
@@ -102,7 +120,7 @@ with tab_gen:
             except qw.QuerySetError as exc:
                 stop_slot.empty()
                 bar.empty()
-                st.error(str(exc))
+                st.error(md_plain(str(exc)))
             else:
                 _finished(rep)
     unfinished = [q for q in query_sets if q.source.startswith("generated")
@@ -119,7 +137,7 @@ with tab_gen:
             except qw.QuerySetError as exc:
                 stop_slot.empty()
                 bar.empty()
-                st.error(str(exc))
+                st.error(md_plain(str(exc)))
             else:
                 _finished(rep)
 
@@ -153,7 +171,7 @@ with tab_hand:
                 qs_id = next(q.id for q in query_sets if q.name == target)
             row = qw.add_manual_query(store, qs_id, text=text, ground_truth=list(picks))
         except (qw.QuerySetError, db.DuplicateError, db.InvalidInputError) as exc:
-            st.error(str(exc))
+            st.error(md_plain(str(exc)))
         else:
             picks.clear()
             st.success(f"Query #{row.id} added ({row.status}{': ' + md_plain(row.error) if row.error else ''}).")
@@ -181,7 +199,7 @@ with tab_import:
                 st.warning(f"{len(rep.skipped)} row(s) could not be read and were skipped; "
                            f"{len(rep.unresolved)} topic(s) match no document of this corpus:")
                 st.dataframe(qw.import_issues(rep), hide_index=True, width="stretch")
-            st.session_state["qb_rev_set"] = rep.query_set_id
+            _show_set(rep.query_set_id)
 
 # --------------------------------------------------------------------------- review
 with tab_review:
@@ -190,12 +208,8 @@ with tab_review:
     if not query_sets:
         st.info("No query set in this corpus yet.")
     else:
-        by_id = {q.id: q for q in query_sets}
-        if st.session_state.get("qb_rev_set") not in by_id:
-            st.session_state.pop("qb_rev_set", None)
-        qs = by_id[st.selectbox("Query set", list(by_id), key="qb_rev_set",
-                                format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_queries} queries, "
-                                                      f"{by_id[i].source})")]
+        # The box shows counts that change (a deleted query): keep_choice follows the set's id, not its text.
+        qs = keep_choice("Query set", query_sets, key="qb_rev_set", ident=lambda s: s.id, format_func=_set_label)
         if qs.source == "generated-offline":
             st.caption("Written by the offline composer (no LLM).")
         frame = qw.review_frame(store, qs.id)
@@ -215,15 +229,17 @@ with tab_review:
                         try:
                             new = qw.regenerate_query(store, q.id, client=_client(), want_fusion=bool(q.fusion))
                         except qw.QuerySetError as exc:
-                            st.error(str(exc))
+                            st.error(md_plain(str(exc)))
                         else:
                             st.info(f"Now {new.status}{': ' + md_plain(new.error) if new.error else ''}.")
 
-        st.subheader("Edit a query")
         rows = db.list_queries(store, qs.id)
-        if rows:
-            q = st.selectbox("Query", rows, key="qb_edit_q",
-                             format_func=lambda r: f"#{r.id} [{r.status}] {r.text[:80] or '(no text)'}")
+        if not rows:
+            st.info("This query set has no query yet: write one by hand or import a query file.")
+        else:
+            st.subheader("Edit a query")
+            # The box shows the query's text and status, which Save changes: follow the query's id.
+            q = keep_choice("Query", rows, key="qb_edit_q", ident=lambda r: r.id, format_func=_query_label)
             docs = db.get_documents(store, q.ground_truth)
             new_text = st.text_area("Text", value=q.text, key=f"qb_edit_text_{q.id}")
             keep = st.multiselect("Ground truth", [d.id for d in docs], default=[d.id for d in docs],
@@ -241,7 +257,7 @@ with tab_review:
                 try:
                     saved = qw.edit_query(store, q.id, text=new_text, ground_truth=list(dict.fromkeys(keep + add_ids)))
                 except qw.QuerySetError as exc:
-                    st.error(str(exc))
+                    st.error(md_plain(str(exc)))
                 else:
                     st.success(f"Saved: {saved.status}{' - ' + md_plain(saved.error) if saved.error else ''}.")
             used = db.runs_with_results_for(store, q.id)
@@ -267,6 +283,5 @@ with tab_review:
                     db.delete_query_set(store, qs.id)
                 except db.NotFoundError:
                     pass
-                st.session_state.pop("qb_rev_set", None)
                 flash("qb_flash", "success", f"Deleted query set '{md_plain(qs.name)}'.")
                 st.rerun()

@@ -3,11 +3,14 @@ Attention; on Compare and Reader also a typed one."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import streamlit as st
 
 import db
+from mrag_core.wording import counted
+from ui.state import keep_choice
 
 
 @dataclass
@@ -22,7 +25,21 @@ class PickedQuery:
 
 
 def aspects_label(q: db.QueryRow) -> str:
-    return f"[{q.n_aspects} aspect{'s' if q.n_aspects != 1 else ''}] {q.text[:110]}"
+    """A query as the picker shows it: ``[2 aspects] start of its text``."""
+    return f"[{counted(q.n_aspects, 'aspect')}] {q.text[:110]}"
+
+
+def query_set_label(qs: db.QuerySetInfo) -> str:
+    """A query set as the picker shows it: ``name (N queries)``."""
+    return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')})"
+
+
+def preselect_choice(key: str, ident: Hashable) -> None:
+    """Make the :func:`ui.state.keep_choice` box ``key`` choose the item whose identity is ``ident`` on this run
+    (a drill-down, a set just made); call before the box is drawn. Sets the identity keep_choice remembers
+    (``_<key>_ident``) and drops the box's own value, which would otherwise win while its text is still shown."""
+    st.session_state[f"_{key}_ident"] = ident
+    st.session_state.pop(key, None)
 
 
 ALL_ASPECTS = "all"
@@ -46,14 +63,14 @@ def most_aspects_index(queries: list[db.QueryRow]) -> int:
 def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool) -> list[db.QueryRow]:
     """An "Aspects" select in ``col`` (all, or one number of aspects of the set) and the queries it keeps.
     ``reset``: back to all (a drill-down must find its query). A choice the current set lacks falls back to
-    all by itself (Streamlit resets a select whose value is not among its options)."""
+    all; one whose count changed (a query added) stays (:func:`ui.state.keep_choice`)."""
     counts = aspect_counts(queries)
     options = [ALL_ASPECTS, *counts]
     if reset:
-        st.session_state[key] = ALL_ASPECTS
-    wanted = col.selectbox("Aspects", options, key=key, disabled=len(counts) < 2,
-                           format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
-                           help="Show only the queries with this number of aspects (ground-truth documents).")
+        preselect_choice(key, ALL_ASPECTS)
+    wanted = keep_choice("Aspects", options, key=key, ident=lambda n: n, container=col, disabled=len(counts) < 2,
+                         format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
+                         help="Show only the queries with this number of aspects (ground-truth documents).")
     return queries if wanted == ALL_ASPECTS else [q for q in queries if q.n_aspects == wanted]
 
 
@@ -63,27 +80,28 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
     ``{key}_query``); returns the chosen query. ``preselect`` = (query set id, query id) selects that
     query (the evaluation drill-down), the filter back on all; otherwise the first query with the most
     aspects is selected until the user picks one. Without a query set, or with an empty
-    set, a note says so and the page stops there (``stop=False``: returns ``None`` instead)."""
+    set, a note says so and the page stops there (``stop=False``: returns ``None`` instead).
+
+    The boxes show counts and texts that change (a query added or edited elsewhere); each follows its item's
+    identity (:func:`ui.state.keep_choice`), so a rerun never silently moves to another set or query."""
     sets = db.list_query_sets(store, corpus_id)
     if not sets:
         return _nothing_to_pick(NO_QUERY_SET, stop)
     if preselect is not None:
-        st.session_state[f"{key}_qs"] = next((s for s in sets if s.id == preselect[0]), sets[0])
+        preselect_choice(f"{key}_qs", preselect[0])
     set_col, aspects_col = st.columns([3, 1])
-    qs = set_col.selectbox("Query set", sets, format_func=lambda s: f"{s.name} ({s.n_queries})", key=f"{key}_qs")
+    qs = keep_choice("Query set", sets, key=f"{key}_qs", ident=lambda s: s.id, format_func=query_set_label,
+                     container=set_col)
     queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed" and q.text.strip()]
     if not queries:
         return _nothing_to_pick("This query set has no query with a text.", stop)
     queries = _filter_by_aspects(aspects_col, queries, key=f"{key}_aspects", reset=preselect is not None)
     qkey = f"{key}_query"
-    if preselect is not None:
-        picked = [q for q in queries if q.id == preselect[1]]
-        if picked:
-            st.session_state[qkey] = picked[0]
-    if qkey in st.session_state and st.session_state[qkey] not in queries:
-        del st.session_state[qkey]  # another set or filter: start again from its default
-    default = {} if qkey in st.session_state else {"index": most_aspects_index(queries)}
-    return st.selectbox("Query", queries, key=qkey, format_func=aspects_label, **default)
+    if preselect is not None and any(q.id == preselect[1] for q in queries):
+        preselect_choice(qkey, preselect[1])
+    # a query not among these (another set or filter): start again from the default
+    return keep_choice("Query", queries, key=qkey, ident=lambda q: q.id, format_func=aspects_label,
+                       index=most_aspects_index(queries))
 
 
 def _nothing_to_pick(message: str, stop: bool) -> None:

@@ -332,3 +332,95 @@ def test_query_builder_deletes_a_query_and_a_set_only_after_naming_what_goes() -
     assert [s.value for s in at.success] == ["Deleted query set 'Demo queries'."]
     assert db.list_query_sets(store, corpus_id) == [] and db.list_eval_runs(store) == []
     store.close()
+
+
+def _select_set(at: AppTest, name: str) -> None:
+    """Choose the query set ``name`` in the Review & export tab."""
+    box = at.selectbox(key="qb_rev_set")
+    box.select_index(next(i for i, o in enumerate(box.options) if o.startswith(f"{name} ("))).run()
+    assert not at.exception, at.exception
+
+
+def _browser_sends(at: AppTest, key: str, label: str) -> AppTest:
+    """Make select box ``key`` send ``label`` on the next run, as the browser does: it sends the text of the option
+    it shows, which is the text from when the option was chosen (AppTest formats the chosen value anew)."""
+    box = at.selectbox(key=key)
+    if label not in box.options:
+        box.options.append(label)  # an option the browser still shows, no longer among the page's
+    box.set_value(label)
+    return at
+
+
+def _shown_set(at: AppTest) -> str:
+    """The text of the chosen option of the Review & export tab's query set box."""
+    box = at.selectbox(key="qb_rev_set")
+    return box.options[box.index]
+
+
+def _counts_line(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if " ok · " in m.value)
+
+
+def test_query_builder_review_stays_on_its_set_after_a_query_is_deleted() -> None:
+    """The set box shows "name (N queries, source)"; deleting a query changes N, and the box (and with it the
+    table and the delete-set confirmation) stays on the set, not on the first one listed."""
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus and its 24 queries
+    store = _store()
+    corpus_id, sets = _demo_set_ids(store)
+    doc = db.list_documents(store, corpus_id, limit=1).items[0]
+    other = db.create_query_set(store, corpus_id, "hand rt2")  # newest: listed first
+    db.add_queries(store, other.id, [{"text": f"About {doc.title}", "ground_truth": [doc.id]}])
+    at.run()
+    assert at.selectbox(key="qb_rev_set").options[0] == "hand rt2 (1 query, manual)"
+    _select_set(at, "Demo queries")
+    first = db.list_queries(store, sets["Demo queries"])[0]
+    shown = _shown_set(at)
+    assert shown == "Demo queries (24 queries, manual)"
+    confirm_and_click(at, f"qb_edit_del_sure_{first.id}", f"qb_edit_del_{first.id}")
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == [f"Deleted query #{first.id}."]
+    _browser_sends(at, "qb_rev_set", shown).run()  # the next click: the browser still holds the old text
+    assert not at.exception, at.exception
+    assert _shown_set(at) == "Demo queries (23 queries, manual)"
+    assert _counts_line(at) == "23 ok · 0 flagged · 0 failed"
+    sure = at.checkbox(key=f"qb_del_set_sure_{sets['Demo queries']}")
+    assert sure.label.startswith("Delete 'Demo queries' with its 23 queries")
+    store.close()
+
+
+def test_query_builder_editor_stays_on_the_edited_query() -> None:
+    """The query box shows the start of the query's text; after saving a new one the editor stays on that query
+    (typing in its search box reruns the page), so a second Save edits it again, not the first query of the set."""
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()
+    store = _store()
+    _, sets = _demo_set_ids(store)
+    third = db.list_queries(store, sets["Demo queries"])[2]
+    at.selectbox(key="qb_edit_q").select_index(2).run()
+    assert at.selectbox(key="qb_edit_q").value.id == third.id
+    at.text_area(key=f"qb_edit_text_{third.id}").set_value("Edited once: " + third.text)
+    at.button(key=f"qb_edit_save_{third.id}").click().run()
+    assert not at.exception, at.exception
+    assert db.get_query(store, third.id).text.startswith("Edited once: ")
+    at.text_input(key=f"qb_edit_search_{third.id}").set_value("Lighthouse").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="qb_edit_q").value.id == third.id
+    at.text_area(key=f"qb_edit_text_{third.id}").set_value("Edited twice: " + third.text)
+    at.button(key=f"qb_edit_save_{third.id}").click().run()
+    assert db.get_query(store, third.id).text.startswith("Edited twice: ")
+    store.close()
+
+
+def test_query_builder_empty_set_says_so_instead_of_an_empty_editor() -> None:
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()
+    store = _store()
+    corpus_id, _ = _demo_set_ids(store)
+    db.create_query_set(store, corpus_id, "Empty")
+    db.create_query_set(store, corpus_id, "One")
+    store.close()
+    at.run()
+    _select_set(at, "Empty")
+    assert _shown_set(at) == "Empty (0 queries, manual)"
+    assert "Edit a query" not in [h.value for h in at.subheader]
+    assert any(i.value == "This query set has no query yet: write one by hand or import a query file."
+               for i in at.info)
+    assert at.selectbox(key="qb_rev_set").options[:2] == ["One (0 queries, manual)", "Empty (0 queries, manual)"]

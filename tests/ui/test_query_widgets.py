@@ -17,7 +17,8 @@ def _script(url: str, corpus_id: int, stop: bool) -> None:
     import db
     from ui.query_widgets import stored_query_picker
 
-    q = stored_query_picker(db.open_store(url), corpus_id, key="t", stop=stop)
+    preselect = st.session_state.pop("preselect", None)  # a drill-down, read once as Compare does
+    q = stored_query_picker(db.open_store(url), corpus_id, key="t", stop=stop, preselect=preselect)
     st.markdown(f"after: {None if q is None else q.id}")
 
 
@@ -115,3 +116,60 @@ def test_most_aspects_index_is_the_first_of_the_largest():
     assert most_aspects_index(rows(5)) == 0
     assert most_aspects_index(rows(1, 1, 2)) == 2
     assert most_aspects_index([]) == 0
+
+
+def test_choices_follow_their_items_when_counts_and_texts_change(corpus):
+    """The boxes show counts ("Second (1)", "3 (2)") and query texts; when they change (a query added, a text
+    edited, on another page or tab) each box stays on what was chosen instead of falling back to its first option."""
+    url, cid, ids = corpus
+    store = db.open_store(url)
+    second = db.create_query_set(store, cid, "Second")
+    two, one_b = db.add_queries(store, second.id, [{"text": "two topics", "ground_truth": ids[:2]},
+                                                   {"text": "one more topic", "ground_truth": ids[4:]}])
+    first = db.create_query_set(store, cid, "First")  # newest: listed first
+    db.add_queries(store, first.id, [{"text": "one topic", "ground_truth": ids[:1]},
+                                     {"text": "three topics", "ground_truth": ids[:3]},
+                                     {"text": "three more topics", "ground_truth": ids[2:5]}])
+    at = _app(url, cid)
+    at.selectbox(key="t_qs").select_index(1).run()
+    assert at.selectbox(key="t_qs").value.id == second.id and _after(at) == [f"after: {two}"]
+    at.selectbox(key="t_query").select_index(1).run()
+    assert _after(at) == [f"after: {one_b}"]
+
+    db.add_queries(store, second.id, [{"text": "another two", "ground_truth": ids[2:4]}])  # "Second (2)" -> (3)
+    db.update_query(store, one_b, text="one more topic, reworded")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="t_qs").value.id == second.id
+    assert _after(at) == [f"after: {one_b}"]
+
+    at.selectbox(key="t_qs").select_index(0).run()
+    at.selectbox(key="t_aspects").select(3).run()
+    assert at.selectbox(key="t_aspects").value == 3
+    db.add_queries(store, first.id, [{"text": "yet three topics", "ground_truth": ids[1:4]}])  # "3 (2)" -> "3 (3)"
+    at.run()
+    assert at.selectbox(key="t_aspects").value == 3
+    assert at.selectbox(key="t_query").options == [
+        "[3 aspects] three topics", "[3 aspects] three more topics", "[3 aspects] yet three topics"]
+    store.close()
+
+
+def test_a_drill_down_selects_its_set_and_query_over_the_users_choice(corpus):
+    url, cid, ids = corpus
+    store = db.open_store(url)
+    second = db.create_query_set(store, cid, "Second")
+    _, target = db.add_queries(store, second.id, [{"text": "two topics", "ground_truth": ids[:2]},
+                                                  {"text": "one topic", "ground_truth": ids[4:]}])
+    first = db.create_query_set(store, cid, "First")
+    db.add_queries(store, first.id, [{"text": "a", "ground_truth": ids[:1]}, {"text": "b", "ground_truth": ids[:3]}])
+    store.close()
+    at = _app(url, cid)
+    at.selectbox(key="t_aspects").select(3).run()
+    at.session_state["preselect"] = (second.id, target)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]  # no "default value and Session State" warning
+    assert at.selectbox(key="t_qs").value.id == second.id and at.selectbox(key="t_aspects").value == "all"
+    assert _after(at) == [f"after: {target}"]
+    at.run()
+    assert _after(at) == [f"after: {target}"]  # and stays there
