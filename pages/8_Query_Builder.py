@@ -144,7 +144,10 @@ with tab_gen:
 # --------------------------------------------------------------------------- by hand
 with tab_hand:
     picks: dict[int, str] = st.session_state.setdefault("qb_hand_picks", {})
+    show_flash("qb_hand_flash")
     target_opts = ["(new set)"] + [q.name for q in query_sets]
+    if (made := st.session_state.pop("qb_hand_made_set", None)) in target_opts:
+        st.session_state["qb_hand_set"] = made  # the set just made: the next query goes there too
     target = st.selectbox("Add to query set", target_opts, key="qb_hand_set")
     new_name = st.text_input("New set name", key="qb_hand_new") if target == "(new set)" else ""
     text = st.text_area("Query text", key="qb_hand_text", height=120)
@@ -165,16 +168,20 @@ with tab_hand:
             st.rerun()
     if st.button("Add query", type="primary", key="qb_hand_add"):
         try:
-            if target == "(new set)":
-                qs_id = db.create_query_set(store, corpus.id, new_name, source="manual").id
+            if target == "(new set)":  # the set and its query together: a query that fails makes no set
+                row = qw.add_manual_query_to_new_set(store, corpus.id, new_name, text=text, ground_truth=list(picks))
             else:
-                qs_id = next(q.id for q in query_sets if q.name == target)
-            row = qw.add_manual_query(store, qs_id, text=text, ground_truth=list(picks))
-        except (qw.QuerySetError, db.DuplicateError, db.InvalidInputError) as exc:
+                row = qw.add_manual_query(store, next(q.id for q in query_sets if q.name == target), text=text,
+                                          ground_truth=list(picks))
+        except (qw.QuerySetError, db.StoreError) as exc:
             st.error(md_plain(str(exc)))
         else:
             picks.clear()
-            st.success(f"Query #{row.id} added ({row.status}{': ' + md_plain(row.error) if row.error else ''}).")
+            set_name = db.get_query_set(store, row.query_set_id).name
+            flash("qb_hand_flash", "success", f"Query #{row.id} added to '{md_plain(set_name)}' ({row.status}"
+                  f"{': ' + md_plain(row.error) if row.error else ''}).")
+            st.session_state["qb_hand_made_set"] = set_name
+            st.rerun()  # the new set in the set lists, the picks cleared from the page
 
 # --------------------------------------------------------------------------- import
 with tab_import:

@@ -54,6 +54,7 @@ __all__ = [
     "ImportReport",
     "QuerySetError",
     "add_manual_query",
+    "add_manual_query_to_new_set",
     "edit_query",
     "export_benchmark_json",
     "generate_query_set",
@@ -248,21 +249,29 @@ def _status_for(text: str, docs: Sequence[db.DocumentRow]) -> tuple[str, str]:
     return ("flagged", "missing titles: " + ", ".join(missing)) if missing else ("ok", "")
 
 
-def _checked_status(store: db.Store, text: str, ground_truth: Sequence[int]) -> tuple[str, str]:
-    """Validate a hand-written query (non-empty text, at least one ground-truth document) and give its
-    status: ``ok`` when every ground-truth title is mentioned, else ``flagged`` with the missing titles."""
+def _checked_status(store: db.Store, corpus_id: int, text: str, ground_truth: Sequence[int]) -> tuple[str, str]:
+    """Validate a hand-written query (non-empty text, at least one ground-truth document, all of corpus
+    ``corpus_id``) and give its status: ``ok`` when every ground-truth title is mentioned, else ``flagged`` with
+    the missing titles. Raises :class:`QuerySetError`."""
     if not text.strip():
         raise QuerySetError("The query text must not be empty.")
     if not ground_truth:
         raise QuerySetError("Pick at least one ground-truth document.")
-    return _status_for(text, _docs(store, ground_truth))
+    docs = _docs(store, ground_truth)
+    found = {d.id for d in docs if d.corpus_id == corpus_id}
+    strays = [d for d in ground_truth if d not in found]
+    if strays:
+        raise QuerySetError(f"Ground-truth document #{strays[0]} is not in this corpus (deleted meanwhile, or "
+                            "picked in another corpus): clear the ground truth and pick it again.")
+    return _status_for(text, docs)
 
 
 def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Sequence[int],
                fusion: Sequence[str] | None = None) -> db.QueryRow:
     """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned,
     else ``flagged`` with the missing titles."""
-    status, error = _checked_status(store, text, ground_truth)
+    corpus_id = db.get_query_set(store, db.get_query(store, query_id).query_set_id).corpus_id
+    status, error = _checked_status(store, corpus_id, text, ground_truth)
     try:
         return db.update_query(store, query_id, text=text.strip(), ground_truth=list(ground_truth),
                                n_aspects=len(ground_truth), status=status, error=error,
@@ -274,7 +283,7 @@ def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Seque
 def add_manual_query(store: db.Store, query_set_id: int, *, text: str, ground_truth: Sequence[int],
                      fusion: Sequence[str] = ()) -> db.QueryRow:
     """A hand-written query with ground truth picked from the corpus (status as in :func:`edit_query`)."""
-    status, error = _checked_status(store, text, ground_truth)
+    status, error = _checked_status(store, db.get_query_set(store, query_set_id).corpus_id, text, ground_truth)
     try:
         (qid,) = db.add_queries(store, query_set_id, [{
             "text": text.strip(), "ground_truth": list(ground_truth), "n_aspects": len(ground_truth),
@@ -283,6 +292,24 @@ def add_manual_query(store: db.Store, query_set_id: int, *, text: str, ground_tr
     except db.InvalidInputError as exc:
         raise QuerySetError(str(exc)) from exc
     return db.get_query(store, qid)
+
+
+def add_manual_query_to_new_set(store: db.Store, corpus_id: int, name: str, *, text: str,
+                                ground_truth: Sequence[int], fusion: Sequence[str] = ()) -> db.QueryRow:
+    """A hand-written query (as :func:`add_manual_query`) in a new ``manual`` query set named ``name``: both or
+    nothing. The query is checked before the set is made, so a query that fails its checks leaves no empty set
+    behind; should storing it fail all the same (a ground-truth document deleted meanwhile), the new set is
+    removed again. Raises :class:`QuerySetError` (also for an empty or taken name)."""
+    _checked_status(store, corpus_id, text, ground_truth)
+    try:
+        qs = db.create_query_set(store, corpus_id, name, source="manual")
+    except (db.DuplicateError, db.InvalidInputError, db.NotFoundError) as exc:
+        raise QuerySetError(str(exc)) from exc
+    try:
+        return add_manual_query(store, qs.id, text=text, ground_truth=ground_truth, fusion=fusion)
+    except Exception:
+        db.delete_query_set(store, qs.id)  # the set was made for this query only
+        raise
 
 
 def _loose(name: str) -> str:

@@ -424,3 +424,29 @@ def test_query_builder_empty_set_says_so_instead_of_an_empty_editor() -> None:
     assert any(i.value == "This query set has no query yet: write one by hand or import a query file."
                for i in at.info)
     assert at.selectbox(key="qb_rev_set").options[:2] == ["One (0 queries, manual)", "Empty (0 queries, manual)"]
+
+
+def test_query_builder_hand_query_into_a_new_set_leaves_nothing_half_made() -> None:
+    """'Add query' with an empty text into a new set says so and creates no set; filled in, the same click
+    creates the set with its query (not 'already has a query set named ...'), and the box then offers that set."""
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()
+    store = _store()
+    corpus_id, before = _demo_set_ids(store)
+    at.text_input(key="qb_hand_search").set_value("Eddystone").run()
+    pharos = db.list_documents(store, corpus_id, search="Eddystone Lighthouse").items[0]
+    at.button(key=f"qb_pick_{pharos.id}").click().run()
+    at.text_input(key="qb_hand_new").set_value("hand set")
+    at.button(key="qb_hand_add").click().run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == ["The query text must not be empty\\."]
+    assert _demo_set_ids(store)[1] == before  # no empty set left behind
+    at.text_area(key="qb_hand_text").set_value("Who built the Eddystone Lighthouse?")
+    at.button(key="qb_hand_add").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    sets = _demo_set_ids(store)[1]
+    (mine,) = db.list_queries(store, sets["hand set"])
+    assert (mine.text, mine.ground_truth, mine.status) == ("Who built the Eddystone Lighthouse?", [pharos.id], "ok")
+    assert [s.value for s in at.success] == [f"Query #{mine.id} added to 'hand set' (ok)."]
+    assert at.selectbox(key="qb_hand_set").value == "hand set"  # a second query goes into the same set
+    store.close()

@@ -174,3 +174,24 @@ def test_manual_query_and_edit(store, corpus) -> None:
     assert q2.status == "flagged" and q2.error == "missing titles: Venus"
     with pytest.raises(qw.QuerySetError, match="at least one"):
         qw.add_manual_query(store, qs.id, text="x", ground_truth=[])
+
+
+def test_manual_query_into_a_new_set_writes_both_or_nothing(store, corpus) -> None:
+    """A query that fails its checks leaves no empty set behind; a valid one creates the set with it."""
+    jazz = db.list_documents(store, corpus.id, search="trumpet").items[0]
+    other = db.create_corpus(store, "Other")
+    (foreign,) = db.add_documents(store, other.id, [{"title": "Elsewhere", "text": "Not here."}]).document_ids
+    for text, gt, problem in [("", [jazz.id], "must not be empty"), ("Jazz", [], "at least one"),
+                              ("Jazz and more", [jazz.id, foreign], "not in this corpus")]:
+        with pytest.raises(qw.QuerySetError, match=problem):
+            qw.add_manual_query_to_new_set(store, corpus.id, "hand set", text=text, ground_truth=gt)
+        assert db.list_query_sets(store, corpus.id) == []
+    with pytest.raises(qw.QuerySetError, match="name must not be empty"):
+        qw.add_manual_query_to_new_set(store, corpus.id, " ", text="Jazz", ground_truth=[jazz.id])
+    q = qw.add_manual_query_to_new_set(store, corpus.id, " hand set ", text="All about Jazz", ground_truth=[jazz.id])
+    (qs,) = db.list_query_sets(store, corpus.id)
+    assert (qs.id, qs.name, qs.source, qs.n_queries) == (q.query_set_id, "hand set", "manual", 1)
+    assert (q.text, q.ground_truth, q.status, q.generator) == ("All about Jazz", [jazz.id], "ok", "hand-written")
+    with pytest.raises(qw.QuerySetError, match="already has a query set named 'hand set'"):
+        qw.add_manual_query_to_new_set(store, corpus.id, "hand set", text="Jazz again", ground_truth=[jazz.id])
+    assert [s.n_queries for s in db.list_query_sets(store, corpus.id)] == [1]
