@@ -34,6 +34,8 @@ import random
 from dataclasses import dataclass
 from typing import Iterable
 
+from mrag_core.wording import counted
+
 __all__ = ["DocRef", "PlanList", "QueryPlan", "SamplingError", "plan_queries"]
 
 
@@ -150,15 +152,29 @@ def plan_queries(
         for _ in range(per_count):
             available = sorted(c for c, ids in pools.items() if ids)
             if len(available) < count:
+                warnings.append(_capped_warning(count, len(planned[count]), per_count, len(available),
+                                                len(docs), len(pools)))
                 break
             cats = _weighted_sample(rng, available, [len(pools[c]) for c in available], count)
             doc_ids = tuple(pools[c].pop(rng.randrange(len(pools[c]))) for c in cats)
             planned[count].append(QueryPlan(n_aspects=count, doc_ids=doc_ids))
-        made = len(planned[count])
-        if made < per_count:
-            warnings.append(
-                f"Only {made} of {per_count} queries with {count} aspects could be planned: "
-                f"fewer than {count} categories still had unused documents "
-                f"({len(docs)} documents in {len(pools)} categories; no document is used twice)."
-            )
     return PlanList((p for c in usable for p in planned[c]), warnings)
+
+
+def _capped_warning(count: int, made: int, per_count: int, left: int, n_docs: int, n_categories: int) -> str:
+    """Why aspect count ``count`` got ``made`` of its ``per_count`` plans: only ``left`` categories (fewer than
+    ``count``) still had unused documents. Plain English for every number (1 aspect, no category, ...)."""
+    aspects = counted(count, "aspect")
+    if made:
+        planned = f"Only {made} of {per_count} queries with {aspects} could be planned"
+    elif per_count == 1:
+        planned = f"The query with {aspects} could not be planned"
+    else:
+        planned = f"None of the {per_count} queries with {aspects} could be planned"
+    if left == 0:
+        why = "no category still had unused documents"
+    else:
+        why = (f"only {counted(left, 'category', 'categories')} still had unused documents, and each of these "
+               f"queries needs {count}")
+    return (f"{planned}: {why} ({counted(n_docs, 'document')} in {counted(n_categories, 'category', 'categories')};"
+            " no document is used twice).")

@@ -159,7 +159,8 @@ def generate_query_set(
         want_fusion, n_fusion = bool(p.get("want_fusion", False)), int(p.get("n_fusion", 3))
     docs = _labelled_docs(store, corpus_id)
     if not docs:
-        raise QuerySetError("The corpus has no labelled document: label documents first (every aspect needs a category).")
+        raise QuerySetError("The corpus has no labelled document: label documents first "
+                            "(every aspect needs a category).")
     plans = _plans(docs, aspect_counts, per_count, seed)
     warnings = list(getattr(plans, "warnings", []))
     if not plans:

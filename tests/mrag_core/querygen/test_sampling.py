@@ -42,8 +42,8 @@ def test_pool_exhaustion_caps_with_warning() -> None:
     assert len(plans) == 1
     assert plans[0].n_aspects == 3 and "c1" in plans[0].doc_ids
     assert plans.warnings == [
-        "Only 1 of 4 queries with 3 aspects could be planned: fewer than 3 categories still had unused "
-        "documents (5 documents in 3 categories; no document is used twice)."
+        "Only 1 of 4 queries with 3 aspects could be planned: only 2 categories still had unused documents, and "
+        "each of these queries needs 3 (5 documents in 3 categories; no document is used twice)."
     ]
 
 
@@ -51,7 +51,30 @@ def test_single_aspect_uses_every_document_once_then_stops() -> None:
     docs = [DocRef("x", "x", "A"), DocRef("y", "y", "B"), DocRef("z", "z", "B")]
     plans = plan_queries(docs, [1], 5, seed=3)
     assert sorted(d for p in plans for d in p.doc_ids) == ["x", "y", "z"]
-    assert plans.warnings and plans.warnings[0].startswith("Only 3 of 5 queries with 1 aspects")
+    assert plans.warnings == [
+        "Only 3 of 5 queries with 1 aspect could be planned: no category still had unused documents "
+        "(3 documents in 2 categories; no document is used twice)."
+    ]
+
+
+def test_capped_warnings_are_plain_english_for_every_count() -> None:
+    """Singular and plural, and 'no category' / 'none' rather than 'fewer than 1' or '0 of'."""
+    one = [DocRef("a1", "a1", "A"), DocRef("b1", "b1", "B")]
+    assert plan_queries(one, [2, 1], 2, seed=0).warnings == [
+        "Only 1 of 2 queries with 2 aspects could be planned: no category still had unused documents "
+        "(2 documents in 2 categories; no document is used twice).",
+        "None of the 2 queries with 1 aspect could be planned: no category still had unused documents "
+        "(2 documents in 2 categories; no document is used twice).",
+    ]
+    three = [DocRef("a1", "a1", "A"), DocRef("b1", "b1", "B"), DocRef("c1", "c1", "C"), DocRef("a2", "a2", "A")]
+    assert plan_queries(three, [3, 2], 1, seed=0).warnings == [
+        "The query with 2 aspects could not be planned: only 1 category still had unused documents, and each of "
+        "these queries needs 2 (4 documents in 3 categories; no document is used twice).",
+    ]
+    assert plan_queries([DocRef("a1", "a1", "A")], [1], 2, seed=0).warnings == [
+        "Only 1 of 2 queries with 1 aspect could be planned: no category still had unused documents "
+        "(1 document in 1 category; no document is used twice).",
+    ]
 
 
 def test_counts_above_category_count_are_dropped_and_duplicates_merged() -> None:
