@@ -25,6 +25,11 @@ for a query already expanded); all expansion texts are embedded in one batched p
 ``llm_usage`` holds the totals per family and overall (:func:`~mrag_core.llm_strategies.cost_summary`).
 
 Labels: a document's effective label, ``(unlabeled)`` when it has none (as the index loader does).
+
+While a run executes, this process knows it (:func:`active_runs`): :func:`stop_runs` stops the runs that check
+one cancel event and waits until they have stored ``cancelled``, and :func:`status_label` tells a run stored as
+``running`` that no longer runs (``interrupted``) from one that does. A layer sweep records all its layers, so
+:func:`resume_sweep` finishes the ones a stop left out (:func:`sweep_plans`).
 No Streamlit here.
 """
 
@@ -74,22 +79,33 @@ VARIANTS = ("importance", "decay", "distance")
 DEFAULT_BATCH = 64
 
 __all__ = [
+    "DrillDown",
     "EvaluationInputError",
     "RunMetrics",
+    "SweepPlan",
+    "active_runs",
     "accuracy_and_cost",
     "items_cost",
     "llm_cost",
     "authors_json",
     "compare_runs",
+    "drilldown",
     "evaluable_queries",
     "layer_sweep",
     "layer_sweep_frame",
+    "fused_depth_note",
     "load_run_metrics",
+    "means_table",
     "relative_improvement",
     "resume_evaluation",
+    "resume_sweep",
+    "sweep_plans",
     "run_csv",
     "run_evaluation",
+    "signed",
     "single_aspect_table",
+    "status_label",
+    "stop_runs",
     "to_evaluation_result",
     "validate_request",
 ]
@@ -97,6 +113,61 @@ __all__ = [
 
 class EvaluationInputError(ValueError):
     """The evaluation request cannot run (unknown corpus/query set/strategy, bad numbers, no queries)."""
+
+
+# --------------------------------------------------------------------------- runs in progress in this process
+
+_ACTIVE: dict[int, threading.Event] = {}  # run id -> the cancel event it checks, while it runs in this process
+_ACTIVE_CHANGED = threading.Condition()
+
+
+def _claim(run_id: int, cancel: threading.Event) -> None:
+    """Record that ``run_id`` runs in this process, stopped by ``cancel``. Raises :class:`EvaluationInputError`
+    when it already runs here (a second Resume while the first still works)."""
+    with _ACTIVE_CHANGED:
+        if run_id in _ACTIVE:
+            raise EvaluationInputError(f"evaluation run {run_id} is already running")
+        _ACTIVE[run_id] = cancel
+
+
+def _release(run_id: int) -> None:
+    with _ACTIVE_CHANGED:
+        _ACTIVE.pop(run_id, None)
+        _ACTIVE_CHANGED.notify_all()
+
+
+def active_runs() -> set[int]:
+    """Ids of the evaluation runs executing in this process now."""
+    with _ACTIVE_CHANGED:
+        return set(_ACTIVE)
+
+
+def stop_runs(cancel: threading.Event, timeout: float = 60.0) -> list[int]:
+    """Stop the runs of this process that check ``cancel`` and wait (up to ``timeout`` seconds) until they have
+    stored their state; returns the ids of the runs that were stopped.
+
+    A page's Stop click reruns the page while the run still works in the page's previous script run, which stops
+    only at its next progress report: without waiting, the rerun listed the run as ``running``. Runs that check
+    another event (another session's) are left alone."""
+    with _ACTIVE_CHANGED:
+        mine = [rid for rid, event in _ACTIVE.items() if event is cancel]
+        if not mine:
+            return []
+        cancel.set()
+        _ACTIVE_CHANGED.wait_for(lambda: not any(event is cancel for event in _ACTIVE.values()), timeout=timeout)
+    return mine
+
+
+STATUS_WORDS = {"done": "done", "cancelled": "stopped", "failed": "failed"}
+
+
+def status_label(run: db.EvalRunInfo) -> str:
+    """A run's status as the user should read it: ``stopped`` for a cancelled run, and for one stored as
+    ``running``: ``running`` while it executes in this process, else ``interrupted`` (its process stopped it
+    without storing that: a page change, a server restart; or it runs in another process, e.g. the CLI)."""
+    if run.status == "running":
+        return "running" if run.id in active_runs() else "interrupted"
+    return STATUS_WORDS.get(run.status, run.status)
 
 
 # --------------------------------------------------------------------------- running
@@ -402,6 +473,7 @@ def run_evaluation(
     except ValueError as exc:
         raise EvaluationInputError(str(exc)) from exc
 
+    cancel = cancel if cancel is not None else threading.Event()
     if run_id is None:
         n_docs = db.get_corpus(store, corpus_id).n_documents
         config = {
@@ -416,8 +488,30 @@ def run_evaluation(
                                   name=name or f"{model_name} L{layer_idx}: {', '.join(strategies)}")
         run_id = info.id
         c = config["c"]
+        _claim(run_id, cancel)
     else:
-        db.finish_eval_run(store, run_id, status="running")
+        _claim(run_id, cancel)
+        try:
+            db.finish_eval_run(store, run_id, status="running")
+        except BaseException:
+            _release(run_id)
+            raise
+    try:
+        return _score_run(store, run_id, corpus_id=corpus_id, queries=queries, lm=lm,
+                          layer_idx=layer_idx, strategies=strategies, c=c, k_max=k_max, seed=seed,
+                          embedding_run_id=embedding_run_id, options=options, endpoint=endpoint, progress=progress,
+                          cancel=cancel, batch_size=batch_size)
+    finally:
+        _release(run_id)
+
+
+def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db.QueryRow],
+               lm: Any, layer_idx: int, strategies: list[str], c: int, k_max: int, seed: int,
+               embedding_run_id: int | None, options: LLMOptions, endpoint: LLMConfig | None,
+               progress: ProgressFn | None, cancel: threading.Event, batch_size: int) -> int:
+    """Score the missing (strategy, query) results of the claimed run ``run_id`` and store its final status
+    (:func:`run_evaluation`'s body once the run exists)."""
+    families = families_for(strategies)
     prior_info = db.get_eval_run(store, run_id)
     prior, prior_usage = prior_info.timing, prior_info.llm_usage
     t_start = time.perf_counter()
@@ -606,27 +700,120 @@ def layer_sweep(
     lm: Any | None = None,
     llm_config: LLMConfig | None = None,
     llm_options: LLMOptions | None = None,
+    batch_size: int = DEFAULT_BATCH,
 ) -> list[int]:
     """One run per layer of one model (same strategies and settings); the runs share a
-    ``config.sweep`` id. Stops after the run during which ``cancel`` was set. LLM expansions are
-    asked once: the later layers' runs read them from the cache."""
+    ``config.sweep`` id and record all the sweep's layers (``config.sweep_layers``, as requested), so
+    :func:`resume_sweep` can finish a stopped sweep. Stops after a run that did not finish (``cancel``
+    set, or stopped otherwise). LLM expansions are asked once: the later layers' runs read them from the cache."""
     if not layers:
         raise EvaluationInputError("choose at least one layer")
     lm = _load_model(model_name, lm)
     sweep = uuid.uuid4().hex[:12]
+    return _sweep_layers(store, list(layers), sweep=sweep, progress=progress, runs=lambda layer, prog: run_evaluation(
+        store, corpus_id=corpus_id, query_set_id=query_set_id, model_name=model_name, layer=layer,
+        strategies=strategies, c=c, k_max=k_max, variant=variant, w=w, seed=seed, progress=prog, cancel=cancel,
+        lm=lm, extra_config={"sweep": sweep, "sweep_layers": list(layers)}, llm_config=llm_config,
+        llm_options=llm_options, batch_size=batch_size))
+
+
+def _sweep_layers(store: db.Store, layers: list[int], *, sweep: str, progress: ProgressFn | None,
+                  runs: Callable[[int, ProgressFn], int]) -> list[int]:
+    """``runs(layer, progress)`` for each of ``layers`` in order (progress stages prefixed with the layer), until
+    one returns a run that did not finish; returns the run ids."""
     ids: list[int] = []
     for i, layer in enumerate(layers):
         def prog(stage: str, done: int, total: int, _i: int = i, _layer: int = layer) -> None:
             if progress is not None:
                 progress(f"layer {_layer} ({_i + 1}/{len(layers)}): {stage}", done, total)
 
-        ids.append(run_evaluation(store, corpus_id=corpus_id, query_set_id=query_set_id, model_name=model_name,
-                                  layer=layer, strategies=strategies, c=c, k_max=k_max, variant=variant, w=w,
-                                  seed=seed, progress=prog, cancel=cancel, lm=lm,
-                                  extra_config={"sweep": sweep}, llm_config=llm_config, llm_options=llm_options))
-        if cancel is not None and cancel.is_set():
+        ids.append(runs(layer, prog))
+        if db.get_eval_run(store, ids[-1]).status != "done":
             break
     return ids
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A stored layer sweep: its runs (ascending layer) and the layers it was started with.
+
+    ``layers``: ``config.sweep_layers`` as requested (``-1`` = last); for a sweep stored before that was
+    recorded, the requested layers of its runs. ``missing``: layers without a run yet (the sweep stopped
+    before them); ``unfinished``: its runs not done."""
+
+    sweep: str
+    layers: list[int]
+    runs: list[db.EvalRunInfo]
+
+    @property
+    def model(self) -> str:
+        return str(self.runs[0].config.get("model", "?")) if self.runs else "?"
+
+    def run_for(self, layer: int) -> db.EvalRunInfo | None:
+        """The sweep's run of requested ``layer`` (the newest, should there be several)."""
+        found = [r for r in self.runs if int(r.config.get("layer_requested", r.config.get("layer", 0))) == layer]
+        return max(found, key=lambda r: r.id) if found else None
+
+    @property
+    def missing(self) -> list[int]:
+        return [layer for layer in self.layers if self.run_for(layer) is None]
+
+    @property
+    def unfinished(self) -> list[db.EvalRunInfo]:
+        return [r for r in self.runs if r.status != "done"]
+
+    @property
+    def finished(self) -> bool:
+        return not self.missing and not self.unfinished
+
+
+def sweep_plans(store: db.Store, corpus_id: int | None = None) -> list[SweepPlan]:
+    """Every stored layer sweep (of one corpus), newest first."""
+    members: dict[str, list[db.EvalRunInfo]] = {}
+    for r in db.list_eval_runs(store, corpus_id=corpus_id):  # newest first
+        if sid := r.config.get("sweep"):
+            members.setdefault(str(sid), []).append(r)
+    plans = []
+    for sid, runs in members.items():
+        runs = sorted(runs, key=lambda r: int(r.config.get("layer", 0)))
+        planned = next((r.config["sweep_layers"] for r in runs if r.config.get("sweep_layers")), None)
+        layers = [int(x) for x in planned] if planned else list(dict.fromkeys(
+            int(r.config.get("layer_requested", r.config.get("layer", 0))) for r in runs))
+        plans.append(SweepPlan(sid, layers, runs))
+    return plans
+
+
+def resume_sweep(store: db.Store, run_id: int, *, lm: Any | None = None, progress: ProgressFn | None = None,
+                 cancel: threading.Event | None = None, llm_config: LLMConfig | None = None) -> list[int]:
+    """Finish the layer sweep of run ``run_id``: each of its layers in order, resuming an unfinished run and
+    starting the layers that have none with the sweep's settings (done layers are skipped); stops after a run
+    that did not finish. A run outside any sweep is resumed alone (:func:`resume_evaluation`). Returns the ids
+    of the runs resumed or started."""
+    try:
+        info = db.get_eval_run(store, run_id)
+    except db.NotFoundError as exc:
+        raise EvaluationInputError(f"evaluation run {run_id} does not exist") from exc
+    sid = info.config.get("sweep")
+    plan = next((p for p in sweep_plans(store, info.corpus_id) if p.sweep == sid), None) if sid else None
+    if plan is None:
+        return [resume_evaluation(store, run_id, lm=lm, progress=progress, cancel=cancel, llm_config=llm_config)]
+    cfg = info.config
+    lm = _load_model(str(cfg.get("model", "minilm")), lm)
+    todo = [layer for layer in plan.layers if (r := plan.run_for(layer)) is None or r.status != "done"]
+
+    def run_layer(layer: int, prog: ProgressFn) -> int:
+        existing = plan.run_for(layer)
+        if existing is not None:
+            return resume_evaluation(store, existing.id, lm=lm, progress=prog, cancel=cancel, llm_config=llm_config)
+        return run_evaluation(
+            store, corpus_id=info.corpus_id, query_set_id=info.query_set_id, model_name=str(cfg.get("model")),
+            layer=layer, strategies=list(cfg.get("strategies", [])), c=int(cfg.get("c_requested", cfg.get("c", 32))),
+            k_max=int(cfg.get("k_max", 32)), variant=str(cfg.get("variant", "importance")),
+            w=float(cfg.get("w", 2.0)), seed=int(info.seed or 0), progress=prog, cancel=cancel, lm=lm,
+            extra_config={"sweep": plan.sweep, "sweep_layers": plan.layers}, llm_config=llm_config,
+            llm_options=LLMOptions.from_dict(cfg.get("llm")) if cfg.get("llm") else None)
+
+    return _sweep_layers(store, todo, sweep=plan.sweep, progress=progress, runs=run_layer)
 
 
 # --------------------------------------------------------------------------- loading and views
@@ -881,10 +1068,114 @@ def compare_runs(
         for label, s in series[1:]:
             t = paired_test(s.loc[ids].to_numpy(), ref.loc[ids].to_numpy())
             test_rows.append({"item": label, "reference": ref_label, "n_aspects": n, "queries": t.n,
-                              "mean_diff": t.mean_diff, "t_p": t.t_pvalue, "t_sig": significance_mark(t.t_pvalue),
+                              "mean_diff": _no_negative_zero(t.mean_diff), "t_p": t.t_pvalue, "t_sig": significance_mark(t.t_pvalue),
                               "wilcoxon_p": t.wilcoxon_pvalue, "wilcoxon_sig": significance_mark(t.wilcoxon_pvalue),
                               "wins": t.wins, "ties": t.ties, "losses": t.losses, "note": t.note})
     return pd.DataFrame(means_rows), pd.DataFrame(test_rows)
+
+
+def _no_negative_zero(x: float, digits: int = 12) -> float:
+    """``x`` with rounding noise below ``10**-digits`` (and ``-0.0``) turned into ``0.0``."""
+    return 0.0 if abs(x) < 10.0 ** -digits else float(x)
+
+
+def signed(x: float, digits: int = 3) -> str:
+    """A difference for display: ``+0.125``, ``-0.042``, and ``0.000`` (never ``-0.000``) when it rounds to zero
+    at ``digits`` decimals; NaN as ``""``."""
+    if x is None or x != x:
+        return ""
+    text = f"{x:+.{digits}f}"
+    return f"{0.0:.{digits}f}" if float(text) == 0.0 else text
+
+
+def means_table(means: pd.DataFrame, metric: str, items: Sequence[tuple[int, str]]) -> pd.DataFrame:
+    """:func:`compare_runs`' ``means`` as a table: one row per aspect count (ascending, ``all`` last), one column
+    per item in the order they were chosen (the reference first)."""
+    pivot = means.pivot(index="n_aspects", columns="item", values=metric)
+    columns = [c for c in dict.fromkeys(f"#{r} {s}" for r, s in items) if c in pivot.columns]
+    rows = sorted(pivot.index, key=lambda n: (n == "all", int(n) if str(n).isdigit() else 0, str(n)))
+    return pivot.loc[rows, columns]
+
+
+FUSED_RUN_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies merge one list per sub-query (or LLM text) "
+                  "by Reciprocal Rank Fusion. In a run, as in the MRAG authors' evaluation, the lists fused at k are "
+                  "each searched to depth k: at a larger k every sub-query's list is longer, and documents that "
+                  "several sub-queries find lower down can outrank a sub-query's first hit, so these curves can fall "
+                  "as k grows. Compare fuses each sub-query's top c (c = 32 by default) and keeps the first k, so its "
+                  "Fusion numbers can differ from a run's at the same k.")
+
+
+def fused_strategies(strategies: Sequence[str]) -> list[str]:
+    """The strategies among ``strategies`` that fuse several texts' lists (Fusion, Fusion MRAG, LLM-assisted)."""
+    return [s for s in strategies if s in NAMED_STRATEGIES and NAMED_STRATEGIES[s].kind.startswith("fusion")]
+
+
+def fused_depth_note(strategies: Sequence[str]) -> str | None:
+    """:data:`FUSED_RUN_NOTE` when any of ``strategies`` fuses lists, else None: the caption under a run's figures."""
+    return FUSED_RUN_NOTE if fused_strategies(strategies) else None
+
+
+@dataclass(frozen=True)
+class DrillDown:
+    """What the Compare page needs to show one query of a run as the run scored it: the index the run searched
+    (``embedding_run_id``, None when it no longer exists), the voting variant, c, k (None: the query's number of
+    aspects, as the run's k = aspects), Compare's strategies for the chosen items, and the run's seed (Compare
+    uses the importance stored with the index, which is seed 0's)."""
+
+    run_id: int
+    query_id: int
+    embedding_run_id: int | None
+    variant: str
+    c: int
+    k: int | None
+    strategies: list[str]
+    seed: int
+
+
+COMPARE_STRATEGIES = ("standard", "mrag", "split", "fusion", "fusion-mrag")  # Compare's own (non-LLM) strategies
+
+
+def drilldown(store: db.Store, items: Sequence[tuple[int, str]], query_id: int, *, run_id: int | None = None,
+              k: int | None = None) -> DrillDown:
+    """The settings of run ``run_id`` (default: the first item's run) for opening ``query_id`` in Compare.
+
+    The index: the one the run searched, else the finished index of its model, layer and pooling; voting: that
+    of the first MRAG-like item of that run (its ``variant`` otherwise); c: the run's c; strategies: Compare's
+    kinds of the chosen items (``mrag-decay`` -> ``mrag``), in Compare's order."""
+    if not items:
+        raise EvaluationInputError("choose at least one run to open in Compare")
+    rid = run_id if run_id is not None else items[0][0]
+    try:
+        info = db.get_eval_run(store, rid)
+    except db.NotFoundError as exc:
+        raise EvaluationInputError(f"evaluation run {rid} does not exist") from exc
+    cfg = info.config
+    index_id = _searched_index(store, info)
+    specs = [NAMED_STRATEGIES[s] for _, s in items if s in NAMED_STRATEGIES]
+    voted = [NAMED_STRATEGIES[s] for r, s in items
+             if r == rid and s in NAMED_STRATEGIES and NAMED_STRATEGIES[s].kind in ("mrag", "fusion-mrag")
+             and not NAMED_STRATEGIES[s].llm]
+    variant = voted[0].variant if voted else str(cfg.get("variant", "importance"))
+    kinds = {sp.kind for sp in specs if not sp.llm}
+    return DrillDown(run_id=rid, query_id=int(query_id), embedding_run_id=index_id, variant=variant,
+                     c=int(cfg.get("c", 32)), k=k, strategies=[s for s in COMPARE_STRATEGIES if s in kinds],
+                     seed=int(info.seed or 0))
+
+
+def _searched_index(store: db.Store, info: db.EvalRunInfo) -> int | None:
+    """The finished index run ``info`` searched (or, when that is gone, the one of its model, layer and pooling)."""
+    if info.embedding_run_id is not None:
+        try:
+            if db.get_embedding_run(store, info.embedding_run_id).status == "done":
+                return info.embedding_run_id
+        except db.NotFoundError:
+            pass
+    cfg = info.config
+    for run in db.list_embedding_runs(store, info.corpus_id, status="done"):
+        if (run.model_name == cfg.get("model") and run.layer == cfg.get("layer")
+                and run.pooling == cfg.get("pooling", run.pooling)):
+            return run.id
+    return None
 
 
 def per_query_comparison(store: db.Store, items: Sequence[tuple[int, str]], *, k: int | None = None,
@@ -928,13 +1219,15 @@ def layer_sweep_frame(store: db.Store, run_ids: Sequence[int], *, k: int | None 
 
 
 def sweeps(store: db.Store, corpus_id: int | None = None) -> dict[str, list[db.EvalRunInfo]]:
-    """Stored layer sweeps: sweep id -> its runs (ascending layer)."""
+    """Stored layer sweeps that can be drawn: sweep id -> its runs with results (ascending layer), for the
+    sweeps with results at two layers or more (newest first). A sweep stopped during its first layer, or after
+    it, is not a sweep to look at yet: it is offered for resuming instead (:func:`sweep_plans`)."""
     out: dict[str, list[db.EvalRunInfo]] = {}
-    for r in db.list_eval_runs(store, corpus_id=corpus_id):
-        sid = r.config.get("sweep")
-        if sid:
-            out.setdefault(str(sid), []).append(r)
-    return {k: sorted(v, key=lambda r: int(r.config.get("layer", 0))) for k, v in out.items()}
+    for plan in sweep_plans(store, corpus_id):
+        scored = [r for r in plan.runs if r.n_results]
+        if len({int(r.config.get("layer", 0)) for r in scored}) >= 2:
+            out[plan.sweep] = scored
+    return out
 
 
 def weighted(rsr: float, csr: float, w: float = 2.0) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -426,3 +427,138 @@ def test_a_stale_index_is_updated_not_reembedded(store, setup, lm) -> None:
     assert ("documents", 13, 13) in stages and ("documents", 12, 13) in stages
     for strat in ("standard", "mrag"):
         _recompute(db.load_eval_results(store, run_id, strat), er.evaluable_queries(store, qs.id), labels, 6)
+
+
+# --------------------------------------------------------------------------- stopping, sweeps, run comparison views
+
+
+def test_stop_waits_until_the_run_has_stored_that_it_stopped(store, setup, lm) -> None:
+    """A page's Stop reruns the page while the run still works in the previous script run: stop_runs sets the
+    run's cancel event and returns once the run has stored 'cancelled' (the rerun listed it as 'running')."""
+    corpus, qs, _ = setup
+    cancel, reached = threading.Event(), threading.Event()
+
+    def slow_progress(stage: str, done: int, total: int) -> None:
+        if stage == "evaluation":
+            reached.set()
+            time.sleep(0.5)  # a long batch: the stop is seen only after it
+
+    ids: list[int] = []
+    worker = threading.Thread(target=lambda: ids.append(er.run_evaluation(
+        store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8, k_max=5, lm=lm,
+        progress=slow_progress, cancel=cancel, batch_size=2)))
+    worker.start()
+    assert reached.wait(60)
+    (running,) = db.list_eval_runs(store)
+    assert running.status == "running" and er.status_label(running) == "running"
+    assert er.stop_runs(threading.Event()) == []  # another session's event stops nothing
+    assert er.stop_runs(cancel, timeout=60) == [running.id]
+    info = db.get_eval_run(store, running.id)  # stored at once, not some time after the rerun listed it
+    assert info.status == "cancelled" and er.status_label(info) == "stopped" and running.id not in er.active_runs()
+    worker.join(60)
+    assert ids == [running.id] and 0 < info.n_results < 12
+    # a run stored as running that no process runs (the server was stopped) is not said to be running
+    stray = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, config={"model": "minilm", "layer": 5})
+    assert stray.status == "running" and er.status_label(stray) == "interrupted"
+
+
+def test_a_run_cannot_be_resumed_twice_at_once(store, setup, lm) -> None:
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
+                               lm=lm, cancel=cancel, progress=lambda s, d, t: cancel.set() if s == "evaluation" else None,
+                               batch_size=2)
+    assert db.get_eval_run(store, run_id).status == "cancelled"
+    er._claim(run_id, threading.Event())  # a Resume still at work in another session of this server
+    try:
+        with pytest.raises(er.EvaluationInputError, match="already running"):
+            er.resume_evaluation(store, run_id, lm=lm)
+    finally:
+        er._release(run_id)
+    assert db.get_eval_run(store, run_id).status == "cancelled"
+
+
+def test_a_stopped_sweep_resumes_all_its_layers(store, setup, lm) -> None:
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+
+    def stop_in_first_layer(stage: str, done: int, total: int) -> None:
+        if stage.startswith("layer 2 (1/2): evaluation"):
+            cancel.set()
+
+    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[2, 4], strategies=["standard", "mrag"],
+                         c=8, k_max=4, lm=lm, progress=stop_in_first_layer, cancel=cancel, batch_size=2)
+    assert len(ids) == 1 and db.get_eval_run(store, ids[0]).status == "cancelled"
+    (plan,) = er.sweep_plans(store, corpus.id)
+    assert plan.layers == [2, 4] and plan.missing == [4] and [r.id for r in plan.unfinished] == ids
+    assert er.sweeps(store, corpus.id) == {}  # one stopped layer is no sweep to draw
+    seen: list[str] = []
+    resumed = er.resume_sweep(store, ids[0], lm=lm, progress=lambda s, d, t: seen.append(s))
+    assert resumed[0] == ids[0] and len(resumed) == 2
+    runs = [db.get_eval_run(store, r) for r in resumed]
+    assert [r.status for r in runs] == ["done", "done"] and [r.config["layer"] for r in runs] == [2, 4]
+    assert runs[1].config["sweep"] == runs[0].config["sweep"] and runs[1].config["c"] == 8
+    assert runs[1].config["strategies"] == ["standard", "mrag"] and runs[1].n_results == 12
+    assert any(s.startswith("layer 4 (2/2)") for s in seen)
+    (plan,) = er.sweep_plans(store, corpus.id)
+    assert plan.finished
+    (drawn,) = er.sweeps(store, corpus.id).values()
+    assert [r.config["layer"] for r in drawn] == [2, 4]
+    # a finished sweep has nothing left: resuming it runs nothing
+    assert er.resume_sweep(store, ids[0], lm=lm) == []
+
+
+def test_a_sweep_stopped_between_layers_resumes_the_missing_ones(store, setup, lm) -> None:
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, 3, -1],
+                         strategies=["standard"], c=8, k_max=4, lm=lm, cancel=cancel,
+                         progress=lambda s, d, t: cancel.set() if s.startswith("layer 1") and d == t and
+                         s.endswith("evaluation") else None)
+    # layer 1 finished its last batch, then the cancel stopped the next layer's run before it stored anything
+    (plan,) = er.sweep_plans(store, corpus.id)
+    assert plan.layers == [1, 3, -1] and db.get_eval_run(store, ids[0]).status == "done"
+    cancel.clear()
+    er.resume_sweep(store, ids[0], lm=lm)
+    (plan,) = er.sweep_plans(store, corpus.id)
+    assert plan.finished and [r.config["layer"] for r in plan.runs] == [1, 3, 5]
+    assert sorted(r.config["layer_requested"] for r in plan.runs) == [-1, 1, 3]
+
+
+def test_run_comparison_views() -> None:
+    import pandas as pd
+
+    means = pd.DataFrame({"item": ["#4 standard", "#4 mrag"] * 3, "n_aspects": ["10", "10", "2", "2", "all", "all"],
+                          "weighted": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]})
+    table = er.means_table(means, "weighted", [(4, "standard"), (4, "mrag")])
+    assert list(table.columns) == ["#4 standard", "#4 mrag"]  # the reference first, not alphabetical
+    assert list(table.index) == ["2", "10", "all"]
+    assert er.means_table(means, "weighted", [(4, "mrag"), (4, "standard")]).columns.tolist() == [
+        "#4 mrag", "#4 standard"]
+    assert [er.signed(x) for x in (-0.0, -0.0004, 0.0004, 0.0, 0.125, -0.0421)] == [
+        "0.000", "0.000", "0.000", "0.000", "+0.125", "-0.042"]
+    assert er.signed(float("nan")) == ""
+    assert er._no_negative_zero(-1e-17) == 0.0 and str(er._no_negative_zero(-0.0)) == "0.0"
+    assert er.fused_depth_note(["standard", "mrag"]) is None
+    assert "depth k" in er.fused_depth_note(["standard", "fusion-mrag"])
+    assert er.fused_strategies(["standard", "fusion", "multi-query-mrag", "split"]) == ["fusion", "multi-query-mrag"]
+
+
+def test_drilldown_names_the_runs_own_index_and_settings(store, setup, lm) -> None:
+    corpus, qs, _ = setup
+    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, -1],
+                         strategies=["standard", "mrag", "fusion"], variant="decay", c=6, k_max=4, lm=lm)
+    first, last = (db.get_eval_run(store, i) for i in ids)
+    assert first.embedding_run_id != last.embedding_run_id  # each layer has its index; the newest is layer 5's
+    qid = er.evaluable_queries(store, qs.id)[3].id
+    d = er.drilldown(store, [(first.id, "standard"), (first.id, "mrag-decay")], qid)
+    assert (d.run_id, d.query_id, d.embedding_run_id) == (first.id, qid, first.embedding_run_id)
+    assert (d.variant, d.c, d.k, d.strategies, d.seed) == ("decay", 6, None, ["standard", "mrag"], 0)
+    d = er.drilldown(store, [(first.id, "standard"), (last.id, "fusion")], qid, run_id=last.id, k=3)
+    assert (d.embedding_run_id, d.k, d.strategies) == (last.embedding_run_id, 3, ["standard", "fusion"])
+    assert d.variant == "decay"  # no MRAG item of that run: the run's voting
+    # the searched index deleted: another finished index of the same model, layer and pooling is used, else none
+    db.delete_embedding_run(store, first.embedding_run_id)
+    assert er.drilldown(store, [(first.id, "standard")], qid).embedding_run_id is None
+    with pytest.raises(er.EvaluationInputError, match="does not exist"):
+        er.drilldown(store, [(999, "standard")], qid)
