@@ -5,7 +5,10 @@ Two layouts are supported:
 * **Wikipedia** (``wikipedia_articles_v1.json.bz2`` / ``wikipedia_queries_v1.json.bz2``):
   articles are a JSON list of ``{"title", "text", "label"}``; queries are a JSON list of
   ``{"topics": [article titles], "text": story, "fusion": [sub-queries]}``. Ground truth is
-  at article level: a query's topics are article titles (:func:`resolve_ground_truth`).
+  at article level: a query's topics are article titles (:func:`resolve_ground_truth`). Query
+  files written by MRAG Studio add, per topic, the document's category (``categories``) and id
+  (``document_ids``), and the query's ``status`` and ``reason`` (a flagged query stays flagged);
+  other readers can ignore them.
 * **Topic layout** (the legal and chemical-accident data sets): documents live in
   ``<category>/<category>_<topic>.json`` files, each holding the documents of one topic;
   queries carry the names of their ``related`` topics and are scored at topic level: the
@@ -95,16 +98,28 @@ class Article:
         return (self.title, self.label)
 
 
+QUERY_FILE_STATUSES = ("ok", "flagged")
+"""The ``status`` values a query file may give (failed queries, without a text, are never written)."""
+
+
 @dataclass(frozen=True)
 class BenchQuery:
     """One benchmark query: its text, the topics it asks about and its fusion sub-queries.
 
-    ``fusion`` is already cleaned (see :func:`clean_fusion`).
+    ``fusion`` is already cleaned (see :func:`clean_fusion`). Query files written by MRAG Studio also
+    give, per topic, the category of the document meant (``categories``, ``None`` for an unlabelled
+    one) and its id in the database it came from (``document_ids``), which together tell documents of
+    one title apart; and whether the query was ``flagged`` for review, with the ``reason``. Empty
+    tuples / strings when the file does not say.
     """
 
     text: str
     topics: tuple[str, ...]
     fusion: tuple[str, ...] = ()
+    categories: tuple[str | None, ...] = ()
+    document_ids: tuple[int | None, ...] = ()
+    status: str = ""
+    reason: str = ""
 
     @property
     def n_aspects(self) -> int:
@@ -118,15 +133,18 @@ class Resolution:
 
     ``doc_indices[q]`` lists the indices (into the article list) of query ``q``'s topics in
     topic order, leaving out unresolved ones; ``unresolved`` lists ``(query_index, topic)``
-    for every topic that matched no article.
+    for every topic left without an article: one that matched none, or one that matched several
+    and nothing told them apart; the latter are also in ``ambiguous`` as
+    ``(query_index, topic, number of articles with that title)``.
     """
 
     doc_indices: list[list[int]]
     unresolved: list[tuple[int, str]] = field(default_factory=list)
+    ambiguous: list[tuple[int, str, int]] = field(default_factory=list)
 
     @property
     def all_resolved(self) -> bool:
-        """True when every topic of every query matched an article."""
+        """True when every topic of every query got exactly one article."""
         return not self.unresolved
 
 
@@ -352,7 +370,36 @@ def _query_from_item(item: Any, where: str) -> BenchQuery:
     fusion = item.get("fusion")
     if fusion is not None and not isinstance(fusion, (list, str)):
         raise BenchmarkFormatError(f"{where}: 'fusion' must be a list, got {_type_name(fusion)}")
-    return BenchQuery(text=text.strip(), topics=tuple(clean), fusion=clean_fusion(fusion))
+    categories = _per_topic(item, "categories", len(clean), where, str)
+    ids = _per_topic(item, "document_ids", len(clean), where, int)
+    status = item.get("status") or ""
+    if status and status not in QUERY_FILE_STATUSES:
+        raise BenchmarkFormatError(f"{where}: 'status' must be one of {', '.join(QUERY_FILE_STATUSES)}, "
+                                   f"got {status!r}")
+    reason = item.get("reason") or ""
+    if not isinstance(reason, str):
+        raise BenchmarkFormatError(f"{where}: 'reason' must be a string, got {_type_name(reason)}")
+    return BenchQuery(text=text.strip(), topics=tuple(clean), fusion=clean_fusion(fusion),
+                      categories=tuple((c.strip() or None) if c is not None else None for c in categories),
+                      document_ids=tuple(ids), status=status, reason=reason.strip())
+
+
+def _per_topic(item: Mapping[str, Any], key: str, n_topics: int, where: str, kind: type) -> list[Any]:
+    """The optional list ``item[key]`` with one entry per topic, each a ``kind`` or null; ``[]`` when absent."""
+    values = item.get(key)
+    if values is None:
+        return []
+    if not isinstance(values, list) or len(values) != n_topics:
+        got = f"a list of {len(values)}" if isinstance(values, list) else _type_name(values)
+        raise BenchmarkFormatError(f"{where}: {key!r} must be a list with one entry per topic ({n_topics}), got {got}")
+    for j, v in enumerate(values, start=1):
+        if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
+            raise BenchmarkFormatError(f"{where}: {key!r} entry {j} must be {_KIND_NAMES[kind]} or null, "
+                                       f"got {_type_name(v)}")
+    return list(values)
+
+
+_KIND_NAMES = {str: "a string", int: "a whole number"}
 
 
 def parse_queries(value: Any, name: str) -> list[BenchQuery]:
@@ -409,6 +456,25 @@ def _split_cell(cell: str) -> list[str]:
     return [part.strip() for part in cell.split("|") if part.strip()]
 
 
+def _positional_cell(cell: str, *, numbers: bool = False) -> list[Any] | None:
+    """A CSV cell holding one entry per topic: a JSON list (``null`` for none) or entries separated by ``|``, an
+    empty entry meaning none; with ``numbers``, entries of digits become ints. ``None`` for an empty cell."""
+    cell = (cell or "").strip()
+    if not cell:
+        return None
+    value: Any = None
+    if cell.startswith("["):
+        try:
+            value = json.loads(cell)
+        except json.JSONDecodeError:
+            value = None
+    if not isinstance(value, list):
+        value = [part.strip() or None for part in cell.split("|")]
+    if numbers:
+        value = [int(v) if isinstance(v, str) and v.isdigit() else v for v in value]
+    return value
+
+
 _CSV_TEXT = ("text", "query", "question")
 _CSV_TOPICS = ("topics", "related", "related_topics", "ground_truth", "titles")
 
@@ -426,6 +492,7 @@ def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
             f"{', '.join(repr(f) for f in reader.fieldnames or []) or '(none)'}"
         )
     fusion_col = fields.get("fusion")
+    extra_cols = {key: fields[key] for key in ("categories", "document_ids", "status", "reason") if key in fields}
     items: list[tuple[str, Any]] = []
     try:
         for i, rec in enumerate(reader, start=1):
@@ -434,6 +501,10 @@ def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
             item: dict[str, Any] = {"text": rec.get(text_col) or "", "topics": _split_cell(rec.get(topic_col) or "")}
             if fusion_col is not None:
                 item["fusion"] = _split_cell(rec.get(fusion_col) or "")
+            for key, col in extra_cols.items():
+                cell = rec.get(col) or ""
+                item[key] = (_positional_cell(cell, numbers=key == "document_ids")
+                             if key in ("categories", "document_ids") else cell.strip())
             items.append((f"row {i}", item))
     except csv.Error as exc:
         raise BenchmarkFormatError(f"{name}: not a readable CSV file ({exc})") from exc
@@ -556,28 +627,88 @@ def _resolve_names(
     return picked, missing
 
 
-def resolve_ground_truth(queries: Sequence[BenchQuery], articles: Sequence[Article]) -> Resolution:
+def resolve_ground_truth(queries: Sequence[BenchQuery], articles: Sequence[Article],
+                         article_ids: Sequence[int] | None = None) -> Resolution:
     """Map each query's topic titles to article indices.
 
-    A title maps to the article with that exact title (falling back to a case- and
-    whitespace-insensitive match). When several articles share the title (same title in
-    several categories), the candidate whose label is not already used by another topic of
-    the same query is preferred, then the first. Unmatched topics are reported in
-    ``unresolved``; this never raises.
+    A title maps to the articles with that exact title (falling back to a case- and
+    whitespace-insensitive match). When several articles share the title, what tells them apart is,
+    in this order:
+
+    1. the query's ``document_ids`` entry, when ``article_ids`` (the articles' database ids) are given
+       and that id still names an article with this title (its category may have changed since);
+    2. the query's ``categories`` entry (the articles of that label);
+    3. the other topics of the query: an article already taken by one is not taken twice, and, as in
+       the MRAG benchmark (whose queries ask about documents of distinct categories), when exactly one
+       candidate has a label no other topic of the query uses, it is the one.
+
+    A topic still left with several articles gets none: it is listed in ``unresolved`` and in
+    ``ambiguous`` (never silently the first). Unmatched topics are in ``unresolved``. This never raises.
     """
     exact: dict[str, list[int]] = {}
     loose: dict[str, list[int]] = {}
     for i, a in enumerate(articles):
         exact.setdefault(a.title, []).append(i)
         loose.setdefault(_norm(a.title), []).append(i)
+    by_id = {int(d): i for i, d in enumerate(article_ids)} if article_ids is not None else {}
     labels = [a.label for a in articles]
     doc_indices: list[list[int]] = []
     unresolved: list[tuple[int, str]] = []
+    ambiguous: list[tuple[int, str, int]] = []
     for qi, q in enumerate(queries):
-        picked, missing = _resolve_names(q.topics, exact, loose, labels)
+        picked, n_candidates = _resolve_query_topics(q, exact, loose, labels, by_id)
         doc_indices.append([p for p in picked if p is not None])
-        unresolved.extend((qi, m) for m in missing)
-    return Resolution(doc_indices=doc_indices, unresolved=unresolved)
+        for topic, p, n in zip(q.topics, picked, n_candidates):
+            if p is None:
+                unresolved.append((qi, topic))
+                if n > 1:
+                    ambiguous.append((qi, topic, n))
+    return Resolution(doc_indices=doc_indices, unresolved=unresolved, ambiguous=ambiguous)
+
+
+def _resolve_query_topics(
+    q: BenchQuery,
+    exact: Mapping[str, list[int]],
+    loose: Mapping[str, list[int]],
+    labels: Sequence[str],
+    by_id: Mapping[int, int],
+) -> tuple[list[int | None], list[int]]:
+    """One query's topics as article indices (None: no article, or several left; see
+    :func:`resolve_ground_truth`) and, per topic, how many articles have its title."""
+    titled = [exact.get(n) or loose.get(_norm(n)) or [] for n in q.topics]
+    cands: list[list[int]] = []
+    for j, found in enumerate(titled):
+        category = q.categories[j] if j < len(q.categories) else None
+        doc_id = q.document_ids[j] if j < len(q.document_ids) else None
+        hinted = by_id.get(doc_id) if doc_id is not None else None
+        if hinted is not None and hinted in found:  # the id still names a document of this title
+            cands.append([hinted])
+        elif category is not None and any(labels[c] == category for c in found):
+            cands.append([c for c in found if labels[c] == category])
+        else:
+            cands.append(list(found))
+    picked: list[int | None] = [c[0] if len(c) == 1 else None for c in cands]
+    progress = True
+    while progress:
+        progress = False
+        chosen = {p for p in picked if p is not None}
+        used_labels = {labels[p] for p in picked if p is not None}
+        for j, c in enumerate(cands):
+            if picked[j] is not None or len(c) < 2:
+                continue
+            free = [x for x in c if x not in chosen]
+            same = [k for k, other in enumerate(cands) if picked[k] is None and other == c]
+            if len(free) == len(same) and free:  # as many topics as articles left: each gets one, in order
+                for k, x in zip(same, free):
+                    picked[k] = x
+                progress = True
+                break
+            fresh = [x for x in free if labels[x] not in used_labels]
+            if len(free) == 1 or len(fresh) == 1:
+                picked[j] = free[0] if len(free) == 1 else fresh[0]
+                progress = True
+                break
+    return picked, [len(t) for t in titled]
 
 
 # --------------------------------------------------------------------------- topic layout

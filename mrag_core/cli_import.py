@@ -220,8 +220,12 @@ def cmd_queries(args: argparse.Namespace, store: Any) -> int:
         raise CLIError(f"nothing was imported: {exc}") from None
     print(f"query set {args.name!r} (#{report.query_set_id}): {report.n_queries} queries imported, "
           f"{report.n_flagged} flagged, {len(report.skipped)} row(s) skipped")
-    for row, topic in report.unresolved[:SHOWN_ISSUES]:
+    ambiguous = {(row, topic) for row, topic, _ in report.ambiguous}
+    for row, topic in [u for u in report.unresolved if u not in ambiguous][:SHOWN_ISSUES]:
         print(f"  query {row}: no document is titled {topic!r} (flagged)")
+    for row, topic, n in report.ambiguous[:SHOWN_ISSUES]:
+        print(f"  query {row}: {n} documents are titled {topic!r} and the file does not say which one; none was "
+              "taken (flagged)")
     for where, problem in report.skipped[:SHOWN_ISSUES]:
         print(f"  skipped {where}: {problem}")
     return 0

@@ -188,7 +188,10 @@ with tab_import:
     st.caption("MRAG benchmark query files - a JSON / JSONL list (optionally .bz2 / .gz) of "
                "{\"topics\" or \"related\": [...], \"text\", \"fusion\"} - or a CSV / TSV with `text` and "
                "`topics` columns (titles separated by `|`, optional `fusion`). A topic is matched to a document "
-               "title of this corpus, else to all documents of a legal / accident topic of that name.")
+               "title of this corpus, else to all documents of a legal / accident topic of that name. Files "
+               "exported here also give each topic's category and document id, which tell documents of one title "
+               "apart, and keep a flagged query flagged with its reason; a title of several documents that "
+               "nothing tells apart is not guessed: its query is imported flagged.")
     upload = st.file_uploader("Query file", type=["json", "jsonl", "ndjson", "csv", "tsv", "bz2", "gz"],
                               key="qb_imp_file")
     imp_name = st.text_input("Name of the new query set", key="qb_imp_name")
@@ -199,12 +202,10 @@ with tab_import:
         except qw.QuerySetError as exc:
             st.error(f"Nothing was imported: {md_plain(str(exc))}")
         else:
-            st.success(f"Imported {rep.n_queries} queries into '{md_plain(imp_name.strip())}' "
-                       f"({rep.n_flagged} flagged, {len(rep.skipped)} row{'s' if len(rep.skipped) != 1 else ''} "
-                       "skipped).")
-            if rep.skipped or rep.unresolved:
-                st.warning(f"{len(rep.skipped)} row(s) could not be read and were skipped; "
-                           f"{len(rep.unresolved)} topic(s) match no document of this corpus:")
+            st.success(f"Imported {counted(rep.n_queries, 'query', 'queries')} into '{md_plain(imp_name.strip())}' "
+                       f"({rep.n_flagged} flagged, {counted(len(rep.skipped), 'row')} skipped).")
+            if rep.skipped or rep.unresolved or rep.ambiguous:
+                st.warning(qw.import_problems(rep) + ":")
                 st.dataframe(qw.import_issues(rep), hide_index=True, width="stretch")
             _show_set(rep.query_set_id)
 

@@ -45,6 +45,7 @@ from mrag_core.querygen import (
     plan_queries,
     regenerate_one,
 )
+from mrag_core.wording import counted
 
 ProgressFn = Callable[[int, int], None]
 DEFAULT_BATCH = 8
@@ -60,6 +61,7 @@ __all__ = [
     "generate_query_set",
     "import_benchmark_queries",
     "import_issues",
+    "import_problems",
     "max_aspects",
     "regenerate_query",
     "review_frame",
@@ -92,8 +94,10 @@ class GenerationReport:
 @dataclass(frozen=True)
 class ImportReport:
     """Outcome of :func:`import_benchmark_queries`: ``unresolved`` = (1-based number among the
-    imported queries, topic); ``skipped`` = (location in the file, problem) of rows left out;
-    ``locations[i]`` = where imported query ``i + 1`` was in the file."""
+    imported queries, topic) of topics that match no document; ``ambiguous`` = (number, topic, how
+    many documents have that title) of topics that name several documents with nothing to tell them
+    apart; ``skipped`` = (location in the file, problem) of rows left out; ``locations[i]`` = where
+    imported query ``i + 1`` was in the file."""
 
     query_set_id: int
     n_queries: int
@@ -101,6 +105,7 @@ class ImportReport:
     unresolved: list[tuple[int, str]]
     skipped: list[tuple[str, str]] = field(default_factory=list)
     locations: list[str] = field(default_factory=list)
+    ambiguous: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 def _labelled_docs(store: db.Store, corpus_id: int) -> list[db.DocumentRow]:
@@ -362,22 +367,33 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
 
     Formats (see :func:`mrag_core.benchmark.read_query_rows`): the MRAG benchmark query JSON /
     JSONL (optionally bz2/gzip) of ``{topics | related, text, fusion}``, or a CSV / TSV with
-    ``text`` and ``topics`` (titles separated by ``|``) columns. A topic resolves to a document
-    by title (the Wikipedia benchmark; case-insensitive fallback); otherwise to every document
-    imported from a legal / accident topic of that name (topic-level ground truth).
+    ``text`` and ``topics`` (titles separated by ``|``) columns; both may carry what
+    :func:`export_benchmark_json` writes besides (per topic ``categories`` and ``document_ids``,
+    the query's ``status`` and ``reason``). A topic resolves to a document by title (the Wikipedia
+    benchmark; case-insensitive fallback), documents sharing a title told apart by the document id
+    (when it still names a document of that title in this corpus) or the category
+    (:func:`mrag_core.benchmark.resolve_ground_truth`); otherwise to every document imported from a
+    legal / accident topic of that name (topic-level ground truth).
 
-    Bad rows are skipped and listed in ``skipped``; queries with an unresolved topic are imported
-    ``flagged`` with the topic named in ``error`` and listed in ``unresolved``. Raises
-    :class:`QuerySetError` for an unreadable file, a file without one good row, or a taken
-    name; nothing is written then."""
+    Bad rows are skipped and listed in ``skipped``. A query is imported ``flagged``, the reasons in
+    ``error``, when the file says it is flagged (its reason kept), when a topic matches no document
+    (listed in ``unresolved``) or when it names several documents with nothing to tell them apart
+    (listed in ``ambiguous``; none of them is taken). Raises :class:`QuerySetError` for an
+    unreadable file, a file without one good row, or a taken name; nothing is written then."""
     parsed, problems, shown_name = _read_queries(source, file_name)
     queries = [q for _, q in parsed]
     docs = db.list_documents(store, corpus_id, limit=None).items
-    res = resolve_ground_truth(queries, [Article(d.title, d.text, d.label or "") for d in docs])
+    res = resolve_ground_truth(queries, [Article(d.title, d.text, d.label or "") for d in docs],
+                               [d.id for d in docs])
     topics = _topic_index(docs)
+    ambiguous: dict[int, list[tuple[str, int]]] = {}
+    for qi, topic, n in res.ambiguous:
+        ambiguous.setdefault(qi, []).append((topic, n))
     by_query: dict[int, list[str]] = {}
     topic_docs: dict[int, list[int]] = {}
     for qi, topic in res.unresolved:
+        if any(topic == t for t, _ in ambiguous.get(qi, [])):
+            continue  # a title of several documents: not a legal / accident topic name
         hit = topics.get(_loose(topic))
         if hit:
             topic_docs.setdefault(qi, []).extend(hit)
@@ -386,10 +402,10 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
     rows = []
     for qi, (q, idx) in enumerate(zip(queries, res.doc_indices)):
         gt = list(dict.fromkeys([*(docs[i].id for i in idx), *topic_docs.get(qi, [])]))
-        missing = by_query.get(qi, [])
+        reasons = _import_reasons(q, by_query.get(qi, []), ambiguous.get(qi, []))
         rows.append({"text": q.text, "ground_truth": gt, "n_aspects": q.n_aspects, "fusion": list(q.fusion),
-                     "status": "flagged" if missing or not gt else "ok", "generator": "imported",
-                     "error": ("unresolved topics: " + ", ".join(missing)) if missing else ""})
+                     "status": "flagged" if reasons or not gt else "ok", "generator": "imported",
+                     "error": "; ".join(reasons)})
     try:
         qs = db.create_query_set(store, corpus_id, name, source="imported",
                                  description=f"Imported from {Path(shown_name).name}", params={"file": shown_name})
@@ -402,16 +418,52 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
         raise
     return ImportReport(qs.id, len(rows), sum(r["status"] == "flagged" for r in rows),
                         [(qi + 1, t) for qi, ts in sorted(by_query.items()) for t in ts],
-                        skipped=problems, locations=[where for where, _ in parsed])
+                        skipped=problems, locations=[where for where, _ in parsed],
+                        ambiguous=[(qi + 1, t, n) for qi, tn in sorted(ambiguous.items()) for t, n in tn])
+
+
+def _ambiguity(topic: str, n: int) -> str:
+    return f"{n} documents are titled {topic!r} and nothing in the file tells which one is meant"
+
+
+def _import_reasons(q: BenchQuery, missing: Sequence[str], ambiguous: Sequence[tuple[str, int]]) -> list[str]:
+    """Why an imported query is flagged: the file's own flag (with its reason), topics that match no document,
+    titles of several documents that nothing tells apart. Empty: the query is ``ok``."""
+    reasons = [q.reason or "flagged in the imported file"] if q.status == "flagged" else []
+    if missing:
+        reasons.append("unresolved topics: " + ", ".join(missing))
+    if ambiguous:
+        reasons.append("ambiguous topics: " + ", ".join(_ambiguity(t, n) for t, n in ambiguous) + " (none was taken)")
+    return reasons
+
+
+def import_problems(report: ImportReport) -> str:
+    """What went wrong in an import, in one sentence (empty when nothing did): rows skipped, topics that match no
+    document, topics that name several documents with nothing to tell them apart."""
+    parts = []
+    if report.skipped:
+        parts.append(f"{counted(len(report.skipped), 'row')} could not be read and "
+                     f"{'was' if len(report.skipped) == 1 else 'were'} skipped")
+    if report.unresolved:
+        parts.append(f"{counted(len(report.unresolved), 'topic')} "
+                     f"{'matches' if len(report.unresolved) == 1 else 'match'} no document of this corpus")
+    if report.ambiguous:
+        parts.append(f"{counted(len(report.ambiguous), 'topic')} {'names' if len(report.ambiguous) == 1 else 'name'} "
+                     "several documents of one title that nothing in the file tells apart")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:]
 
 
 def import_issues(report: ImportReport) -> pd.DataFrame:
-    """The import report row by row: skipped rows (``error``) and imported queries with a topic
-    that matched no document (``warning``, the query is ``flagged``)."""
+    """The import report row by row: skipped rows (``error``), then the imported queries with a topic that
+    matched no document or several that nothing told apart (``warning``, the query is ``flagged``), in file
+    order."""
     rows = [{"location": where, "severity": "error", "message": f"skipped: {what}"} for where, what in report.skipped]
+    issues = [(qn, f"imported as flagged: topic {topic!r} matches no document") for qn, topic in report.unresolved]
+    issues += [(qn, f"imported as flagged: {_ambiguity(topic, n)}; none was taken")
+               for qn, topic, n in report.ambiguous]
     rows += [{"location": report.locations[qn - 1] if qn <= len(report.locations) else f"query {qn}",
-              "severity": "warning", "message": f"imported as flagged: topic {topic!r} matches no document"}
-             for qn, topic in report.unresolved]
+              "severity": "warning", "message": message} for qn, message in sorted(issues, key=lambda i: i[0])]
     return pd.DataFrame(rows, columns=["location", "severity", "message"])
 
 
@@ -432,10 +484,21 @@ def review_frame(store: db.Store, query_set_id: int) -> pd.DataFrame:
 
 
 def export_benchmark_json(store: db.Store, query_set_id: int) -> str:
-    """The set as an MRAG benchmark query file: ``[{"topics": [titles], "text", "fusion"}]``
-    (queries with text only; failed rows are left out)."""
+    """The set as an MRAG benchmark query file, ``[{"topics": [titles], "text", "fusion", ...}]`` (queries
+    with text only; failed rows are left out), which imports back exactly (:func:`import_benchmark_queries`).
+
+    Besides the benchmark's keys each query has, per topic, the document's category (``categories``;
+    ``null`` when unlabelled; the benchmark keys documents by (title, label)) and its id
+    (``document_ids``, used on a re-import into this database when it still names a document of that
+    title), and its ``status`` (``ok`` / ``flagged``) with the ``reason`` for a flag. Readers of the
+    benchmark format ignore them."""
     queries = [q for q in db.list_queries(store, query_set_id) if q.status != "failed" and q.text.strip()]
     ids = sorted({d for q in queries for d in q.ground_truth})
-    titles = {d.id: d.title for d in db.get_documents(store, ids)}
-    return json.dumps([{"topics": [titles[d] for d in q.ground_truth if d in titles], "text": q.text,
-                        "fusion": list(q.fusion)} for q in queries], ensure_ascii=False, indent=1)
+    docs = {d.id: d for d in db.get_documents(store, ids)}
+    out = []
+    for q in queries:
+        gt = [docs[d] for d in q.ground_truth if d in docs]
+        out.append({"topics": [d.title for d in gt], "text": q.text, "fusion": list(q.fusion),
+                    "categories": [d.label or None for d in gt], "document_ids": [d.id for d in gt],
+                    "status": q.status, "reason": q.error if q.status == "flagged" else ""})
+    return json.dumps(out, ensure_ascii=False, indent=1)

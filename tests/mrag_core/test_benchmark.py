@@ -204,11 +204,33 @@ def test_resolve_prefers_unused_label_for_ambiguous_title() -> None:
     ]
     res = resolve_ground_truth(qs, arts)
     assert res.doc_indices[0] == [4, 2]  # planets used by Mars -> the element
-    assert res.doc_indices[1] == [1]  # no constraint -> first
+    assert res.doc_indices[1] == []  # nothing tells the two apart: none, and said so (was: the first)
     assert sorted(res.doc_indices[2]) == [1, 2]  # never the same doc twice
     assert res.doc_indices[3] == [3]  # loose match on case/whitespace
-    assert res.unresolved == [(3, "Unknown thing")]
+    assert res.unresolved == [(1, "Mercury"), (3, "Unknown thing")]
+    assert res.ambiguous == [(1, "Mercury", 2)]
     assert not res.all_resolved
+
+
+def test_resolve_tells_one_title_apart_by_document_id_then_category() -> None:
+    """Two documents titled "Doc 1" (database ids 98 and 107): a query file that names the id (checked against
+    the title) or the category gets the one meant; with neither, the topic is ambiguous, never the first."""
+    arts = [Article("Doc 1", "first", "a"), Article("Other", "x", "b"), Article("Doc 1", "second", "a"),
+            Article("Doc 1", "third", "c")]
+    ids = [98, 99, 107, 120]
+    qs = [
+        BenchQuery("q", ("Doc 1",), document_ids=(107,)),
+        BenchQuery("q", ("doc 1",), categories=("c",)),  # loose title, category c: only one
+        BenchQuery("q", ("Doc 1",), categories=("a",)),  # two in category a
+        BenchQuery("q", ("Doc 1",), categories=("a",), document_ids=(99,)),  # 99 is "Other": the id is not used
+        BenchQuery("q", ("Doc 1",), categories=("a",), document_ids=(5,)),  # an id of another database
+        BenchQuery("q", ("Doc 1", "Doc 1"), categories=("a", "a")),  # the two of category a, one each
+        BenchQuery("q", ("Doc 1",), categories=("gone",), document_ids=(120,)),  # relabelled since: id and title
+    ]
+    res = resolve_ground_truth(qs, arts, ids)
+    assert res.doc_indices == [[2], [3], [], [], [], [0, 2], [3]]
+    assert res.ambiguous == [(2, "Doc 1", 3), (3, "Doc 1", 3), (4, "Doc 1", 3)]
+    assert resolve_ground_truth(qs[:1], arts).ambiguous == [(0, "Doc 1", 3)]  # ids without article_ids: unused
 
 
 def test_resolve_with_no_articles_never_crashes() -> None:
@@ -351,6 +373,34 @@ def test_read_query_rows_reports_bad_rows_and_reads_csv() -> None:
     assert bad == [("row 4", "has an empty 'topics' list")]
     with pytest.raises(BenchmarkFormatError, match="needs a text column"):
         read_query_rows(b"a,b\n1,2\n", "q.csv")
+    csv_text = ('text,topics,categories,document_ids,status,reason\n'
+                'one,Doc 1|Other,a|,107|,flagged,missing titles: Other\n'
+                'two,Doc 1,"[null]","[98]",,\n')
+    rows, bad = read_query_rows(csv_text.encode(), "q.csv")
+    assert [(q.categories, q.document_ids, q.status, q.reason) for _, q in rows] == [
+        (("a", None), (107, None), "flagged", "missing titles: Other"), ((None,), (98,), "", "")]
+    assert bad == []
+
+
+def test_query_rows_with_categories_ids_and_status() -> None:
+    """The fields MRAG Studio's export adds are read per topic and checked; a row that gets them wrong is a
+    problem of its own; files without them (the benchmark's) read as before."""
+    items = [
+        {"topics": ["Doc 1", "Other"], "text": "a", "categories": ["a", None], "document_ids": [107, None],
+         "status": "flagged", "reason": " missing titles: Other "},
+        {"topics": ["Doc 1"], "text": "b", "categories": ["a", "b"]},
+        {"topics": ["Doc 1"], "text": "c", "document_ids": ["107"]},
+        {"topics": ["Doc 1"], "text": "d", "status": "failed"},
+        {"topics": ["Doc 1"], "text": "e", "status": "ok", "reason": ""},
+    ]
+    rows, bad = read_query_rows(json.dumps(items).encode(), "q.json")
+    assert [(w, q.categories, q.document_ids, q.status, q.reason) for w, q in rows] == [
+        ("item 1", ("a", None), (107, None), "flagged", "missing titles: Other"), ("item 5", (), (), "ok", "")]
+    assert bad == [
+        ("item 2", "'categories' must be a list with one entry per topic (1), got a list of 2"),
+        ("item 3", "'document_ids' entry 1 must be a whole number or null, got a string"),
+        ("item 4", "'status' must be one of ok, flagged, got 'failed'"),
+    ]
     with pytest.raises(BenchmarkFormatError, match="invalid JSON"):
         read_query_rows(b"{oops", "q.json")
 

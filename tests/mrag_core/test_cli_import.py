@@ -61,6 +61,28 @@ def test_benchmark_articles_and_queries_then_index_ready(url: str, tmp_path: Pat
     assert [q.status for q in rows] == ["ok", "flagged"] and rows[0].fusion == ["moon", "bread"]
 
 
+def test_queries_naming_a_title_of_several_documents_are_flagged_not_guessed(url: str, tmp_path: Path,
+                                                                            capsys) -> None:
+    articles = tmp_path / "articles.json"
+    articles.write_text(json.dumps([{"title": "Doc 1", "text": "One.", "label": "a"},
+                                    {"title": "Doc 1", "text": "Two.", "label": "a"},
+                                    {"title": "Doc 1", "text": "Three.", "label": "b"}]))
+    assert _run(url, "import", "--corpus", "Twins", str(articles)) == 0
+    capsys.readouterr()
+    queries = tmp_path / "queries.json"
+    queries.write_text(json.dumps([{"topics": ["Doc 1"], "text": "Which one?"},
+                                   {"topics": ["Doc 1"], "categories": ["b"], "text": "The one in b."}]))
+    assert _run(url, "queries", "--corpus", "Twins", "--name", "Q", str(queries)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("query set 'Q' (#1): 2 queries imported, 1 flagged, 0 row(s) skipped")
+    assert "query 1: 3 documents are titled 'Doc 1' and the file does not say which one; none was taken" in out
+    assert "no document is titled" not in out
+    store = db.open_store(url)
+    rows = db.list_queries(store, 1)
+    store.close()
+    assert [(len(q.ground_truth), q.status) for q in rows] == [(0, "flagged"), (1, "ok")]
+
+
 def test_table_with_named_columns_problems_listed_and_dry_run(url: str, tmp_path: Path, capsys) -> None:
     table = tmp_path / "notes.csv"
     table.write_text("h,note,t\nA,First note about bees.,bees\nB,,bees\nC,Second note about ships.,ships\n")

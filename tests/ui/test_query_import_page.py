@@ -148,3 +148,39 @@ def test_import_legal_queries_resolve_topics_to_their_documents(store: db.Store)
     got = [(q.text, sorted(q.ground_truth), q.n_aspects, q.status) for q in db.list_queries(store, qs.id)]
     assert got == [("Only fraud", [], 1, "flagged"),
                    ("Breach and negligence", sorted([ids["breach #1"], ids["breach #2"], ids["Duty"]]), 2, "ok")]
+
+
+def test_export_then_import_keeps_documents_of_one_title_apart_and_flags(store: db.Store) -> None:
+    """Two documents titled "Doc 1": a set exported and imported back names the same documents, its flagged
+    query flagged with its reason; a titles-only file is not guessed: its query is flagged and the page says so."""
+    from mrag_core.workflows import querysets as qw
+
+    c = db.create_corpus(store, "Twins")
+    first, other, second = db.add_documents(store, c.id, [
+        {"title": "Doc 1", "text": "The first one.", "label": "notes"},
+        {"title": "Other", "text": "Something else.", "label": "misc"},
+        {"title": "Doc 1", "text": "The second one.", "label": "notes"},
+    ]).document_ids
+    orig = db.create_query_set(store, c.id, "hand rt2")
+    db.add_queries(store, orig.id, [
+        {"text": "What does Doc 1 say?", "ground_truth": [second]},
+        {"text": "Doc 1 with more", "ground_truth": [first, other], "status": "flagged",
+         "error": "missing titles: Other"},
+    ])
+    at = _page(c.id)
+    _import(at, "hand rt2.json", qw.export_benchmark_json(store, orig.id).encode(), "back")
+    assert [s.value for s in at.success] == ["Imported 2 queries into 'back' (1 flagged, 0 rows skipped)."]
+    assert not at.warning, [w.value for w in at.warning]
+    back = next(s for s in db.list_query_sets(store, c.id) if s.name == "back")
+    assert [(q.ground_truth, q.status, q.error) for q in db.list_queries(store, back.id)] == [
+        ([second], "ok", ""), ([first, other], "flagged", "missing titles: Other")]
+
+    titles_only = json.dumps([{"topics": ["Doc 1"], "text": "What does Doc 1 say?"}]).encode()
+    _import(at, "old.json", titles_only, "old")
+    assert [w.value for w in at.warning] == [
+        "1 topic names several documents of one title that nothing in the file tells apart:"]
+    assert _report(at) == [("item 1", "warning", "imported as flagged: 2 documents are titled 'Doc 1' and nothing "
+                                                 "in the file tells which one is meant; none was taken")]
+    old = next(s for s in db.list_query_sets(store, c.id) if s.name == "old")
+    (q,) = db.list_queries(store, old.id)
+    assert (q.ground_truth, q.status) == ([], "flagged") and q.error.startswith("ambiguous topics: 2 documents")

@@ -139,8 +139,11 @@ def test_import_reports_unresolved_topics_and_round_trips(store, corpus, tmp_pat
     frame = qw.review_frame(store, rep.query_set_id)
     assert frame.loc[0, "ground truth"] == "Mercury | Jazz" and frame.loc[0, "categories"] == "space | music"
     exported = json.loads(qw.export_benchmark_json(store, rep.query_set_id))
-    assert exported[0] == {"topics": ["Mercury", "Jazz"], "text": "Mercury and Jazz", "fusion": ["Mercury", "Jazz"]}
+    assert exported[0] == {"topics": ["Mercury", "Jazz"], "text": "Mercury and Jazz", "fusion": ["Mercury", "Jazz"],
+                           "categories": ["space", "music"], "document_ids": [ids["Mercury"], ids["Jazz"]],
+                           "status": "ok", "reason": ""}
     assert exported[1]["topics"] == ["Bread"]
+    assert (exported[2]["status"], exported[2]["reason"]) == ("flagged", "unresolved topics: Atlantis")
 
     with pytest.raises(qw.QuerySetError, match="no 'topics'"):
         qw.import_benchmark_queries(store, corpus.id, b'[{"text": "x"}]', name="Bad", file_name="bad.json")
@@ -195,3 +198,57 @@ def test_manual_query_into_a_new_set_writes_both_or_nothing(store, corpus) -> No
     with pytest.raises(qw.QuerySetError, match="already has a query set named 'hand set'"):
         qw.add_manual_query_to_new_set(store, corpus.id, "hand set", text="Jazz again", ground_truth=[jazz.id])
     assert [s.n_queries for s in db.list_query_sets(store, corpus.id)] == [1]
+
+
+def _same_title_corpus(store, name: str) -> tuple[int, list[int]]:
+    """A corpus with three documents titled "Doc 1" (two in category a, one in c) and "Other" (b)."""
+    c = db.create_corpus(store, name)
+    ids = db.add_documents(store, c.id, [
+        {"title": "Doc 1", "text": "The first document of that name.", "label": "a"},
+        {"title": "Other", "text": "Something else entirely.", "label": "b"},
+        {"title": "Doc 1", "text": "The second document of that name.", "label": "a"},
+        {"title": "Doc 1", "text": "A third one, elsewhere.", "label": "c"},
+    ]).document_ids
+    return c.id, list(ids)
+
+
+def _stored(store, query_set_id: int) -> list[tuple]:
+    return [(q.text, q.ground_truth, q.status, q.error) for q in db.list_queries(store, query_set_id)]
+
+
+def test_export_and_import_round_trip_exactly_with_shared_titles(store) -> None:
+    """Documents sharing a title come back as the same documents (the id, checked against the title, in this
+    database; the category elsewhere), a flagged query stays flagged with its reason; what nothing tells apart is
+    flagged with the reason, never given the first document of that title."""
+    corpus_id, (first, other, second, third) = _same_title_corpus(store, "Twins")
+    orig = db.create_query_set(store, corpus_id, "hand rt2")
+    db.add_queries(store, orig.id, [
+        {"text": "What does Doc 1 say?", "ground_truth": [second], "status": "ok"},
+        {"text": "Doc 1 and the rest", "ground_truth": [third, other], "status": "flagged",
+         "error": "missing titles: Other"},
+        {"text": "Both of them: Doc 1", "ground_truth": [first, second], "status": "ok"},
+    ])
+    exported = qw.export_benchmark_json(store, orig.id)
+    rep = qw.import_benchmark_queries(store, corpus_id, exported.encode(), name="back", file_name="hand rt2.json")
+    assert _stored(store, rep.query_set_id) == _stored(store, orig.id)
+    assert (rep.n_flagged, rep.unresolved, rep.ambiguous) == (1, [], [])
+
+    # Another corpus with the same documents (other ids): the category tells c from a, not the two of a.
+    copy_id, (c_first, c_other, c_second, c_third) = _same_title_corpus(store, "Copy")
+    rep = qw.import_benchmark_queries(store, copy_id, exported.encode(), name="copied", file_name="hand rt2.json")
+    ambiguity = "ambiguous topics: 3 documents are titled 'Doc 1' and nothing in the file tells which one is meant"
+    assert _stored(store, rep.query_set_id) == [
+        ("What does Doc 1 say?", [], "flagged", ambiguity + " (none was taken)"),
+        ("Doc 1 and the rest", [c_third, c_other], "flagged", "missing titles: Other"),
+        ("Both of them: Doc 1", [c_first, c_second], "ok", ""),  # both of category a: one each
+    ]
+    assert rep.ambiguous == [(1, "Doc 1", 3)] and rep.unresolved == []
+    assert qw.import_issues(rep).values.tolist() == [
+        ["item 1", "warning", "imported as flagged: 3 documents are titled 'Doc 1' and nothing in the file tells "
+                              "which one is meant; none was taken"]]
+
+    # A benchmark file with titles only (as exported before): ambiguous, flagged, not the first "Doc 1".
+    titles_only = json.dumps([{"topics": ["Doc 1"], "text": "What does Doc 1 say?"}]).encode()
+    rep = qw.import_benchmark_queries(store, corpus_id, titles_only, name="old", file_name="old.json")
+    assert _stored(store, rep.query_set_id) == [
+        ("What does Doc 1 say?", [], "flagged", ambiguity + " (none was taken)")]
