@@ -154,7 +154,7 @@ with tab_hand:
     search = st.text_input("Search the corpus for ground-truth documents", key="qb_hand_search")
     if search.strip():
         page = db.list_documents(store, corpus.id, search=search.strip(), limit=20)
-        st.caption(f"{page.total} match(es); showing {len(page.items)}")
+        st.caption(f"{counted(page.total, 'match', 'matches')}; showing {len(page.items)}")
         for d in page.items:
             cols = st.columns([5, 1])
             cols[0].markdown(f"**{md_plain(d.title)}** · {md_plain(d.label or '(unlabeled)')}")

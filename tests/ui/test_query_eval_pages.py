@@ -433,6 +433,9 @@ def test_query_builder_hand_query_into_a_new_set_leaves_nothing_half_made() -> N
     store = _store()
     corpus_id, before = _demo_set_ids(store)
     at.text_input(key="qb_hand_search").set_value("Eddystone").run()
+    found = db.list_documents(store, corpus_id, search="Eddystone")
+    shown = len(found.items)
+    assert f"{found.total} match{'' if found.total == 1 else 'es'}; showing {shown}" in [c.value for c in at.caption]
     pharos = db.list_documents(store, corpus_id, search="Eddystone Lighthouse").items[0]
     at.button(key=f"qb_pick_{pharos.id}").click().run()
     at.text_input(key="qb_hand_new").set_value("hand set")
