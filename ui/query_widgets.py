@@ -3,14 +3,13 @@ Attention; on Compare and Reader also a typed one."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import streamlit as st
 
 import db
 from mrag_core.wording import counted
-from ui.state import keep_choice
+from ui.state import keep_choice, preselect_choice
 
 
 @dataclass
@@ -32,14 +31,6 @@ def aspects_label(q: db.QueryRow) -> str:
 def query_set_label(qs: db.QuerySetInfo) -> str:
     """A query set as the picker shows it: ``name (N queries)``."""
     return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')})"
-
-
-def preselect_choice(key: str, ident: Hashable) -> None:
-    """Make the :func:`ui.state.keep_choice` box ``key`` choose the item whose identity is ``ident`` on this run
-    (a drill-down, a set just made); call before the box is drawn. Sets the identity keep_choice remembers
-    (``_<key>_ident``) and drops the box's own value, which would otherwise win while its text is still shown."""
-    st.session_state[f"_{key}_ident"] = ident
-    st.session_state.pop(key, None)
 
 
 ALL_ASPECTS = "all"

@@ -57,6 +57,11 @@ def show_flash(key: str) -> bool:
     return True
 
 
+def _ident_key(key: str) -> str:
+    """Where :func:`keep_choice` keeps the identity of box ``key``'s chosen item."""
+    return f"_{key}_ident"
+
+
 def keep_choice(label: str, options: Sequence[T], *, key: str, ident: Callable[[T], Hashable],
                 format_func: Callable[[T], str], container: Any = None, **kwargs: Any) -> T | None:
     """A select box whose choice follows the chosen item (``ident(option)``, e.g. its database id), not the text
@@ -67,7 +72,7 @@ def keep_choice(label: str, options: Sequence[T], *, key: str, ident: Callable[[
     option, so the next action would silently go to another corpus or query. The chosen item's identity is kept in
     the session (``_<key>_ident``) and passed as ``index``; an item that is gone falls back to ``index`` (default 0).
     """
-    remember = f"_{key}_ident"
+    remember = _ident_key(key)
     idents = [ident(o) for o in options]
     wanted = st.session_state.get(remember)
     index = idents.index(wanted) if wanted in idents else kwargs.pop("index", 0)
@@ -75,6 +80,14 @@ def keep_choice(label: str, options: Sequence[T], *, key: str, ident: Callable[[
     chosen = (container or st).selectbox(label, options, index=index, key=key, format_func=format_func, **kwargs)
     st.session_state[remember] = ident(chosen) if chosen is not None else None
     return chosen
+
+
+def preselect_choice(key: str, ident: Hashable) -> None:
+    """Make the :func:`keep_choice` box ``key`` choose the item whose identity is ``ident`` on this run
+    (a drill-down, a set just made); call before the box is drawn. Sets the identity keep_choice remembers
+    (``_<key>_ident``) and drops the box's own value, which would otherwise win while its text is still shown."""
+    st.session_state[_ident_key(key)] = ident
+    st.session_state.pop(key, None)
 
 
 def clamp_state(key: str, low: int, high: int) -> None:
