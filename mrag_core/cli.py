@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
 from mrag_core.llm_strategies import LLMOptions, TextBatch, cost_summary, families_for, is_llm_strategy
+from mrag_core.wording import counted
 
 DEFAULT_STRATEGIES = "standard,mrag,split,fusion,fusion-mrag"
 
@@ -221,8 +222,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (BenchmarkFormatError, ValueError, OSError) as exc:
         raise CLIError(str(exc)) from exc
     if data.unresolved:
-        print(f"warning: {len(data.unresolved)} query topics match no document (first: {data.unresolved[0][1]!r})",
-              file=sys.stderr)
+        n = len(data.unresolved)
+        print(f"warning: {counted(n, 'query topic')} {'matches' if n == 1 else 'match'} no single document (none, or "
+              "several that nothing tells apart; they are left out of the ground truth; "
+              f"first: {data.unresolved[0][1]!r})", file=sys.stderr)
     if args.json_out:
         out_dir = Path(args.json_out).resolve().parent
         if not out_dir.is_dir():

@@ -240,3 +240,17 @@ def test_text_table_aligns_formats_and_cuts_text_to_width() -> None:
     assert table.splitlines() == ["strategy     RSR   n",
                                   "standard   0.500   3",
                                   "mrag       0.333  12"]
+
+
+def test_bench_warns_about_query_topics_without_a_single_document(tmp_path: Path, capsys) -> None:
+    """A topic no article has (or several that nothing tells apart) is named before anything runs (the --json
+    folder is missing here, so the command stops right after the warning)."""
+    a, q = write_dataset(tmp_path)
+    queries = json.loads(q.read_text())
+    queries[1]["topics"][1] = "Atlantis"
+    q.write_text(json.dumps(queries))
+    assert main(["bench", "--articles", str(a), "--queries", str(q), "--json", str(tmp_path / "no" / "o.json")]) == 2
+    err = capsys.readouterr().err
+    warning = next(line for line in err.splitlines() if line.startswith("warning:"))
+    assert warning.startswith("warning: 1 query topic matches no single document (none, or several that nothing ")
+    assert warning.endswith("first: 'Atlantis')")
