@@ -5,11 +5,18 @@ with MRAG voting) are extra columns, with their generated texts and token / late
 
 Thin page: ``mrag_core.workflows.compare`` does the work; the loaded index is cached per run id.
 ``st.session_state["compare_query_id"]`` (set by the Evaluation Runs drill-down) preselects that
-query, its query set and corpus, once.
+query, its query set and corpus, once; ``st.session_state["compare_drilldown"]`` (a
+:class:`~mrag_core.workflows.evaluation_runs.DrillDown`) also opens the run's own index with its voting, c, k and
+strategies, so the numbers match the run's table.
+
+The choices are kept for the session (``persist_state="session"``; the query picker's, drawn by
+``ui.query_widgets``, are copied aside and put back), across page switches. c and k are kept as chosen and only
+shown clamped on an index with fewer documents: on a larger one the chosen value comes back.
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -33,13 +40,14 @@ from mrag_core.workflows.compare import (
     resolve_expansions,
     resolve_subqueries,
 )
+from mrag_core.workflows.evaluation_runs import FUSED_COMPARE_NOTE, DrillDown, fused_strategies
 from mrag_core.workflows.indexing import IndexBundle
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain, plotly_text
-from ui.state import (clamp_state, finished_runs_or_stop, follow_default, get_store, index_bundle, index_labeler,
+from ui.state import (default_mark, finished_runs_or_stop, get_store, index_bundle, index_labeler, keep_choice,
                       llm_config, open_corpus_page, run_model_or_stop)
 
 page_setup(__file__, "🧭")
@@ -56,24 +64,88 @@ def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
     return embed_query_and_texts(_lm, layer, query, subqueries, {f: list(t) for f, t in expansions})
 
 
-def consume_drilldown() -> tuple[int, int] | None:
-    """The Evaluation Runs drill-down's query as (query set id, query id), read once; it also
-    selects that query's corpus and the "From a query set" source."""
-    qid = st.session_state.pop("compare_query_id", None)
+ss = st.session_state
+QUERY_KEYS = ("compare_source", "compare_typed", "compare_qs", "compare_aspects", "compare_query")
+KEEP = {"persist_state": "session"}  # this page's choices survive a visit to another page
+
+
+def restore_query_choice() -> None:
+    """Put back the query picker's choices that Streamlit dropped while another page (or the other source) was
+    shown: its widgets are drawn by ``ui.query_widgets`` without ``persist_state``."""
+    for key in QUERY_KEYS:
+        if key not in ss and f"_{key}_kept" in ss:
+            ss[key] = ss[f"_{key}_kept"]
+
+
+def keep_query_choice() -> None:
+    """Copy the query picker's choices aside for :func:`restore_query_choice`."""
+    for key in QUERY_KEYS:
+        if key in ss:
+            ss[f"_{key}_kept"] = ss[key]
+
+
+def kept_number(key: str, low: int, high: int, default: int, owner: Any = None) -> Callable[[], None]:
+    """Before drawing number input ``key``: show the user's choice (``default`` until there is one, and again
+    whenever ``owner`` changes) clamped to ``[low, high]``. The choice itself is kept aside (``_<key>_wanted``), so
+    c = 32 shown as 3 on a 3-document index is 32 again on a larger one. Returns the input's ``on_change``, which
+    records a new choice."""
+    wanted = f"_{key}_wanted"
+    if wanted not in ss or ss.get(default_mark(key)) != owner:
+        ss[default_mark(key)] = owner
+        ss[wanted] = default
+    ss[key] = max(low, min(int(ss[wanted]), high))
+    return lambda: ss.__setitem__(wanted, ss[key])
+
+
+def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
+    """The Evaluation Runs drill-down, read once: the query as (query set id, query id), and the run's settings.
+    It selects the query's corpus and the "From a query set" source; with the settings, also the run's index (the
+    one it searched), exact search, its voting, c and strategies (k is set once the query is known)."""
+    qid = ss.pop("compare_query_id", None)
+    settings = ss.pop("compare_drilldown", None)
     if qid is None:
-        return None
+        return None, None
     try:
         q = db.get_query(get_store(), int(qid))
         qs_info = db.get_query_set(get_store(), q.query_set_id)
     except (db.NotFoundError, ValueError, TypeError):
         st.warning(f"Query #{qid} from the drill-down no longer exists.")
-        return None
-    if st.session_state.get("corpus_id") != qs_info.corpus_id:
-        st.session_state["corpus_id"] = qs_info.corpus_id
-        st.session_state.pop("_corpus_id_select", None)
-    st.session_state["compare_source"] = "From a query set"
-    st.session_state["compare_active"] = True  # show its results straight away (no LLM column is preselected)
-    return qs_info.id, q.id
+        return None, None
+    if ss.get("corpus_id") != qs_info.corpus_id:
+        ss["corpus_id"] = qs_info.corpus_id
+        ss.pop("_corpus_id_select", None)
+    ss["compare_source"] = "From a query set"
+    ss["compare_active"] = True  # show its results straight away (no LLM column is preselected)
+    if isinstance(settings, DrillDown) and settings.query_id == q.id:
+        ss["compare_backend"] = "torch"  # evaluation runs search exactly
+        ss["compare_variant"] = settings.variant
+        ss["_compare_c_wanted"] = settings.c
+        if settings.strategies:
+            ss["compare_strategies"] = list(settings.strategies)
+        if settings.embedding_run_id is not None:
+            ss["run_id"] = settings.embedding_run_id
+    else:
+        settings = None
+    return (qs_info.id, q.id), settings
+
+
+def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], container: Any,
+                 drilled: DrillDown | None) -> db.EmbeddingRunInfo:
+    """The index select box: kept for the session; it moves to the index the Index page (or a drill-down) last
+    named in ``run_id`` when that changes, and to the drill-down's run's own index."""
+    by_id = {r.id: r for r in runs}
+    shared = ss.get("run_id")
+    target = None
+    if ss.get(default_mark("compare_run")) != shared:
+        ss[default_mark("compare_run")] = shared
+        target = by_id.get(shared)
+    if drilled is not None and drilled.embedding_run_id in by_id:
+        target = by_id[drilled.embedding_run_id]
+    if target is not None:
+        ss["_compare_run_ident"] = db.identity_key(target)
+        ss.pop("compare_run", None)  # keep_choice's index applies
+    return keep_choice("Index (embedding run)", runs, key="compare_run", ident=db.identity_key,
+                       format_func=index_labeler(store, runs), container=container, **KEEP)
 
 
 def expansion_label(fam: str, outcome) -> str:  # noqa: ANN001 - ExpansionOutcome
@@ -93,6 +165,27 @@ def results_frame(cmp: Comparison, key: str) -> pd.DataFrame:
         data = {"rank": data["rank"], "mark": [MARK_SYMBOLS[r.mark] for r in rows],
                 **{k: v for k, v in data.items() if k != "rank"}}
     return pd.DataFrame(data)
+
+
+ALL_SIDE_BY_SIDE = 0
+LAYOUTS = {1: "stacked", 2: "2 per row", 3: "3 per row", ALL_SIDE_BY_SIDE: "all side by side"}
+DEFAULT_PER_ROW = 2  # five lists side by side left 6-10 characters of title at 1280-1400 px
+
+
+def list_rows(n: int, per_row: int) -> list[list[int]]:
+    """The result lists' positions, row by row: ``per_row`` to a row (all in one row for ``ALL_SIDE_BY_SIDE``)."""
+    step = n if per_row == ALL_SIDE_BY_SIDE else per_row
+    return [list(range(start, min(start + step, n))) for start in range(0, n, max(1, step))]
+
+
+def list_columns(per_row: int) -> dict[str, Any]:
+    """A result list's column configuration: narrow rank, mark and score; the title gets the room that is left
+    (wide when one or two lists share a row)."""
+    return {"rank": st.column_config.NumberColumn("#", width=28),
+            "mark": st.column_config.TextColumn(width=70),
+            "title": st.column_config.TextColumn(width="large" if per_row in (1, 2) else "medium"),
+            "category": st.column_config.TextColumn(width="small" if per_row == ALL_SIDE_BY_SIDE else "medium"),
+            "score": st.column_config.NumberColumn(format="%.3f", width=50)}
 
 
 def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
@@ -117,17 +210,23 @@ def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     return fig
 
 
-drilldown = consume_drilldown()
+drilldown, drilled = consume_drilldown()
 store, corpus = open_corpus_page()
 
 runs = finished_runs_or_stop(store, corpus)
-run_ids = [r.id for r in runs]
-wanted = st.session_state.get("run_id")
 c1, c2 = st.columns([3, 1])
-run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
-                   format_func=index_labeler(store, runs), key="compare_run")
-backend_default = st.session_state.get("run_backend", "torch")
-backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend")
+run = index_picker(store, runs, c1, drilled)
+backend_default = ss.get("run_backend", "torch")
+backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend",
+                       **KEEP)
+if drilled is not None:
+    if drilled.embedding_run_id is None or drilled.embedding_run_id != run.id:
+        st.warning(f"The index evaluation run #{drilled.run_id} searched no longer exists: this index's numbers "
+                   "can differ from the run's.")
+    st.caption(f"Opened from evaluation run #{drilled.run_id}: its index, exact search, {drilled.variant} voting, "
+               f"c = {drilled.c}, k = {drilled.k if drilled.k else 'the number of aspects'}."
+               + (f" The run sampled the head importance with seed {drilled.seed}; Compare uses the importance stored "
+                  "with the index (seed 0), so MRAG's numbers can differ." if drilled.seed else ""))
 lm = run_model_or_stop(store, run)
 bundle = index_bundle(store, run, backend)
 index = bundle.index
@@ -136,7 +235,9 @@ if calibrated := index.calibration_lines():
                "the voted views, per vote on its final lists: " + "; ".join(calibrated))
 
 # --- query -------------------------------------------------------------------------------------
+restore_query_choice()
 picked = query_picker(store, corpus.id, key="compare", preselect=drilldown)
+keep_query_choice()
 query_text, stored_fusion, ground_truth = picked.text, picked.fusion, picked.ground_truth
 if ground_truth:
     gt_docs = db.get_documents(store, ground_truth)
@@ -146,15 +247,19 @@ if ground_truth:
 
 # --- controls ----------------------------------------------------------------------------------
 k_max, c_max = min(50, index.n_docs), min(256, index.n_docs)
-follow_default("compare_k", (query_text, tuple(ground_truth)), min(len(ground_truth) or 5, 20))  # k follows the aspects
-clamp_state("compare_k", 1, k_max)  # a small index
-clamp_state("compare_c", 1, c_max)
+query_owner = (query_text, tuple(ground_truth))
+if drilled is not None and drilled.k:  # the run's k, for this query
+    ss[default_mark("compare_k")], ss["_compare_k_wanted"] = query_owner, drilled.k
+on_k = kept_number("compare_k", 1, k_max, min(len(ground_truth) or 5, 20), query_owner)  # k follows the aspects
+on_c = kept_number("compare_c", 1, c_max, 32)
 cc = st.columns([3, 1, 1, 1])
 strategies = cc[0].multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
-                               format_func=STRATEGY_LABELS.get, key="compare_strategies")
-k = cc[1].number_input("k (results)", 1, k_max, key="compare_k")
-c = cc[2].number_input("c (per-head depth)", 1, c_max, min(32, c_max), key="compare_c")
-variant = cc[3].selectbox("Voting", VARIANTS, key="compare_variant",
+                               format_func=STRATEGY_LABELS.get, key="compare_strategies", **KEEP)
+k = cc[1].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
+c = cc[2].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
+                       help="Each head's (and each Fusion sub-query's) list is searched to this depth; kept as "
+                            "chosen, shown no larger than the index.")
+variant = cc[3].selectbox("Voting", VARIANTS, key="compare_variant", **KEEP,
                           help="importance: s_i·2^-rank (paper); decay: 2^-rank; distance: 1/(1-cos). "
                                "Split RAG always uses 2^-rank (authors' default).")
 
@@ -168,7 +273,7 @@ if cfg is None:
 else:
     llm_strategies = st.multiselect(
         "LLM-assisted strategies (cost tokens)", list(LLM_STRATEGY_NAMES), default=[],
-        format_func=ALL_STRATEGY_LABELS.get, key="compare_llm_strategies",
+        format_func=ALL_STRATEGY_LABELS.get, key="compare_llm_strategies", **KEEP,
         help="Multi-Query: the LLM rewrites the question; HyDE: it writes a hypothetical answer passage; intent: "
              "it writes intent-specific statements of plausible answers. Every text is searched (+ MRAG: MRAG "
              "voting per text) and the lists are merged by RRF, 1/(60 + rank). Answers are cached in the database.")
@@ -176,15 +281,15 @@ else:
         lc = st.columns(3)
         llm_options = LLMOptions(
             n_rewrites=int(lc[0].number_input("Rewrites (Multi-Query)", 1, 10, LLMOptions().n_rewrites,
-                                              key="compare_llm_n")),
+                                              key="compare_llm_n", **KEEP)),
             n_answers=int(lc[1].number_input("Plausible answers (intent)", 1, 8, LLMOptions().n_answers,
-                                             key="compare_llm_answers")),
+                                             key="compare_llm_answers", **KEEP)),
             hyde_with_query=lc[2].checkbox("HyDE: fuse with the query", value=LLMOptions().hyde_with_query,
-                                           key="compare_llm_hyde_q"))
+                                           key="compare_llm_hyde_q", **KEEP))
 sub_options = ["auto", "stored", "llm", "sentences"]
 sub_pref = "auto"
 if any(s in FUSION_STRATEGIES for s in strategies):
-    sub_pref = st.radio("Fusion sub-queries", sub_options, horizontal=True, key="compare_subsource",
+    sub_pref = st.radio("Fusion sub-queries", sub_options, horizontal=True, key="compare_subsource", **KEEP,
                         format_func={"auto": "auto (stored → LLM → sentences)", "stored": "stored with the query",
                                      "llm": "ask the LLM", "sentences": "one per sentence (offline)"}.get)
     if sub_pref == "llm" and cfg is None:
@@ -282,11 +387,18 @@ if result.ground_truth_rows:
                                 "LLM s": st.column_config.NumberColumn(format="%.2f")})
     st.caption("Marks: **✔ doc** ground-truth document · **~ cat** another document of a ground-truth category · "
                "**cat again** a category already matched above · **✘ miss** neither")
-PER_ROW = 5
+if fused_strategies(list(result.outcomes)):
+    st.caption(FUSED_COMPARE_NOTE.format(c=result.c))
 items = list(result.outcomes.items())
-for start in range(0, len(items), PER_ROW):
-    cols = st.columns(min(PER_ROW, len(items)))
-    for col, (key, outcome) in zip(cols, items[start:start + PER_ROW]):
+per_row = st.segmented_control(
+    "Result lists", list(LAYOUTS), format_func=LAYOUTS.get, default=DEFAULT_PER_ROW, required=True,
+    key="compare_per_row", **KEEP,
+    help="How many strategies' lists share a row: two leave room for the titles, categories and scores at "
+         "usual widths; all side by side fits only a very wide window.")
+per_row = DEFAULT_PER_ROW if per_row is None else per_row
+for row in list_rows(len(items), per_row):
+    cols = st.columns(len(row) if per_row == ALL_SIDE_BY_SIDE else per_row)
+    for col, (key, outcome) in zip(cols, [items[i] for i in row]):
         with col:
             st.markdown(f"**{outcome.label}**")
             if outcome.rsr is not None:
@@ -295,10 +407,7 @@ for start in range(0, len(items), PER_ROW):
                 st.caption(f"LLM: {outcome.llm.tokens} tokens · "
                            + ("from the cache" if outcome.llm.cached else f"{outcome.llm.latency_s:.2f} s"))
             st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
-                         column_config={"score": st.column_config.NumberColumn(format="%.3f", width=50),
-                                        "rank": st.column_config.NumberColumn("#", width=28),
-                                        "mark": st.column_config.TextColumn(width=70),
-                                        "title": st.column_config.TextColumn(width="medium")})
+                         column_config=list_columns(per_row))
 
 # --- Reader panel --------------------------------------------------------------------------------
 with st.expander("Reader: answer the query from two strategies' documents", expanded=False):
@@ -333,5 +442,5 @@ if result.evidence is not None:
             "ground-truth documents (rank)": [", ".join(f"{bundle.titles[d]} (#{p + 1})" for d, p in a.gt_docs)
                                               for a in result.aspects],
             "ground-truth categories": [", ".join(a.gt_categories) for a in result.aspects],
-        }), hide_index=True, key="compare_aspects",
+        }), hide_index=True, key="compare_head_aspects",
             column_config={"importance": st.column_config.NumberColumn(format="%.4f")})

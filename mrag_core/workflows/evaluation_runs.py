@@ -1068,7 +1068,8 @@ def compare_runs(
         for label, s in series[1:]:
             t = paired_test(s.loc[ids].to_numpy(), ref.loc[ids].to_numpy())
             test_rows.append({"item": label, "reference": ref_label, "n_aspects": n, "queries": t.n,
-                              "mean_diff": _no_negative_zero(t.mean_diff), "t_p": t.t_pvalue, "t_sig": significance_mark(t.t_pvalue),
+                              "mean_diff": _no_negative_zero(t.mean_diff), "t_p": t.t_pvalue,
+                              "t_sig": significance_mark(t.t_pvalue),
                               "wilcoxon_p": t.wilcoxon_pvalue, "wilcoxon_sig": significance_mark(t.wilcoxon_pvalue),
                               "wins": t.wins, "ties": t.ties, "losses": t.losses, "note": t.note})
     return pd.DataFrame(means_rows), pd.DataFrame(test_rows)
@@ -1103,6 +1104,12 @@ FUSED_RUN_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies merge
                   "several sub-queries find lower down can outrank a sub-query's first hit, so these curves can fall "
                   "as k grows. Compare fuses each sub-query's top c (c = 32 by default) and keeps the first k, so its "
                   "Fusion numbers can differ from a run's at the same k.")
+
+
+FUSED_COMPARE_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies here merge each sub-query's (or LLM "
+                      "text's) top c = {c} by Reciprocal Rank Fusion and keep the first k. An evaluation run fuses, "
+                      "at each k, each sub-query's top k instead (as the MRAG authors' evaluation does), so a run's "
+                      "Fusion numbers at the same k can differ from these.")
 
 
 def fused_strategies(strategies: Sequence[str]) -> list[str]:

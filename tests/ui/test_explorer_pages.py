@@ -7,6 +7,7 @@ corpus and therefore comes last.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import timedelta
@@ -327,6 +328,145 @@ def test_compare_page_filters_queries_by_aspects_and_drilldown_resets_it(built):
     ok(at.run())
     assert at.selectbox(key="compare_aspects").value == "all"
     assert at.selectbox(key="compare_query").value.id == target.id
+
+
+def app() -> AppTest:
+    """The whole app (``app.py``'s navigation), to switch pages as the sidebar does."""
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+
+
+def result_rows(at: AppTest) -> list[list[str]]:
+    """Compare's result lists as laid out: per row of columns that holds lists, each column's strategy label
+    (an empty string for a column left empty)."""
+    rows: list[list[str]] = []
+
+    def walk(block) -> None:  # noqa: ANN001 - an AppTest block
+        kids = list(getattr(block, "children", {}).values())
+        if kids and all(getattr(k, "type", None) == "column" for k in kids):
+            labels = [next((m.value.strip("*") for m in col.markdown), "")
+                      if any({"rank", "title", "score"} <= set(d.value.columns) for d in col.dataframe) else ""
+                      for col in kids]
+            if any(labels):
+                rows.append(labels)
+            return
+        for kid in kids:
+            walk(kid)
+
+    walk(at.main)
+    return rows
+
+
+def test_compare_page_lists_two_strategies_per_row_by_default(built):
+    """Five lists side by side left 6-10 characters of title at usual widths: two to a row by default (the last
+    row keeps two columns, so every list has the same width), the title column wide; all side by side on demand."""
+    at = ok(page("5_Compare.py").run())
+    five_aspect_compare(at)
+    assert result_rows(at) == [["Standard RAG", "MRAG"], ["Split RAG", "Fusion RAG"], ["Fusion MRAG", ""]]
+    lists = [d for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
+    assert len(lists) == 5 and all(json.loads(d.proto.columns)["title"]["width"] == "large" for d in lists)
+    ok(at.segmented_control(key="compare_per_row").set_value(3).run())
+    assert result_rows(at) == [["Standard RAG", "MRAG", "Split RAG"], ["Fusion RAG", "Fusion MRAG", ""]]
+    ok(at.segmented_control(key="compare_per_row").set_value(0).run())  # all side by side
+    assert result_rows(at) == [["Standard RAG", "MRAG", "Split RAG", "Fusion RAG", "Fusion MRAG"]]
+
+
+def test_compare_page_explains_the_fusion_depth(built):
+    at = ok(page("5_Compare.py").run())
+    five_aspect_compare(at)
+    (note,) = [c for c in texts(at.caption) if "Reciprocal Rank Fusion" in c]
+    assert "top c = 32" in note and "each sub-query's top k" in note
+    at.multiselect(key="compare_strategies").set_value(["standard", "mrag"]).run()
+    assert not [c for c in texts(at.caption) if "Reciprocal Rank Fusion" in c]  # no Fusion column, no note
+
+
+def test_compare_choices_survive_a_visit_to_another_page(built):
+    """Aspects, query, voting, c and strategies (and a typed query) are kept when the user looks at another page
+    and comes back; Streamlit dropped the values of widgets not drawn, so everything was back to its default."""
+    at = ok(app().run())
+    ok(at.switch_page("pages/5_Compare.py").run())
+    ok(at.selectbox(key="compare_aspects").select(3).run())
+    query = at.selectbox(key="compare_query").select_index(1).run().selectbox(key="compare_query").value
+    at.selectbox(key="compare_variant").set_value("decay")
+    at.number_input(key="compare_c").set_value(8)
+    ok(at.multiselect(key="compare_strategies").set_value(["standard", "mrag"]).run())
+    ok(at.switch_page("pages/6_Attention.py").run())
+    ok(at.switch_page("pages/5_Compare.py").run())
+    assert at.selectbox(key="compare_aspects").value == 3 and at.selectbox(key="compare_query").value.id == query.id
+    assert at.selectbox(key="compare_variant").value == "decay" and at.number_input(key="compare_c").value == 8
+    assert at.multiselect(key="compare_strategies").value == ["standard", "mrag"]
+    at.radio(key="compare_source").set_value("Type a query").run()
+    ok(at.text_area(key="compare_typed").input("How do lighthouses work? What is tempeh?").run())
+    ok(at.switch_page("pages/4_Index.py").run())
+    ok(at.switch_page("pages/5_Compare.py").run())
+    assert at.radio(key="compare_source").value == "Type a query"
+    assert at.text_area(key="compare_typed").value == "How do lighthouses work? What is tempeh?"
+    ok(at.radio(key="compare_source").set_value("From a query set").run())  # the stored query is still chosen
+    assert at.selectbox(key="compare_aspects").value == 3 and at.selectbox(key="compare_query").value.id == query.id
+
+
+def test_compare_keeps_the_chosen_c_and_k_for_a_larger_index(built):
+    """On a 3-document index c and k are shown as 3; back on the demo (96 documents) the chosen c = 32 and k = 8
+    return (the clamped 3 used to stay, and MRAG's results changed silently)."""
+    import db
+    from mrag_core.models.loader import load_model
+    from mrag_core.workflows.indexing import build_embedding_run
+
+    store = db.open_store()
+    tiny = db.create_corpus(store, "Zz three documents")  # sorts after the demo: the other tests' default stays
+    db.add_documents(store, tiny.id, [{"title": f"doc {i}", "text": text, "label": label} for i, (text, label) in
+                                      enumerate([("Lava flows from the volcano.", "geology"),
+                                                 ("Tempeh is fermented soybeans.", "food"),
+                                                 ("A lighthouse guides ships.", "sea")])])
+    build_embedding_run(store, tiny.id, load_model("minilm"), layer=-1)
+    store.close()
+    at = ok(page("5_Compare.py").run())
+    at.radio(key="compare_source").set_value("Type a query").run()
+    ok(at.text_area(key="compare_typed").input("volcano lava and soybeans").run())
+    assert (at.number_input(key="compare_c").value, at.number_input(key="compare_k").value) == (32, 5)
+    ok(at.number_input(key="compare_k").set_value(8).run())
+    corpora = at.selectbox(key="_corpus_id_select")
+    demo_index = next(i for i, o in enumerate(corpora.options) if o.startswith("MRAG Studio demo"))
+    ok(corpora.select_index(next(i for i, o in enumerate(corpora.options) if o.startswith("Zz three"))).run())
+    assert (at.number_input(key="compare_c").value, at.number_input(key="compare_k").value) == (3, 3)
+    ok(at.selectbox(key="_corpus_id_select").select_index(demo_index).run())
+    assert (at.number_input(key="compare_c").value, at.number_input(key="compare_k").value) == (32, 8)
+    ok(at.button(key="compare_go").click().run())
+    assert all(len(d.value) == 8 for d in at.dataframe if {"rank", "title", "score"} <= set(d.value.columns)
+               and "heads (rank in head, vote)" not in d.value.columns)
+
+
+def test_compare_page_opens_a_drilldown_on_the_runs_index_and_settings(built):
+    """The Evaluation Runs drill-down names the run's index and settings: Compare opens on that index (not the
+    newest), with exact search, the run's voting, c and k, and the chosen items' strategies."""
+    import db
+    from mrag_core.workflows.evaluation_runs import DrillDown
+
+    store = db.open_store()
+    corpus = db.list_corpora(store)[0]
+    indexes = db.list_embedding_runs(store, corpus.id, status="done")  # newest first
+    older = indexes[-1]
+    qs = db.list_query_sets(store, corpus.id)[0]
+    target = next(q for q in db.list_queries(store, qs.id) if q.n_aspects == 3)
+    store.close()
+    assert len(indexes) >= 2 and older.layer != indexes[0].layer
+    at = page("5_Compare.py")
+    at.session_state["compare_backend"] = "faiss-hnsw"  # chosen before: the run searched exactly
+    at.session_state["compare_query_id"] = target.id
+    at.session_state["compare_drilldown"] = DrillDown(run_id=7, query_id=target.id, embedding_run_id=older.id,
+                                                      variant="decay", c=16, k=4, strategies=["standard", "mrag"],
+                                                      seed=3)
+    ok(at.run())
+    assert at.selectbox(key="compare_run").value.id == older.id
+    assert at.selectbox(key="compare_backend").value == "torch" and at.selectbox(key="compare_variant").value == "decay"
+    assert (at.number_input(key="compare_c").value, at.number_input(key="compare_k").value) == (16, 4)
+    assert at.multiselect(key="compare_strategies").value == ["standard", "mrag"]
+    assert at.selectbox(key="compare_query").value.id == target.id
+    assert any(c.startswith("Opened from evaluation run #7: its index, exact search, decay voting, c = 16, k = 4.")
+               and "seed 3" in c for c in texts(at.caption))
+    lists = [d.value for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
+    assert len(lists) == 2 and all(len(f) == 4 for f in lists)
+    ok(at.number_input(key="compare_k").set_value(2).run())  # read once: the user's choices rule afterwards
+    assert at.selectbox(key="compare_run").value.id == older.id and at.number_input(key="compare_k").value == 2
 
 
 def test_attention_page(built):

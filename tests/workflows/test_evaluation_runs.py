@@ -466,8 +466,8 @@ def test_a_run_cannot_be_resumed_twice_at_once(store, setup, lm) -> None:
     corpus, qs, _ = setup
     cancel = threading.Event()
     run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
-                               lm=lm, cancel=cancel, progress=lambda s, d, t: cancel.set() if s == "evaluation" else None,
-                               batch_size=2)
+                               lm=lm, cancel=cancel, batch_size=2,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
     assert db.get_eval_run(store, run_id).status == "cancelled"
     er._claim(run_id, threading.Event())  # a Resume still at work in another session of this server
     try:
