@@ -13,7 +13,7 @@ import streamlit as st
 import db
 from mrag_core.workflows.corpus import describe_footprint
 from ui.render import md_plain
-from ui.state import corpus_busy, flash, show_flash
+from ui.state import corpus_busy, flash, follow_default, keep_choice, show_flash
 
 FLASH_KEY = "cm_flash"
 
@@ -24,6 +24,7 @@ def _forget(corpus_id: int) -> None:
         for key in ("corpus_id", "run_id", "_corpus_id_select"):
             st.session_state.pop(key, None)
     st.session_state.pop("cm_corpus", None)
+    st.session_state.pop("_cm_corpus_ident", None)  # keep_choice's memory of the chosen corpus
 
 
 def manage_corpora(store: db.Store) -> None:
@@ -42,16 +43,21 @@ def manage_corpora(store: db.Store) -> None:
     } for c in corpora]), hide_index=True, key="cm_table")
 
     by_id = {c.id: c for c in corpora}
-    if st.session_state.get("cm_corpus") not in by_id:
-        shared = st.session_state.get("corpus_id")  # the corpus the other pages have selected
-        st.session_state["cm_corpus"] = shared if shared in by_id else corpora[0].id
-    chosen_id = st.selectbox("Corpus to change", list(by_id), key="cm_corpus",
-                             format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_documents} docs)")
+    ids = list(by_id)
+    shared = st.session_state.get("corpus_id")  # the corpus the other pages have selected: the first choice
+    # kept by id: a rename or an import changes the shown text, and Streamlit would fall back to the first corpus
+    chosen_id = keep_choice("Corpus to change", ids, key="cm_corpus", ident=lambda i: i,
+                            format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_documents} docs)",
+                            index=ids.index(shared) if shared in by_id else 0)
     corpus = by_id[chosen_id]
 
+    # the fields follow the stored name and description when they change elsewhere (another tab, the CLI): a
+    # field still holding the old name would rename the corpus back on the next save
+    follow_default(f"cm_name_{corpus.id}", corpus.name, corpus.name)
+    follow_default(f"cm_desc_{corpus.id}", corpus.description, corpus.description)
     with st.form(f"cm_edit_{corpus.id}"):
-        name = st.text_input("Name", value=corpus.name, max_chars=200, key=f"cm_name_{corpus.id}")
-        description = st.text_area("Description", value=corpus.description, key=f"cm_desc_{corpus.id}")
+        name = st.text_input("Name", max_chars=200, key=f"cm_name_{corpus.id}")
+        description = st.text_area("Description", key=f"cm_desc_{corpus.id}")
         if st.form_submit_button("Save name and description"):
             try:
                 renamed = db.rename_corpus(store, corpus.id, name, description=description)
