@@ -15,7 +15,7 @@ from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
 from ui.render import md_plain
-from ui.state import open_store_page
+from ui.state import keep_choice, open_store_page
 
 page_setup(__file__, "📥")
 st.title("Corpus import")
@@ -139,7 +139,9 @@ else:
     if not corpora:
         o2.warning("There is no corpus yet; choose 'A new corpus'.")
         st.stop()
-    existing = o2.selectbox("Corpus", corpora, key="imp_existing", format_func=lambda c: f"{c.name} ({c.n_documents} docs)")
+    # kept by id: the shown "(N docs)" changes with each import, and Streamlit would fall back to the first
+    existing = keep_choice("Corpus", corpora, key="imp_existing", ident=lambda c: c.id, container=o2,
+                           format_func=lambda c: f"{c.name} ({c.n_documents} docs)")
 
 # --------------------------------------------------------------------------- 3. preview
 st.subheader("3. Preview")
@@ -151,7 +153,7 @@ try:
     existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
     preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes)
 except ValueError as exc:
-    st.error(str(exc))
+    st.error(f"No preview: {md_plain(str(exc))}")
     st.stop()
 show_preview(preview)
 
@@ -168,8 +170,10 @@ if clicked:
         st.error(f"Nothing was imported: {md_plain(str(exc))}")
     else:
         st.session_state["corpus_id"] = result.corpus_id
+        duplicates = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, then by the store
         st.success(
-            f"Imported {result.added} document{'s' if result.added != 1 else ''} into '{result.corpus_name}'"
-            + (f" ({result.skipped_duplicates} duplicates skipped)" if result.skipped_duplicates else "")
+            f"Imported {result.added} document{'s' if result.added != 1 else ''} into "
+            f"'{md_plain(result.corpus_name)}'"
+            + (f" ({duplicates} duplicate{'s' if duplicates != 1 else ''} skipped)" if duplicates else "")
             + ". Next: pre-annotate and review them on the Annotate & Review page."
         )

@@ -1,5 +1,6 @@
-"""The Corpus Import page's widgets show what the page uses: the chosen corpus survives a rename and an import.
-AppTest runs against a fresh store per test (``fresh_env``, tests/ui/conftest.py)."""
+"""The Corpus Import page's widgets show what the page uses: the chosen target corpus survives an import and a
+rename; its messages count skipped duplicates and escape user data. AppTest runs against a fresh store per test
+(``fresh_env``, tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import db
+from ui.render import md_plain
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPORT_PAGE = str(ROOT / "pages" / "1_Corpus_Import.py")
+FIXED = "Fixed size (characters, with overlap)"
 
 pytestmark = pytest.mark.usefixtures("fresh_env")
-
 
 def _store() -> db.Store:
     """The store the page under test uses (``MRAG_DATABASE_URL``, set by ``fresh_env``)."""
@@ -51,6 +53,29 @@ def _target_corpus(store: db.Store) -> db.CorpusInfo:
 
 
 # --------------------------------------------------------------------------- 1. the chosen corpus stays chosen
+
+
+def test_existing_corpus_box_keeps_its_corpus_after_an_import() -> None:
+    """The QA case: after an import changed "Target (1 docs)" to "Target (3 docs)" the box fell back to the first
+    corpus, and the next import went into the demo corpus."""
+    at = _page()
+    store = _store()
+    target = _target_corpus(store)
+    demo = next(c for c in db.list_corpora(store) if c.id != target.id)
+    _upload(at, "first.csv", _csv("First new text about apples.", "Second new text about pears."))
+    at.radio(key="imp_target").set_value("An existing corpus").run()
+    at.selectbox(key="imp_existing").set_value(next(c for c in db.list_corpora(store) if c.id == target.id)).run()
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert db.get_corpus(store, target.id).n_documents == 3
+    at.run()  # any next interaction: the box is drawn with "Target (3 docs)"
+    assert at.selectbox(key="imp_existing").value.id == target.id
+    _upload(at, "second.csv", _csv("Third new text about plums."))
+    assert at.selectbox(key="imp_existing").value.id == target.id
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert db.get_corpus(store, target.id).n_documents == 4
+    assert db.get_corpus(store, demo.id).n_documents == demo.n_documents  # nothing went into the other corpus
 
 
 def _manage_open(at: AppTest) -> AppTest:
@@ -109,3 +134,35 @@ def test_manage_corpora_box_keeps_its_corpus_when_its_name_or_count_changes() ->
     _browser_sends(at, "cm_corpus", "Renamed target (1 docs)")
     assert at.selectbox(key="cm_corpus").value == target.id
     assert _shown(at, "cm_corpus") == "Renamed target (2 docs)"
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def test_duplicates_are_counted_in_the_summary_and_the_success_message() -> None:
+    at = _upload(_page(), "dups.csv", _csv("Same text twice.", "Another text.", "Same text twice."))
+    assert at.info[0].value == "2 documents ready, 1 skipped (1 duplicate) of 3 read, 0 errors, 1 warning"
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert "Imported 2 documents into 'dups' (1 duplicate skipped)." in at.success[0].value
+    # the same file into the corpus it went to: all of it skipped as duplicates, nothing to import
+    at.radio(key="imp_target").set_value("An existing corpus").run()
+    at.selectbox(key="imp_existing").set_value(next(c for c in db.list_corpora(_store()) if c.name == "dups")).run()
+    assert at.info[0].value == "0 documents ready, 3 skipped (3 duplicates) of 3 read, 0 errors, 3 warnings"
+    assert at.button(key="imp_go").disabled
+
+
+def test_messages_with_user_data_are_escaped() -> None:
+    at = _upload(_page(), "notes.csv", _csv("A note on *emphasis* and [links](http://example.com)."))
+    name = "*Notes* [x](http://example.com) <b>"
+    at.text_input(key="imp_new_name").set_value(name).run()
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert at.success[0].value.startswith(f"Imported 1 document into '{md_plain(name)}'.")
+    # the preview's error (bad chunk settings) is escaped too
+    at.radio(key="imp_chunk").set_value(FIXED).run()
+    at.number_input(key="imp_chunk_size").set_value(100)
+    at.number_input(key="imp_chunk_overlap").set_value(150).run()
+    _no_exceptions(at)
+    assert [e.value for e in at.error] == [
+        "No preview: " + md_plain("The overlap must be between 0 and the chunk size minus one (99).")]
