@@ -15,7 +15,7 @@ from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
 from ui.render import md_plain
-from ui.state import keep_choice, open_store_page
+from ui.state import default_mark, follow_default, keep_choice, open_store_page
 
 page_setup(__file__, "📥")
 st.title("Corpus import")
@@ -52,6 +52,82 @@ def _read_folder(path: str, signature: str) -> ImportPreview:
     return cw.read_topic_folder(path)
 
 
+def _follow_source_name(default: str) -> None:
+    """Name the new corpus after the source (``default``) until the user types a name of their own: an untouched
+    name follows the next upload, a typed one stays. Call before drawing the name field (drawn without ``value=``).
+    """
+    key, mark = "imp_new_name", default_mark("imp_new_name")
+    untouched = key not in st.session_state or st.session_state[key] == st.session_state.get(mark)
+    if untouched and st.session_state.get(key) != default:
+        st.session_state[key] = default
+    st.session_state[mark] = default
+
+
+def _column_mapping(name: str, data: bytes, table_format: str | None
+                    ) -> tuple[tuple[str, str | None, str | None] | None, str | None]:
+    """Draw the column mapping of the table ``name``; ``(mapping, None)``, or ``(None, why)`` when the table
+    cannot be read. Each new file gets its own guessed mapping, set as the boxes' values (so the boxes show the
+    mapping the preview uses); the user's changes hold until another file is uploaded."""
+    fmt = table_format or cw.guess_format(name)
+    if fmt is None:
+        return None, (f"Cannot tell the table format of {md_plain(repr(name))} from its name; rename it to .csv, "
+                      ".json, .jsonl or .parquet.")
+    try:
+        columns = sniff_columns(data, fmt, name)
+    except IngestError as exc:
+        return None, f"This file cannot be read: {md_plain(str(exc))}"
+    guess = suggest_mapping(columns)
+    options = [NONE, *columns]
+    owner = (name, tuple(columns))  # a new file (or new columns): its own guess; pasted text keeps its mapping
+    follow_default("imp_map_text", owner, guess.text if guess else columns[0])
+    follow_default("imp_map_title", owner, guess.title if guess and guess.title else NONE)
+    follow_default("imp_map_label", owner, guess.label if guess and guess.label else NONE)
+    st.markdown("**Column mapping**")
+    c1, c2, c3 = st.columns(3)
+    text_col = c1.selectbox("Text column", columns, key="imp_map_text")
+    title_col = c2.selectbox("Title column (optional)", options, key="imp_map_title")
+    label_col = c3.selectbox("Label column (optional)", options, key="imp_map_label")
+    return (text_col, None if title_col == NONE else title_col, None if label_col == NONE else label_col), None
+
+
+def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder: str,
+                        mapping: tuple[str, str | None, str | None] | None, table_format: str | None,
+                        label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
+                        existing: db.CorpusInfo | None, new_name: str) -> None:
+    """Section 3: the preview of what would be imported with these options, and the import button."""
+    try:
+        if topic_folder:
+            read = _read_folder(topic_folder, cw.source_signature(topic_folder))
+        else:
+            read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
+        existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
+        preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes)
+    except ValueError as exc:
+        st.error(f"No preview: {md_plain(str(exc))}")
+        return
+    show_preview(preview)
+
+    n = len(preview.records)
+    if not st.button(f"Import {n} document{'s' if n != 1 else ''}", type="primary", disabled=n == 0, key="imp_go"):
+        return
+    try:
+        with st.spinner("Importing..."):
+            result = cw.import_records(
+                store, preview.records, corpus_id=existing.id if existing is not None else None,
+                new_name=new_name if existing is None else None, deduplicate=deduplicate,
+            )  # fmt: skip
+    except (ValueError, db.StoreError) as exc:
+        st.error(f"Nothing was imported: {md_plain(str(exc))}")
+        return
+    st.session_state["corpus_id"] = result.corpus_id
+    duplicates = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, then by the store
+    st.success(
+        f"Imported {result.added} document{'s' if result.added != 1 else ''} into '{md_plain(result.corpus_name)}'"
+        + (f" ({duplicates} duplicate{'s' if duplicates != 1 else ''} skipped)" if duplicates else "")
+        + ". Next: pre-annotate and review them on the Annotate & Review page."
+    )
+
+
 # --------------------------------------------------------------------------- 1. source
 st.subheader("1. Source")
 kind = st.radio("What are you importing?", list(cw.SOURCE_KINDS), format_func=cw.SOURCE_KINDS.__getitem__,
@@ -79,36 +155,21 @@ if kind == "table" and not files:
         files = [(f"pasted.{paste_fmt}", pasted.encode("utf-8"))]
         table_format = paste_fmt
 
-if not files and not topic_folder:
+# No st.stop() before the last widget: a stopped run keeps the state of the widgets it did not draw, which the
+# browser then draws again with their defaults (a "No chunking" radio while chunks of 800 were made). Sections
+# that cannot be drawn are skipped instead, so Streamlit forgets their widgets and shows what it uses.
+has_source = bool(files or topic_folder)
+if not has_source:
     st.info("Give a folder path to see a preview." if kind == "topics" and st.session_state.get("imp_topic_from")
             == TOPIC_FROM[1] else "Upload a file (or paste a table) to see a preview.")
-    st.stop()
 
 mapping: tuple[str, str | None, str | None] | None = None
+unreadable: str | None = None
 label_from_folder = True
-if kind == "table":
-    name0, data0 = files[0]
-    fmt0 = table_format or cw.guess_format(name0)
-    if fmt0 is None:
-        st.error(f"Cannot tell the table format of {md_plain(repr(name0))} from its name; rename it to .csv, .json, "
-                 ".jsonl or .parquet.")
-        st.stop()
-    try:
-        columns = sniff_columns(data0, fmt0, name0)
-    except IngestError as exc:
-        st.error(f"This file cannot be read: {md_plain(str(exc))}")
-        st.stop()
-    guess = suggest_mapping(columns)
-    st.markdown("**Column mapping**")
-    c1, c2, c3 = st.columns(3)
-    text_col = c1.selectbox("Text column", columns, key="imp_map_text",
-                            index=columns.index(guess.text) if guess else 0)
-    options = [NONE, *columns]
-    title_col = c2.selectbox("Title column (optional)", options, key="imp_map_title",
-                             index=options.index(guess.title) if guess and guess.title else 0)
-    label_col = c3.selectbox("Label column (optional)", options, key="imp_map_label",
-                             index=options.index(guess.label) if guess and guess.label else 0)
-    mapping = (text_col, None if title_col == NONE else title_col, None if label_col == NONE else label_col)
+if kind == "table" and files:
+    mapping, unreadable = _column_mapping(*files[0], table_format)
+    if unreadable is not None:
+        st.error(unreadable)
 elif kind == "zip":
     label_from_folder = st.checkbox("Use the folder name as the label", value=True, key="imp_folder_label")
 
@@ -131,49 +192,24 @@ deduplicate = o2.checkbox("Skip duplicate texts (within the upload and already i
 target = o2.radio("Import into", ["A new corpus", "An existing corpus"], key="imp_target", horizontal=True)
 existing: db.CorpusInfo | None = None
 new_name = ""
+target_ready = True
 if target == "A new corpus":
-    default_name = PurePath(files[0][0] if files else topic_folder.rstrip("/\\")).name.split(".")[0] or "New corpus"
-    new_name = o2.text_input("Name of the new corpus", value=default_name, key="imp_new_name", max_chars=200)
+    source_name = files[0][0] if files else topic_folder.rstrip("/\\")
+    _follow_source_name(PurePath(source_name).name.split(".")[0] or "New corpus")
+    new_name = o2.text_input("Name of the new corpus", key="imp_new_name", max_chars=200)
 else:
     corpora = db.list_corpora(store)
-    if not corpora:
+    if corpora:
+        # kept by id: the shown "(N docs)" changes with each import, and Streamlit would fall back to the first
+        existing = keep_choice("Corpus", corpora, key="imp_existing", ident=lambda c: c.id, container=o2,
+                               format_func=lambda c: f"{c.name} ({c.n_documents} docs)")
+    else:
         o2.warning("There is no corpus yet; choose 'A new corpus'.")
-        st.stop()
-    # kept by id: the shown "(N docs)" changes with each import, and Streamlit would fall back to the first
-    existing = keep_choice("Corpus", corpora, key="imp_existing", ident=lambda c: c.id, container=o2,
-                           format_func=lambda c: f"{c.name} ({c.n_documents} docs)")
+        target_ready = False
 
 # --------------------------------------------------------------------------- 3. preview
-st.subheader("3. Preview")
-try:
-    if topic_folder:
-        read = _read_folder(topic_folder, cw.source_signature(topic_folder))
-    else:
-        read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
-    existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
-    preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes)
-except ValueError as exc:
-    st.error(f"No preview: {md_plain(str(exc))}")
-    st.stop()
-show_preview(preview)
-
-n = len(preview.records)
-clicked = st.button(f"Import {n} document{'s' if n != 1 else ''}", type="primary", disabled=n == 0, key="imp_go")
-if clicked:
-    try:
-        with st.spinner("Importing..."):
-            result = cw.import_records(
-                store, preview.records, corpus_id=existing.id if existing is not None else None,
-                new_name=new_name if existing is None else None, deduplicate=deduplicate,
-            )  # fmt: skip
-    except (ValueError, db.StoreError) as exc:
-        st.error(f"Nothing was imported: {md_plain(str(exc))}")
-    else:
-        st.session_state["corpus_id"] = result.corpus_id
-        duplicates = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, then by the store
-        st.success(
-            f"Imported {result.added} document{'s' if result.added != 1 else ''} into "
-            f"'{md_plain(result.corpus_name)}'"
-            + (f" ({duplicates} duplicate{'s' if duplicates != 1 else ''} skipped)" if duplicates else "")
-            + ". Next: pre-annotate and review them on the Annotate & Review page."
-        )
+if has_source and unreadable is None:
+    st.subheader("3. Preview")
+    if target_ready:
+        _preview_and_import(kind, files, topic_folder, mapping, table_format, label_from_folder, chunking,
+                            deduplicate, existing, new_name)

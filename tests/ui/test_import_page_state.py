@@ -1,6 +1,7 @@
 """The Corpus Import page's widgets show what the page uses: the chosen target corpus survives an import and a
-rename; its messages count skipped duplicates and escape user data. AppTest runs against a fresh store per test
-(``fresh_env``, tests/ui/conftest.py)."""
+rename, the column mapping follows each uploaded file and the options survive a file swap; its messages count
+skipped duplicates and escape user data. AppTest runs against a fresh store per test (``fresh_env``,
+tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,18 @@ IMPORT_PAGE = str(ROOT / "pages" / "1_Corpus_Import.py")
 FIXED = "Fixed size (characters, with overlap)"
 
 pytestmark = pytest.mark.usefixtures("fresh_env")
+
+MAPPING_CSV = (
+    "id,headline,body,topic\n"
+    "1,Late goal,The striker scored a late goal in the final minute,sport\n"
+    "2,Pasta night,Boil the pasta and stir the tomato sauce slowly,cooking\n"
+).encode()
+LATIN1_CSV = (
+    "headline,body\n"
+    "Café opens,A new café opened its doors on the market square\n"
+    "Rain again,Heavy rain is expected for the whole weekend\n"
+).encode("latin-1")
+
 
 def _store() -> db.Store:
     """The store the page under test uses (``MRAG_DATABASE_URL``, set by ``fresh_env``)."""
@@ -43,6 +56,10 @@ def _upload(at: AppTest, name: str | None, data: bytes = b"") -> AppTest:
 
 def _csv(*texts: str) -> bytes:
     return ("title,text\n" + "".join(f"T{i},{t}\n" for i, t in enumerate(texts))).encode()
+
+
+def _preview_texts(at: AppTest) -> list[str]:
+    return list(at.dataframe[0].value["text"])
 
 
 def _target_corpus(store: db.Store) -> db.CorpusInfo:
@@ -134,6 +151,91 @@ def test_manage_corpora_box_keeps_its_corpus_when_its_name_or_count_changes() ->
     _browser_sends(at, "cm_corpus", "Renamed target (1 docs)")
     assert at.selectbox(key="cm_corpus").value == target.id
     assert _shown(at, "cm_corpus") == "Renamed target (2 docs)"
+
+
+# --------------------------------------------------------------------------- 2. a file swap
+
+
+def test_column_mapping_follows_each_uploaded_file() -> None:
+    """The QA case: Text column set to "headline" for one file; after removing it and uploading another file with
+    the same columns, the box showed the new guess "body" while the preview used "headline". A new file gets its
+    own guessed mapping, and the preview uses what the boxes show."""
+    at = _upload(_page(), "mapping.csv", MAPPING_CSV)
+    assert at.selectbox(key="imp_map_text").value == "body"
+    at.selectbox(key="imp_map_text").set_value("headline").run()
+    assert _preview_texts(at) == ["Late goal", "Pasta night"]
+    at.radio(key="imp_chunk").set_value(FIXED).run()  # another option: the chosen mapping stays
+    assert at.selectbox(key="imp_map_text").value == "headline"
+    assert _preview_texts(at) == ["Late goal", "Pasta night"]
+
+    _upload(at, None)
+    assert "imp_map_text" not in [s.key for s in at.selectbox]  # no file, no mapping
+    _upload(at, "latin1.csv", LATIN1_CSV)
+    mapping = [at.selectbox(key=k).value for k in ("imp_map_text", "imp_map_title", "imp_map_label")]
+    assert mapping == ["body", "headline", "(none)"]
+    assert _preview_texts(at) == ["A new café opened its doors on the market square",
+                                  "Heavy rain is expected for the whole weekend"]
+    assert list(at.dataframe[0].value["title"]) == ["Café opens", "Rain again"]
+
+    # straight from one file to another (no empty upload in between): the new file's guess too
+    at.selectbox(key="imp_map_text").set_value("headline").run()
+    _upload(at, "mapping.csv", MAPPING_CSV)
+    assert at.selectbox(key="imp_map_text").value == "body"
+    assert list(at.dataframe[0].value["label"]) == ["sport", "cooking"]
+    assert _preview_texts(at)[0] == "The striker scored a late goal in the final minute"
+
+
+def test_options_survive_a_file_swap_and_are_the_ones_used() -> None:
+    """The QA case: with "Fixed size" and "An existing corpus" chosen, removing the file and uploading another showed
+    "No chunking" and "A new corpus" while the chunk inputs and the Corpus box were drawn, and the import created a
+    new corpus. The options stay drawn without a file, keep their values, and the import does what they show."""
+    at = _page()
+    store = _store()
+    target = _target_corpus(store)
+    long_text = " ".join(f"Sentence {i} of a long report on river water quality." for i in range(40))
+    _upload(at, "first.csv", _csv(long_text))
+    at.radio(key="imp_chunk").set_value(FIXED).run()
+    at.number_input(key="imp_chunk_size").set_value(800)
+    at.number_input(key="imp_chunk_overlap").set_value(0).run()
+    at.radio(key="imp_target").set_value("An existing corpus").run()
+    at.selectbox(key="imp_existing").set_value(next(c for c in db.list_corpora(store) if c.id == target.id)).run()
+
+    _upload(at, None)  # no file: the options are still drawn, with their values
+    assert at.radio(key="imp_chunk").value == FIXED
+    assert (at.number_input(key="imp_chunk_size").value, at.number_input(key="imp_chunk_overlap").value) == (800, 0)
+    assert at.radio(key="imp_target").value == "An existing corpus"
+    assert at.selectbox(key="imp_existing").value.id == target.id
+    assert not [t for t in at.text_input if t.key == "imp_new_name"]
+    assert not [b for b in at.button if b.key == "imp_go"]
+
+    other = " ".join(f"Line {i} of another long report on air quality in cities." for i in range(40))
+    _upload(at, "second.csv", _csv(other))
+    assert at.radio(key="imp_chunk").value == FIXED
+    assert at.number_input(key="imp_chunk_size").value == 800
+    assert at.radio(key="imp_target").value == "An existing corpus"
+    assert at.selectbox(key="imp_existing").value.id == target.id
+    sizes = list(at.dataframe[0].value["characters"])
+    assert len(sizes) == -(-len(other) // 800) and max(sizes) <= 800  # chunked at 800, as shown
+    n_corpora = len(db.list_corpora(store))
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert len(db.list_corpora(store)) == n_corpora  # no new corpus
+    assert db.get_corpus(store, target.id).n_documents == 1 + len(sizes)
+
+
+def test_new_corpus_name_follows_the_file_until_typed() -> None:
+    at = _upload(_page(), "apples.csv", _csv("Apples grow on trees."))
+    assert at.text_input(key="imp_new_name").value == "apples"
+    _upload(at, None)
+    _upload(at, "pears.csv", _csv("Pears grow on trees too."))
+    assert at.text_input(key="imp_new_name").value == "pears"
+    at.text_input(key="imp_new_name").set_value("Fruit").run()
+    _upload(at, None)
+    _upload(at, "plums.csv", _csv("Plums grow on trees as well."))
+    assert at.text_input(key="imp_new_name").value == "Fruit"  # typed: kept
+    at.button(key="imp_go").click().run()
+    _no_exceptions(at)
+    assert db.get_corpus_by_name(_store(), "Fruit").n_documents == 1
 
 
 # --------------------------------------------------------------------------- messages
