@@ -231,7 +231,9 @@ with tab_review:
         if problems:
             st.subheader("Flagged and failed queries")
             for q in problems[:25]:
-                with st.expander(f"#{q.id} · {q.status} · {md_plain(q.error[:80])}"):
+                # keyed: stays open while messages above it come and go (an unkeyed one is rebuilt closed)
+                with st.expander(f"#{q.id} · {q.status} · {md_plain(q.error[:80])}", key=f"qb_problem_open_{q.id}",
+                                 on_change="rerun"):
                     _text_block(q.text or "(no text)")
                     if st.button("Regenerate", key=f"qb_regen_{q.id}"):
                         try:
@@ -280,7 +282,7 @@ with tab_review:
                     pass  # deleted meanwhile: the rerun shows the set as it is
                 flash("qb_flash", "success", f"Deleted query #{q.id}.")
                 st.rerun()
-        with st.expander("Delete this query set"):
+        with st.expander("Delete this query set", key=f"qb_del_set_open_{qs.id}", on_change="rerun"):
             runs_on_set = db.list_eval_runs(store, query_set_id=qs.id)
             sure_set = st.checkbox(
                 f"Delete '{md_plain(qs.name)}' with its {qs.n_queries} quer{'y' if qs.n_queries == 1 else 'ies'} and "

@@ -89,3 +89,28 @@ def test_preannotation_cancelled_mid_run_then_resumed(app_instance, browser_page
     page.get_by_text(re.compile(r"^Pre-annotation finished: ")).wait_for(timeout=180_000)
     assert db.documents_without_suggestion(store, corpus.id, agent, version) == []
     assert page.get_by_text("Pre-annotation cancelled").count() == 0
+
+
+def test_edit_expander_stays_open_after_saving(app_instance, browser_page):
+    """Saving a corrected title shows a message above the document; the 'Edit or delete' expander it was saved
+    from stays open (an unkeyed expander was rebuilt closed, so every correction needed it reopened)."""
+    import db
+
+    page = browser_page
+    page.set_default_timeout(120_000)
+    page.goto(f"{app_instance.url}/Annotate_and_Review")
+    page.locator('[data-testid="stRadioOption"]').filter(has_text="Review queue").click()
+    doc_id = _position(page, 1)
+    page.locator('[data-testid="stExpander"] summary').filter(has_text="Edit or delete this document").click()
+    title = page.get_by_label("Title", exact=True)
+    title.wait_for()
+    wait_idle(page)
+    title.fill("A corrected title")
+    page.get_by_role("button", name="Save changes").click()
+    page.get_by_text("Renamed to 'A corrected title'.").wait_for()
+    wait_idle(page)
+    assert page.get_by_label("Title", exact=True).is_visible()  # still open
+    page.screenshot(path=str(ARTIFACTS / "browser_review_edit.png"), full_page=True)
+    store = db.open_store(f"sqlite:///{app_instance.folder / 't.db'}")
+    assert db.get_document(store, doc_id).title == "A corrected title"
+    store.close()
