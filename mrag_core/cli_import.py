@@ -184,8 +184,9 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
         raise CLIError(str(exc)) from None
     n = len(preview.records)
     labels = {r.label for r in preview.records if r.label}
+    dups = f"{preview.n_duplicates} duplicate(s) left out, " if preview.n_duplicates else ""
     print(f"read {preview.n_rows_read} row(s) / file(s): {n} document(s) to import in {len(labels)} "
-          f"categories; {len(preview.errors)} error(s) (left out), {len(preview.warnings)} warning(s)")
+          f"categories; {dups}{len(preview.errors)} error(s) (left out), {len(preview.warnings)} warning(s)")
     if preview.issues:
         print(format_issues(preview.issues))
     if n == 0:
@@ -199,7 +200,8 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
                                    deduplicate=not args.keep_duplicates)
     except (ValueError, db.StoreError) as exc:
         raise CLIError(f"nothing was imported: {exc}") from None
-    skipped = f" ({result.skipped_duplicates} duplicates skipped)" if result.skipped_duplicates else ""
+    n_dups = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, or refused on writing
+    skipped = f" ({n_dups} duplicate(s) skipped)" if n_dups else ""
     print(f"imported {result.added} document(s) into {'new ' if result.created_corpus else ''}corpus "
           f"{result.corpus_name!r}{skipped}; next: python -m mrag_core index --corpus {result.corpus_name!r}")
     return 0

@@ -116,7 +116,9 @@ def test_adding_needs_add_skips_duplicates_and_writes_nothing_when_nothing_is_le
     assert "unknown corpus 'Mars' (corpora: 'Mini')" in capsys.readouterr().err
     assert _run(url, "import", "--corpus", "Mini", "--add", str(both)) == 0
     out = capsys.readouterr().out
-    assert "'Mars' is already in the collection (same text); skipped" in out and "imported 1 document(s)" in out
+    assert "'Mars' is already in the collection (same text); skipped" in out
+    assert "1 document(s) to import in 1 categories; 1 duplicate(s) left out, 0 error(s)" in out
+    assert "imported 1 document(s) into corpus 'Mini' (1 duplicate(s) skipped);" in out
     assert [t for t, _, _ in _docs(url, "Mini")] == ["Moon", "Mars", "Bread"]
     assert _run(url, "import", "--corpus", "Mini", "--add", str(first)) == 2
     assert "nothing to import" in capsys.readouterr().err
