@@ -1,12 +1,18 @@
 """Evaluation Runs: score strategies on a query set, keep every run, view, compare and export them.
 
 Thin page: the work is in :mod:`mrag_core.workflows.evaluation_runs`; runs live in the database.
+
+A run works inside the script run that started it, with this session's cancel event (``_ev_cancel``): any
+rerun of the page (Stop, or any other click) stops it, and the rerun waits until it has stored that it stopped
+before listing it. A stopped layer sweep is offered as a sweep to resume, all its layers. The settings are kept
+for the session (``persist_state="session"``), k_max as chosen (shown clamped on a smaller corpus).
 """
 
 from __future__ import annotations
 
-
+import threading
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 import plotly.express as px
@@ -20,7 +26,7 @@ from ui.chart_export import figure_png
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
-from ui.state import get_model, llm_config, open_corpus_page
+from ui.state import default_mark, get_model, keep_choice, llm_config, open_corpus_page
 from ui.strategy_colors import strategy_style
 
 page_setup(__file__, "📊")
@@ -29,6 +35,33 @@ st.caption("Score Standard / MRAG / Split / Fusion and LLM-assisted (Multi-Query
            "set for k = 1..k_max. Every run is stored with its configuration, seed, timings and LLM token cost; "
            "RSR = exact documents found, CSR = categories found, weighted = (w·RSR + CSR) / (w + 1).")
 
+ss = st.session_state
+KEEP = {"persist_state": "session"}  # the page's settings survive a visit to another page
+
+
+def kept_number(key: str, low: int, high: int, default: int) -> Callable[[], None]:
+    """Before drawing number input ``key``: show the user's choice (``default`` until there is one) clamped to
+    ``[low, high]``, the choice kept aside (``_<key>_wanted``) so a corpus with fewer documents does not overwrite
+    it. Returns the input's ``on_change``, which records a new choice."""
+    wanted = f"_{key}_wanted"
+    if wanted not in ss:
+        ss[default_mark(key)] = None
+        ss[wanted] = default
+    ss[key] = max(low, min(int(ss[wanted]), high))
+    return lambda: ss.__setitem__(wanted, ss[key])
+
+
+def stop_this_sessions_runs() -> list[int]:
+    """Stop the run this session started in an earlier script run (a Stop click, or any other rerun, while it
+    works) and wait until it has stored that it stopped; returns the stopped runs' ids."""
+    event = ss.get("_ev_cancel")
+    if event is None or not er.active_runs():
+        return []
+    with st.spinner("Stopping the run after its current batch…"):
+        return er.stop_runs(event)
+
+
+stopped_now = stop_this_sessions_runs()
 store, corpus = open_corpus_page()
 query_sets = db.list_query_sets(store, corpus.id)
 qs_names = {q.id: q.name for q in query_sets}
@@ -66,40 +99,80 @@ STOP_HELP = "stops after the current batch; saved results are kept and the run c
 
 
 def _report_runs(ids: list[int]) -> None:
-    """One line per finished run (status and results stored) and its warning, if any; the last is viewed."""
+    """One line per run (status and results stored) and its warning, if any; the last is viewed."""
     for rid in ids:
         info = db.get_eval_run(store, rid)
-        st.success(f"Run #{rid} {info.status}: {info.n_results} results stored.")
+        status = er.status_label(info)
+        if info.status == "done":
+            st.success(f"Run #{rid} {status}: {info.n_results} results stored.")
+        else:
+            st.warning(f"Run #{rid} {status}: {info.n_results} results stored; Resume under Unfinished runs "
+                       "continues it.")
         if info.timing.get("warning"):
             st.warning(f"Run #{rid}: {info.timing['warning']}.")
-    st.session_state["ev_view_run"] = ids[-1]
+    if ids:
+        ss["ev_view_run"] = ids[-1]
 
 
-def _run_label(r: db.EvalRunInfo) -> str:
+def _run_label(r: db.EvalRunInfo, escape: Callable[[str], str] = str) -> str:
+    """``#id name · query set · model Llayer · status``; ``escape`` (``md_plain`` inside Markdown) is applied to
+    the user's names."""
     cfg = r.config
-    return (f"#{r.id} {r.name or ''} · {qs_names.get(r.query_set_id, r.query_set_id)} · "
-            f"{cfg.get('model', '?')} L{cfg.get('layer', '?')} · {r.status}")
+    return (f"#{r.id} {escape(r.name or '')} · {escape(str(qs_names.get(r.query_set_id, r.query_set_id)))} · "
+            f"{escape(str(cfg.get('model', '?')))} L{cfg.get('layer', '?')} · {er.status_label(r)}")
+
+
+def _sweep_label(plan: er.SweepPlan) -> str:
+    """A sweep as the Unfinished runs list names it (Markdown, names escaped): model, layers, query set, and each
+    layer's state."""
+    states = []
+    for layer in plan.layers:
+        r = plan.run_for(layer)
+        states.append(f"layer {layer}: " + ("not started" if r is None else
+                                            f"#{r.id} {er.status_label(r)}, {r.n_results} results"))
+    first = plan.runs[0]
+    return (f"Layer sweep · {md_plain(plan.model)} · layers {', '.join(str(x) for x in plan.layers)} · "
+            f"{md_plain(str(qs_names.get(first.query_set_id, first.query_set_id)))} — {'; '.join(states)}")
+
+
+def _resume(key: str, work: Callable[[Any, Any], list[int]]) -> None:
+    """Run ``work(progress, cancel)`` (a resume) under a Stop button and a progress bar, then rerun the page,
+    which reports the runs; an input error is shown instead."""
+    stop_slot = stop_button(key, STOP_HELP)
+    bar, progress = _progress_runner()
+    cancel = ss["_ev_cancel"] = threading.Event()
+    try:
+        ids = work(progress, cancel)
+    except er.EvaluationInputError as exc:
+        bar.empty()
+        stop_slot.empty()
+        st.error(md_plain(str(exc)))
+    else:
+        ss["ev_resumed"] = ids  # reported after the rerun, which lists what is left
+        st.rerun()
 
 
 tab_run, tab_view, tab_compare, tab_sweep = st.tabs(["New run", "Runs", "Compare runs", "Layer sweep"])
 
 # --------------------------------------------------------------------------- new run
 with tab_run:
-    if (resumed := st.session_state.pop("ev_resumed", None)) is not None:
-        _report_runs([resumed])
+    if stopped_now:
+        _report_runs(stopped_now)
+    if (resumed := ss.pop("ev_resumed", None)) is not None:
+        _report_runs(resumed if isinstance(resumed, list) else [resumed])
     if not query_sets:
         st.info("This corpus has no query set yet: build one on the Query Builder page.")
     else:
         c1, c2 = st.columns(2)
-        qs = c1.selectbox("Query set", query_sets, format_func=lambda q: f"{q.name} ({q.n_queries} queries)",
-                          key="ev_qs")
-        model_name = c2.text_input("Model", value="minilm", key="ev_model",
+        qs = keep_choice("Query set", query_sets, key="ev_qs", ident=lambda q: q.id, container=c1,
+                         format_func=lambda q: f"{q.name} ({q.n_queries} queries)", **KEEP)
+        model_name = c2.text_input("Model", value="minilm", key="ev_model", **KEEP,
                                    help="registry name (minilm, smollm2) or a local Hugging Face folder")
         strategies = st.multiselect("Strategies", BASE_STRATEGIES, default=["standard", "mrag"], key="ev_strats",
-                                    help="mrag-decay / mrag-distance / split-weighted are voting variants")
+                                    help="mrag-decay / mrag-distance / split-weighted are voting variants", **KEEP)
         llm_strats = st.multiselect(
             "LLM-assisted strategies (cost tokens)", LLM_STRATEGY_NAMES, default=[], key="ev_llm_strats",
-            disabled=llm_cfg is None,
+            disabled=llm_cfg is None, **KEEP,
             help="multi-query: the LLM rewrites the question; hyde: it writes a hypothetical answer passage; "
                  "intent: it writes intent-specific statements of plausible answers. Each text is searched "
                  "(-mrag: MRAG voting per text) and the lists are merged by RRF, 1/(60 + rank).")
@@ -111,25 +184,28 @@ with tab_run:
         elif llm_strats:
             l1, l2, l3 = st.columns(3)
             llm_options = LLMOptions(
-                n_rewrites=int(l1.number_input("Rewrites (multi-query)", 1, 10, LLMOptions().n_rewrites, key="ev_llm_n")),
+                n_rewrites=int(l1.number_input("Rewrites (multi-query)", 1, 10, LLMOptions().n_rewrites,
+                                               key="ev_llm_n", **KEEP)),
                 n_answers=int(l2.number_input("Plausible answers (intent)", 1, 8, LLMOptions().n_answers,
-                                              key="ev_llm_answers")),
+                                              key="ev_llm_answers", **KEEP)),
                 hyde_with_query=l3.checkbox("HyDE: fuse with the query", value=LLMOptions().hyde_with_query,
-                                            key="ev_llm_hyde_q",
+                                            key="ev_llm_hyde_q", **KEEP,
                                             help="RRF of the passage's list and the original query's list"))
             st.caption(f"LLM: {md_plain(llm_cfg.describe())}. Answers are cached in the database: a rerun or a resume "
                        "costs no tokens.")
         strategies = [*strategies, *llm_strats]
         c3, c4, c5, c6, c7, c8 = st.columns(6)
-        layers_text = c3.text_input("Layer(s)", value="-1", key="ev_layers",
+        layers_text = c3.text_input("Layer(s)", value="-1", key="ev_layers", **KEEP,
                                     help="one layer, or several separated by commas for a layer sweep (-1 = last)")
-        variant = c4.selectbox("MRAG variant", er.VARIANTS, key="ev_variant",
+        variant = c4.selectbox("MRAG variant", er.VARIANTS, key="ev_variant", **KEEP,
                                help="applied to plain 'mrag' (importance = s_i · 2^-rank)")
-        c_depth = c5.number_input("c (per-space depth)", min_value=1, value=32, step=1, key="ev_c")
-        k_max = c6.number_input("k_max", min_value=1, max_value=max(1, corpus.n_documents), step=1,
-                                value=min(32, max(1, corpus.n_documents)), key="ev_kmax")
-        w = c7.number_input("w (exact-hit weight)", min_value=0.0, value=2.0, step=0.5, key="ev_w")
-        seed = c8.number_input("Seed", min_value=0, value=0, step=1, key="ev_seed",
+        c_depth = c5.number_input("c (per-space depth)", min_value=1, value=32, step=1, key="ev_c", **KEEP)
+        on_kmax = kept_number("ev_kmax", 1, max(1, corpus.n_documents), 32)
+        k_max = c6.number_input("k_max", min_value=1, max_value=max(1, corpus.n_documents), step=1, key="ev_kmax",
+                                on_change=on_kmax, **KEEP,
+                                help="kept as chosen; shown no larger than the corpus' number of documents")
+        w = c7.number_input("w (exact-hit weight)", min_value=0.0, value=2.0, step=0.5, key="ev_w", **KEEP)
+        seed = c8.number_input("Seed", min_value=0, value=0, step=1, key="ev_seed", **KEEP,
                                help="samples the pairs of the head importance s_i; 0 uses the importance stored "
                                     "with the index")
         if st.button("Run evaluation", type="primary", key="ev_start"):
@@ -154,10 +230,11 @@ with tab_run:
                 else:
                     stop_slot = stop_button("ev_stop", STOP_HELP)
                     bar, progress = _progress_runner()
+                    cancel = ss["_ev_cancel"] = threading.Event()  # set by the next rerun (Stop, any click)
                     kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
                                   strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
                                   w=float(w), seed=int(seed), progress=progress, lm=lm, llm_config=llm_cfg,
-                                  llm_options=llm_options)
+                                  llm_options=llm_options, cancel=cancel)
                     try:
                         if len(layers) > 1:
                             ids = er.layer_sweep(store, layers=layers, **kwargs)
@@ -170,25 +247,34 @@ with tab_run:
                     bar.empty()
                     stop_slot.empty()
 
-    unfinished = [r for r in db.list_eval_runs(store, corpus_id=corpus.id) if r.status != "done"]
-    if unfinished:
+    open_sweeps = [p for p in er.sweep_plans(store, corpus.id) if not p.finished]
+    in_open_sweeps = {r.id for p in open_sweeps for r in p.runs}
+    unfinished = [r for r in db.list_eval_runs(store, corpus_id=corpus.id)
+                  if r.status != "done" and r.id not in in_open_sweeps]
+    active = er.active_runs()
+    if unfinished or open_sweeps:
         st.subheader("Unfinished runs")
+        if any(er.status_label(r) == "interrupted" for p in open_sweeps for r in p.runs) or any(
+                er.status_label(r) == "interrupted" for r in unfinished):
+            st.caption("interrupted: stored as running, but it does not run in this app (the server stopped "
+                       "meanwhile, or it runs from the command line).")
+        for plan in open_sweeps:
+            cols = st.columns([5, 1])
+            cols[0].markdown(_sweep_label(plan))
+            busy = any(r.id in active for r in plan.runs)
+            if cols[1].button("Resume sweep", key=f"ev_resume_sweep_{plan.sweep}", disabled=busy,
+                              help="resumes its unfinished layers and runs the ones not started, in order"):
+                target = (plan.unfinished or plan.runs)[0]
+                _resume(f"ev_resume_stop_{plan.sweep}", lambda progress, cancel, _id=target.id, _m=plan.model:
+                        er.resume_sweep(store, _id, lm=get_model(_m), progress=progress, cancel=cancel,
+                                        llm_config=llm_cfg))
         for r in unfinished:
             cols = st.columns([5, 1])
-            cols[0].write(f"{_run_label(r)} - {r.n_results} results saved")
-            if cols[1].button("Resume", key=f"ev_resume_{r.id}"):
-                stop_slot = stop_button(f"ev_resume_stop_{r.id}", STOP_HELP)
-                bar, progress = _progress_runner()
-                try:
-                    rid = er.resume_evaluation(store, r.id, lm=get_model(r.config.get("model", "minilm")),
-                                               progress=progress, llm_config=llm_cfg)
-                except er.EvaluationInputError as exc:
-                    bar.empty()
-                    stop_slot.empty()
-                    st.error(str(exc))
-                else:
-                    st.session_state["ev_resumed"] = rid  # reported after the rerun, which drops this row
-                    st.rerun()
+            cols[0].markdown(f"{_run_label(r, md_plain)} - {r.n_results} results saved")
+            if cols[1].button("Resume", key=f"ev_resume_{r.id}", disabled=r.id in active):
+                _resume(f"ev_resume_stop_{r.id}", lambda progress, cancel, _r=r: [er.resume_evaluation(
+                    store, _r.id, lm=get_model(_r.config.get("model", "minilm")), progress=progress, cancel=cancel,
+                    llm_config=llm_cfg)])
 
 # --------------------------------------------------------------------------- runs and views
 runs = db.list_eval_runs(store, corpus_id=corpus.id)
@@ -201,7 +287,7 @@ with tab_view:
             "model": r.config.get("model"), "layer": r.config.get("layer"),
             "index": f"#{r.embedding_run_id}" if r.embedding_run_id is not None else "",
             "strategies": ", ".join(r.config.get("strategies", [])), "c": r.config.get("c"),
-            "k_max": r.config.get("k_max"), "w": r.config.get("w"), "seed": r.seed, "status": r.status,
+            "k_max": r.config.get("k_max"), "w": r.config.get("w"), "seed": r.seed, "status": er.status_label(r),
             "results": r.n_results, "seconds": round(float(r.timing.get("total_s", 0.0)), 1),
             "LLM tokens": int(r.llm_usage.get("total", {}).get("tokens", 0)),
             "created": r.created_at,
@@ -237,6 +323,8 @@ with tab_view:
                           **strategy_style(m.strategies),
                           range_y=[0, 1.05], title=f"{n_sel}-aspect queries (n = {int(curve['n_queries'].max())})")
             st.plotly_chart(fig, key="ev_curve")
+            if note := er.fused_depth_note(m.strategies):
+                st.caption(note)
             _html_download(fig, f"run{chosen.id}_success_n{n_sel}", "ev_curve_dl")
 
             st.subheader("Per-query distribution")
@@ -286,14 +374,16 @@ with tab_compare:
         st.info("Compare needs at least two (run, strategy) results in this corpus.")
     else:
         by_id = {r.id: r for r in runs}
+        if "ev_cmp_items" in ss:  # kept for the session: drop the items of deleted runs and of other corpora
+            ss["ev_cmp_items"] = [tuple(it) for it in ss["ev_cmp_items"] if tuple(it) in items]
         picked = st.multiselect(
             "Runs and strategies to compare (the first is the reference)", items,
-            default=items[:2], key="ev_cmp_items",
+            default=items[:2], key="ev_cmp_items", **KEEP,
             format_func=lambda it: f"#{it[0]} {it[1]} · {qs_names.get(by_id[it[0]].query_set_id, '')} · "
                                    f"{by_id[it[0]].config.get('model')} L{by_id[it[0]].config.get('layer')}")
         c1, c2 = st.columns(2)
-        metric = c1.selectbox("Metric", ["weighted", "rsr", "csr"], key="ev_cmp_metric")
-        k_mode = c2.number_input("k (0 = number of aspects)", min_value=0, value=0, step=1, key="ev_cmp_k")
+        metric = c1.selectbox("Metric", ["weighted", "rsr", "csr"], key="ev_cmp_metric", **KEEP)
+        k_mode = c2.number_input("k (0 = number of aspects)", min_value=0, value=0, step=1, key="ev_cmp_k", **KEEP)
         if len(picked) >= 2:
             try:
                 loaded = {rid: er.load_run_metrics(store, rid) for rid in dict.fromkeys(r for r, _ in picked)}
@@ -303,9 +393,8 @@ with tab_compare:
             else:
                 if tests.empty or int(tests["queries"].max()) == 0:
                     st.warning("The selected runs share no scored query (different query sets?).")
-                pivot = means.pivot(index="n_aspects", columns="item", values=metric)
                 st.markdown(f"**Mean {metric} per aspect count**")
-                st.dataframe(pivot)
+                st.dataframe(er.means_table(means, metric, picked), key="ev_cmp_means")
                 st.markdown(f"**{metric} over all paired queries, next to the LLM cost**")
                 overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
                 cost = er.items_cost(store, picked, metrics=loaded)
@@ -316,12 +405,15 @@ with tab_compare:
                 cmp_fig = px.bar(means[means["n_aspects"] != "all"], x="n_aspects",
                                  y=metric, color="item", barmode="group", title=f"{metric} per aspect count")
                 st.plotly_chart(cmp_fig, key="ev_cmp_fig")
+                if note := er.fused_depth_note([s for _, s in picked]):
+                    st.caption(note)
                 _html_download(cmp_fig, "comparison", "ev_cmp_dl")
                 st.markdown("**Paired significance against the reference** (t-test and Wilcoxon p-values, "
                             "win / tie / loss per query; \\* p < 0.05, \\*\\* p < 0.01, \\*\\*\\* p < 0.001, "
                             "n.s. not significant)")
-                st.dataframe(tests.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}", "mean_diff": "{:+.3f}"}),
-                             hide_index=True)
+                shown = tests.assign(mean_diff=tests["mean_diff"].map(er.signed)) if len(tests) else tests
+                st.dataframe(shown.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}"}), hide_index=True,
+                             key="ev_cmp_tests")
                 st.markdown("**Per-query drill-down**")
                 pq = er.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)
                 st.dataframe(pq, hide_index=True)
@@ -339,8 +431,18 @@ with tab_compare:
                             if llm.get("texts"):
                                 st.dataframe(pd.DataFrame({"text": llm["texts"]}), hide_index=True,
                                              key=f"ev_cmp_llm_{rid}_{strat}")
-                    if st.button("Open this query in Compare", key="ev_cmp_open"):
-                        st.session_state["compare_query_id"] = int(qid)
+                    run_ids = list(dict.fromkeys(r for r, _ in picked))
+                    open_run = run_ids[0]
+                    if len(run_ids) > 1:
+                        open_run = st.selectbox(
+                            "Open with the index and settings of run", run_ids, key="ev_cmp_open_run",
+                            format_func=lambda i: (f"#{i} · {by_id[i].config.get('model')} "
+                                                   f"L{by_id[i].config.get('layer')}"))
+                    if st.button("Open this query in Compare", key="ev_cmp_open",
+                                 help="Compare opens on the index this run searched, with its voting, c and k"):
+                        ss["compare_query_id"] = int(qid)
+                        ss["compare_drilldown"] = er.drilldown(store, picked, int(qid), run_id=open_run,
+                                                               k=int(k_mode) or None)
                         target = Path(__file__).resolve().parent / "5_Compare.py"
                         if target.is_file():
                             st.switch_page("pages/5_Compare.py")
@@ -353,7 +455,7 @@ with tab_sweep:
     if not sweeps:
         st.info("No layer sweep yet: start a run with several layers (e.g. 0,2,4,-1) on the New run tab.")
     else:
-        sid = st.selectbox("Sweep", list(sweeps), key="ev_sweep",
+        sid = st.selectbox("Sweep", list(sweeps), key="ev_sweep", **KEEP,
                            format_func=lambda s: f"{sweeps[s][0].config.get('model')} · layers "
                                                  f"{', '.join(str(r.config.get('layer')) for r in sweeps[s])} · "
                                                  f"{qs_names.get(sweeps[s][0].query_set_id, '')}")
@@ -364,6 +466,10 @@ with tab_sweep:
             sfig = px.line(frame, x="layer", y="weighted", color="strategy", markers=True,
                            **strategy_style(frame["strategy"]),
                            title="Weighted success ratio at k = aspects, by layer")
+            layers = sorted(int(x) for x in frame["layer"].unique())
+            sfig.update_xaxes(tickmode="array", tickvals=layers, ticktext=[str(x) for x in layers])  # whole layers
             st.plotly_chart(sfig, key="ev_sweep_fig")
+            if note := er.fused_depth_note(frame["strategy"].unique().tolist()):
+                st.caption(note)
             _html_download(sfig, "layer_sweep", "ev_sweep_dl")
             st.dataframe(frame, hide_index=True)
