@@ -2,6 +2,10 @@
 
 Thin page: the work is ``mrag_core.workflows.indexing`` (a background BuildJob; vectors saved per
 batch, so a cancelled or interrupted build resumes where it stopped). Head importance chart.
+
+The settings are kept for the session (``persist_state="session"``): back from another page, the page shows
+the same model, layer and pooling, and so the build that runs for them, with its progress and Cancel. A build
+of this corpus running for other settings is named, with a button that shows it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
 from ui.render import md_plain
-from ui.state import LOCAL_MODEL, build_jobs, flash, follow_default, get_model, open_corpus_page, show_flash
+from ui.state import (LOCAL_MODEL, build_jobs, default_mark, flash, follow_default, get_model, open_corpus_page,
+                      show_flash)
 
 page_setup(__file__, "🧭")
 st.title("Index")
@@ -33,6 +38,15 @@ def _fmt_eta(seconds: float | None) -> str:
     if seconds is None:
         return "estimating…"
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+KEEP = {"persist_state": "session"}  # the page's settings survive a visit to another page
+
+
+def show_build(model: str, layer: int, pooling: str) -> None:
+    """Select a running build's settings (a button's callback, so before the widgets are drawn)."""
+    st.session_state.update({"index_model_choice": model, "index_layer": layer, "index_pooling": pooling,
+                             default_mark("index_layer"): model, default_mark("index_pooling"): model})
 
 
 def importance_figure(run: db.EmbeddingRunInfo) -> go.Figure | None:
@@ -55,11 +69,12 @@ store, corpus = open_corpus_page()
 names = list(MODEL_REGISTRY)
 left, right = st.columns(2)
 with left:
-    choice = st.selectbox("Model", [*names, LOCAL_MODEL], key="index_model_choice",
+    choice = st.selectbox("Model", [*names, LOCAL_MODEL], key="index_model_choice", **KEEP,
                           format_func=lambda n: n if n == LOCAL_MODEL else f"{n} — {MODEL_REGISTRY[n].description}")
     model_name = choice
     if choice == LOCAL_MODEL:
-        path = st.text_input("Folder of a Hugging Face model (config.json + weights)", key="index_model_path").strip()
+        path = st.text_input("Folder of a Hugging Face model (config.json + weights)", key="index_model_path",
+                             **KEEP).strip()
         if not path:
             st.info("Type the path of a local model folder.")
             st.stop()
@@ -79,16 +94,26 @@ with right:
     # another model gets its own defaults (the last layer, its family's pooling), not the last model's choice
     follow_default("index_layer", lm.spec.name, lm.n_layers - 1)
     follow_default("index_pooling", lm.spec.name, lm.head_pooling)
-    layer = st.selectbox("Layer", list(range(lm.n_layers)), key="index_layer", help="The paper uses the last layer.")
-    pooling = st.selectbox("Head pooling", POOLINGS, key="index_pooling",
+    layer = st.selectbox("Layer", list(range(lm.n_layers)), key="index_layer", help="The paper uses the last layer.",
+                         **KEEP)
+    pooling = st.selectbox("Head pooling", POOLINGS, key="index_pooling", **KEEP,
                            help="How token positions are pooled into one vector per head (last token for decoders).")
-    backend = st.selectbox("Search backend", BACKENDS, key="index_backend",
+    backend = st.selectbox("Search backend", BACKENDS, key="index_backend", **KEEP,
                            help="torch: exact matmul; faiss-flat: exact; faiss-hnsw: approximate.")
-    batch_size = st.select_slider("Batch size", [4, 8, 16, 32, 64], value=16, key="index_batch")
+    batch_size = st.select_slider("Batch size", [4, 8, 16, 32, 64], value=16, key="index_batch", **KEEP)
 
 key = (corpus.id, lm.spec.name, int(layer), pooling)
 jobs = build_jobs()
 job = jobs.get(key)
+for (cid, other_model, other_layer, other_pooling), other in list(jobs.items()):
+    if cid != corpus.id or (cid, other_model, other_layer, other_pooling) == key or other.finished:
+        continue
+    cols = st.columns([5, 1])
+    cols[0].info(f"An index of {md_plain(other_model)} layer {other_layer} ({other_pooling} pooling) is being built "
+                 f"for this corpus: {other.done} / {other.total or '?'} documents.")
+    if other_model in MODEL_REGISTRY:
+        cols[1].button("Show it", key=f"index_show_{other_model}_{other_layer}_{other_pooling}", on_click=show_build,
+                       args=(other_model, other_layer, other_pooling), help="its settings, progress and Cancel")
 
 
 @st.fragment(run_every=1.0)

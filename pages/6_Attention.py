@@ -1,6 +1,9 @@
 """Attention: which tokens each head of a layer looks at, for a chosen text.
 
 Thin page: ``mrag_core.attention`` runs the forward pass (model loaded with eager attention).
+
+The choices are kept for the session (``persist_state="session"``; the stored-query picker's, drawn by
+``ui.query_widgets``, are copied aside and put back), across page switches.
 """
 
 from __future__ import annotations
@@ -15,12 +18,32 @@ from mrag_core.models.registry import MODEL_REGISTRY
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
-from ui.state import corpus_picker, follow_default, get_model, open_store_page
+from ui.state import clamp_state, corpus_picker, follow_default, get_model, open_store_page
 
 page_setup(__file__, "🧭")
 st.title("Attention")
 st.caption("MRAG's head vectors are what each head reads from the text. These heatmaps show where each head of "
            "one layer puts its attention.")
+
+
+ss = st.session_state
+KEEP = {"persist_state": "session"}  # the page's choices survive a visit to another page
+QUERY_KEYS = ("attn_qs", "attn_aspects", "attn_query")
+
+
+def restore_query_choice() -> None:
+    """Put back the stored-query picker's choices that Streamlit dropped while another page (or another text
+    source) was shown: its widgets are drawn by ``ui.query_widgets`` without ``persist_state``."""
+    for key in QUERY_KEYS:
+        if key not in ss and f"_{key}_kept" in ss:
+            ss[key] = ss[f"_{key}_kept"]
+
+
+def keep_query_choice() -> None:
+    """Copy the stored-query picker's choices aside for :func:`restore_query_choice`."""
+    for key in QUERY_KEYS:
+        if key in ss:
+            ss[f"_{key}_kept"] = ss[key]
 
 
 def axis_labels(tokens: list[str]) -> list[str]:
@@ -31,18 +54,18 @@ def axis_labels(tokens: list[str]) -> list[str]:
 store = open_store_page()
 
 c1, c2, c3 = st.columns(3)
-model_name = c1.selectbox("Model", list(MODEL_REGISTRY), key="attn_model")
+model_name = c1.selectbox("Model", list(MODEL_REGISTRY), key="attn_model", **KEEP)
 try:
     lm = get_model(model_name, "eager")
 except ModelLoadError as exc:
     st.error(f"The model could not be loaded: {md_plain(str(exc))}")
     st.stop()
 follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model starts at its own last layer
-layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer")
-max_tokens = c3.number_input("Max tokens", 8, 512, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens",
+layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer", **KEEP)
+max_tokens = c3.number_input("Max tokens", 8, 512, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens", **KEEP,
                              help="Longer texts are cut; big maps get slow to draw.")
 
-source = st.radio("Text", ["A corpus document", "A query", "Type a text"], horizontal=True, key="attn_source")
+source = st.radio("Text", ["A corpus document", "A query", "Type a text"], horizontal=True, key="attn_source", **KEEP)
 kind = "doc"
 text = ""
 if source == "A corpus document":
@@ -53,17 +76,20 @@ if source == "A corpus document":
     if not docs:
         st.info("This corpus has no documents.")
         st.stop()
-    doc = st.selectbox("Document", docs, format_func=lambda d: f"{d.title} ({d.label or 'unlabeled'})", key="attn_doc")
+    doc = st.selectbox("Document", docs, format_func=lambda d: f"{d.title} ({d.label or 'unlabeled'})", key="attn_doc",
+                       **KEEP)
     text = doc.text
 elif source == "A query":
     corpus = corpus_picker()
     if corpus is None:
         st.stop()
+    restore_query_choice()
     q = stored_query_picker(store, corpus.id, key="attn")
+    keep_query_choice()
     text, kind = q.text, "query"
 else:
     text = st.text_area("Text", "Lighthouses guide ships past the rocks, and tempeh is made by fermenting soybeans.",
-                        key="attn_text")
+                        key="attn_text", **KEEP)
 if not text.strip():
     st.info("Enter a text.")
     st.stop()
@@ -74,7 +100,8 @@ if maps.truncated:
                "(raise *Max tokens* to see more).")
 labels = axis_labels(maps.tokens)
 
-head = st.slider("Head", 0, maps.n_heads - 1, 0, key="attn_head")
+clamp_state("attn_head", 0, maps.n_heads - 1)  # a head kept from a model with more heads
+head = st.slider("Head", 0, maps.n_heads - 1, key="attn_head", **KEEP)
 left, right = st.columns(2)
 with left:
     st.markdown(f"**Head {head}: token × token** (row attends to column)")

@@ -485,6 +485,73 @@ def test_attention_page(built):
     assert len(at.get("plotly_chart")) == 2
 
 
+def test_attention_choices_survive_a_visit_to_another_page(built):
+    at = ok(app().run())
+    ok(at.switch_page("pages/6_Attention.py").run())
+    at.selectbox(key="attn_layer").set_value(2)
+    at.number_input(key="attn_max_tokens").set_value(32)
+    ok(at.radio(key="attn_source").set_value("A query").run())
+    ok(at.selectbox(key="attn_aspects").select(2).run())
+    query = at.selectbox(key="attn_query").select_index(1).run().selectbox(key="attn_query").value
+    ok(at.slider(key="attn_head").set_value(7).run())
+    ok(at.switch_page("pages/5_Compare.py").run())
+    ok(at.switch_page("pages/6_Attention.py").run())
+    assert (at.selectbox(key="attn_layer").value, at.number_input(key="attn_max_tokens").value) == (2, 32)
+    assert at.radio(key="attn_source").value == "A query" and at.slider(key="attn_head").value == 7
+    assert at.selectbox(key="attn_aspects").value == 2 and at.selectbox(key="attn_query").value.id == query.id
+    ok(at.radio(key="attn_source").set_value("Type a text").run())
+    ok(at.text_area(key="attn_text").input("Copper wires and tidal pools.").run())
+    ok(at.switch_page("pages/4_Index.py").run())
+    ok(at.switch_page("pages/6_Attention.py").run())
+    assert at.text_area(key="attn_text").value == "Copper wires and tidal pools."
+
+
+def test_index_page_keeps_its_settings_and_the_running_build_in_view(built, monkeypatch):
+    """Layer 4 chosen and its build running, a visit to Compare: back on Index, layer 4 and the build's progress
+    and Cancel are shown (the layer was back at 5, and the build out of view). With other settings chosen, the
+    running build is named with a button that shows it."""
+    import threading
+
+    from mrag_core.workflows import indexing
+    from ui.state import build_jobs, get_model, get_store
+
+    release = threading.Event()
+    real_embed = indexing.embed_texts
+
+    def held(*args, **kwargs):  # noqa: ANN002, ANN003 - the build waits here until the test is done with it
+        release.wait(120)
+        return real_embed(*args, **kwargs)
+
+    monkeypatch.setattr(indexing, "embed_texts", held)
+    at = ok(app().run())
+    ok(at.switch_page("pages/4_Index.py").run())
+    ok(at.selectbox(key="index_layer").set_value(4).run())
+    assert "No index for these settings yet." in texts(at.info)
+    # what Build index starts (AppTest loses a click in its multipage runs: see test_evaluation_page_flows)
+    corpus_id = at.session_state["corpus_id"]
+    key = (corpus_id, "minilm", 4, "mean")
+    build_jobs()[key] = indexing.BuildJob(get_store(), corpus_id, get_model("minilm"), layer=4, pooling="mean",
+                                          batch_size=32).start()
+    try:
+        ok(at.switch_page("pages/5_Compare.py").run())
+        ok(at.switch_page("pages/4_Index.py").run())
+        assert at.selectbox(key="index_layer").value == 4
+        assert at.get("progress") and [b.key for b in at.button if b.key == "index_cancel"] == ["index_cancel"]
+        # another layer chosen: the running build is named, and Show it brings it back (the page alone: a click)
+        idx = page("4_Index.py")
+        idx.session_state["corpus_id"] = corpus_id
+        ok(idx.run())
+        ok(idx.selectbox(key="index_layer").set_value(3).run())
+        assert any(i.startswith("An index of minilm layer 4 (mean pooling) is being built for this corpus: ")
+                   for i in texts(idx.info))
+        ok(idx.button(key="index_show_minilm_4_mean").click().run())
+        assert idx.selectbox(key="index_layer").value == 4 and idx.get("progress")
+    finally:
+        release.set()
+        assert build_jobs()[key].wait(300)
+        build_jobs().pop(key, None)
+
+
 def test_maps_page_places_query_and_stores_maps(built):
     import db
 
