@@ -469,6 +469,23 @@ def test_compare_page_opens_a_drilldown_on_the_runs_index_and_settings(built):
     assert at.selectbox(key="compare_run").value.id == older.id and at.number_input(key="compare_k").value == 2
 
 
+def test_compare_page_keeps_its_index_until_the_index_page_names_another(built):
+    """The index choice is kept for the session; it moves only when the Index page (or a drill-down) names another
+    index in ``run_id`` (a build there is what Compare shows next, as before the choice was kept)."""
+    at = ok(page("5_Compare.py").run())
+    runs = at.selectbox(key="compare_run")
+    newest, oldest = runs.options[0], runs.options[-1]
+    ok(runs.select_index(len(runs.options) - 1).run())
+    ok(at.run())
+    assert at.selectbox(key="compare_run").value.id == int(oldest.split(" ")[0][1:])
+    at.session_state["run_id"] = int(newest.split(" ")[0][1:])  # the Index page showed (or built) the newest
+    ok(at.run())
+    assert at.selectbox(key="compare_run").value.id == int(newest.split(" ")[0][1:])
+    ok(at.selectbox(key="compare_run").select_index(len(runs.options) - 1).run())
+    ok(at.run())  # run_id unchanged: the user's choice stays
+    assert at.selectbox(key="compare_run").value.id == int(oldest.split(" ")[0][1:])
+
+
 def test_attention_page(built):
     at = ok(page("6_Attention.py").run())
     charts = at.get("plotly_chart")
