@@ -178,14 +178,21 @@ def list_rows(n: int, per_row: int) -> list[list[int]]:
     return [list(range(start, min(start + step, n))) for start in range(0, n, max(1, step))]
 
 
+# Column widths (px) per layout: rank, mark, title, category, score. Two lists share a row of a 1280 px window
+# at about 400 px each: these widths add up to that, so every column is in view; a wider list spreads what is left
+# over all columns. Stacked lists give the title and category their room.
+LIST_WIDTHS = {1: (28, 70, 400, 200, 60), 2: (28, 70, 164, 90, 48)}
+NARROW_WIDTHS = (28, 70, 110, 75, 48)  # 3 per row or all side by side
+
+
 def list_columns(per_row: int) -> dict[str, Any]:
-    """A result list's column configuration: narrow rank, mark and score; the title gets the room that is left
-    (wide when one or two lists share a row)."""
-    return {"rank": st.column_config.NumberColumn("#", width=28),
-            "mark": st.column_config.TextColumn(width=70),
-            "title": st.column_config.TextColumn(width="large" if per_row in (1, 2) else "medium"),
-            "category": st.column_config.TextColumn(width="small" if per_row == ALL_SIDE_BY_SIDE else "medium"),
-            "score": st.column_config.NumberColumn(format="%.3f", width=50)}
+    """A result list's column configuration for ``per_row`` lists to a row (:data:`LIST_WIDTHS`)."""
+    rank, mark, title, category, score = LIST_WIDTHS.get(per_row, NARROW_WIDTHS)
+    return {"rank": st.column_config.NumberColumn("#", width=rank),
+            "mark": st.column_config.TextColumn(width=mark),
+            "title": st.column_config.TextColumn(width=title),
+            "category": st.column_config.TextColumn(width=category),
+            "score": st.column_config.NumberColumn(format="%.3f", width=score)}
 
 
 def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:

@@ -363,7 +363,11 @@ def test_compare_page_lists_two_strategies_per_row_by_default(built):
     five_aspect_compare(at)
     assert result_rows(at) == [["Standard RAG", "MRAG"], ["Split RAG", "Fusion RAG"], ["Fusion MRAG", ""]]
     lists = [d for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
-    assert len(lists) == 5 and all(json.loads(d.proto.columns)["title"]["width"] == "large" for d in lists)
+    widths = [{name: c.get("width") for name, c in json.loads(d.proto.columns).items() if c.get("width")}
+              for d in lists]
+    # every column in view where two lists share a 1280 px window (about 400 px each)
+    assert len(lists) == 5 and all(set(w) == {"rank", "mark", "title", "category", "score"} for w in widths)
+    assert all(sum(w.values()) <= 400 and w["title"] >= 160 for w in widths)
     ok(at.segmented_control(key="compare_per_row").set_value(3).run())
     assert result_rows(at) == [["Standard RAG", "MRAG", "Split RAG"], ["Fusion RAG", "Fusion MRAG", ""]]
     ok(at.segmented_control(key="compare_per_row").set_value(0).run())  # all side by side
