@@ -9,14 +9,14 @@ query, its query set and corpus, once; ``st.session_state["compare_drilldown"]``
 :class:`~mrag_core.workflows.evaluation_runs.DrillDown`) also opens the run's own index with its voting, c, k and
 strategies, so the numbers match the run's table.
 
-The choices are kept for the session (``persist_state="session"``; the query picker's, drawn by
-``ui.query_widgets``, are copied aside and put back), across page switches. c and k are kept as chosen and only
+The choices (this page's and the query picker's in ``ui.query_widgets``) are kept for the session
+(``persist_state="session"``), across page switches. c and k are kept as chosen and only
 shown clamped on an index with fewer documents: on a larger one the chosen value comes back.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -47,8 +47,8 @@ from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain, plotly_text
-from ui.state import (default_mark, finished_runs_or_stop, get_store, index_bundle, index_labeler, keep_choice,
-                      llm_config, open_corpus_page, run_model_or_stop)
+from ui.state import (choose_number, default_mark, finished_runs_or_stop, get_store, index_bundle, index_labeler,
+                      keep_choice, kept_number, llm_config, open_corpus_page, run_model_or_stop)
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -65,36 +65,7 @@ def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
 
 
 ss = st.session_state
-QUERY_KEYS = ("compare_source", "compare_typed", "compare_qs", "compare_aspects", "compare_query")
 KEEP = {"persist_state": "session"}  # this page's choices survive a visit to another page
-
-
-def restore_query_choice() -> None:
-    """Put back the query picker's choices that Streamlit dropped while another page (or the other source) was
-    shown: its widgets are drawn by ``ui.query_widgets`` without ``persist_state``."""
-    for key in QUERY_KEYS:
-        if key not in ss and f"_{key}_kept" in ss:
-            ss[key] = ss[f"_{key}_kept"]
-
-
-def keep_query_choice() -> None:
-    """Copy the query picker's choices aside for :func:`restore_query_choice`."""
-    for key in QUERY_KEYS:
-        if key in ss:
-            ss[f"_{key}_kept"] = ss[key]
-
-
-def kept_number(key: str, low: int, high: int, default: int, owner: Any = None) -> Callable[[], None]:
-    """Before drawing number input ``key``: show the user's choice (``default`` until there is one, and again
-    whenever ``owner`` changes) clamped to ``[low, high]``. The choice itself is kept aside (``_<key>_wanted``), so
-    c = 32 shown as 3 on a 3-document index is 32 again on a larger one. Returns the input's ``on_change``, which
-    records a new choice."""
-    wanted = f"_{key}_wanted"
-    if wanted not in ss or ss.get(default_mark(key)) != owner:
-        ss[default_mark(key)] = owner
-        ss[wanted] = default
-    ss[key] = max(low, min(int(ss[wanted]), high))
-    return lambda: ss.__setitem__(wanted, ss[key])
 
 
 def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
@@ -119,7 +90,7 @@ def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
     if isinstance(settings, DrillDown) and settings.query_id == q.id:
         ss["compare_backend"] = "torch"  # evaluation runs search exactly
         ss["compare_variant"] = settings.variant
-        ss["_compare_c_wanted"] = settings.c
+        choose_number("compare_c", settings.c)
         if settings.strategies:
             ss["compare_strategies"] = list(settings.strategies)
         if settings.embedding_run_id is not None:
@@ -242,9 +213,7 @@ if calibrated := index.calibration_lines():
                "the voted views, per vote on its final lists: " + "; ".join(calibrated))
 
 # --- query -------------------------------------------------------------------------------------
-restore_query_choice()
 picked = query_picker(store, corpus.id, key="compare", preselect=drilldown)
-keep_query_choice()
 query_text, stored_fusion, ground_truth = picked.text, picked.fusion, picked.ground_truth
 if ground_truth:
     gt_docs = db.get_documents(store, ground_truth)
@@ -256,7 +225,7 @@ if ground_truth:
 k_max, c_max = min(50, index.n_docs), min(256, index.n_docs)
 query_owner = (query_text, tuple(ground_truth))
 if drilled is not None and drilled.k:  # the run's k, for this query
-    ss[default_mark("compare_k")], ss["_compare_k_wanted"] = query_owner, drilled.k
+    choose_number("compare_k", drilled.k, query_owner)
 on_k = kept_number("compare_k", 1, k_max, min(len(ground_truth) or 5, 20), query_owner)  # k follows the aspects
 on_c = kept_number("compare_c", 1, c_max, 32)
 cc = st.columns([3, 1, 1, 1])

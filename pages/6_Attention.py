@@ -2,8 +2,8 @@
 
 Thin page: ``mrag_core.attention`` runs the forward pass (model loaded with eager attention).
 
-The choices are kept for the session (``persist_state="session"``; the stored-query picker's, drawn by
-``ui.query_widgets``, are copied aside and put back), across page switches.
+The choices (this page's and the stored-query picker's in ``ui.query_widgets``) are kept for the session
+(``persist_state="session"``), across page switches.
 """
 
 from __future__ import annotations
@@ -28,22 +28,6 @@ st.caption("MRAG's head vectors are what each head reads from the text. These he
 
 ss = st.session_state
 KEEP = {"persist_state": "session"}  # the page's choices survive a visit to another page
-QUERY_KEYS = ("attn_qs", "attn_aspects", "attn_query")
-
-
-def restore_query_choice() -> None:
-    """Put back the stored-query picker's choices that Streamlit dropped while another page (or another text
-    source) was shown: its widgets are drawn by ``ui.query_widgets`` without ``persist_state``."""
-    for key in QUERY_KEYS:
-        if key not in ss and f"_{key}_kept" in ss:
-            ss[key] = ss[f"_{key}_kept"]
-
-
-def keep_query_choice() -> None:
-    """Copy the stored-query picker's choices aside for :func:`restore_query_choice`."""
-    for key in QUERY_KEYS:
-        if key in ss:
-            ss[f"_{key}_kept"] = ss[key]
 
 
 def axis_labels(tokens: list[str]) -> list[str]:
@@ -83,9 +67,7 @@ elif source == "A query":
     corpus = corpus_picker()
     if corpus is None:
         st.stop()
-    restore_query_choice()
     q = stored_query_picker(store, corpus.id, key="attn")
-    keep_query_choice()
     text, kind = q.text, "query"
 else:
     text = st.text_area("Text", "Lighthouses guide ships past the rocks, and tempeh is made by fermenting soybeans.",

@@ -26,7 +26,7 @@ from ui.chart_export import figure_png
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
-from ui.state import default_mark, get_model, keep_choice, llm_config, open_corpus_page
+from ui.state import get_model, keep_choice, kept_number, llm_config, open_corpus_page
 from ui.strategy_colors import strategy_style
 
 page_setup(__file__, "📊")
@@ -37,18 +37,6 @@ st.caption("Score Standard / MRAG / Split / Fusion and LLM-assisted (Multi-Query
 
 ss = st.session_state
 KEEP = {"persist_state": "session"}  # the page's settings survive a visit to another page
-
-
-def kept_number(key: str, low: int, high: int, default: int) -> Callable[[], None]:
-    """Before drawing number input ``key``: show the user's choice (``default`` until there is one) clamped to
-    ``[low, high]``, the choice kept aside (``_<key>_wanted``) so a corpus with fewer documents does not overwrite
-    it. Returns the input's ``on_change``, which records a new choice."""
-    wanted = f"_{key}_wanted"
-    if wanted not in ss:
-        ss[default_mark(key)] = None
-        ss[wanted] = default
-    ss[key] = max(low, min(int(ss[wanted]), high))
-    return lambda: ss.__setitem__(wanted, ss[key])
 
 
 def stop_this_sessions_runs() -> list[int]:

@@ -33,6 +33,9 @@ def query_set_label(qs: db.QuerySetInfo) -> str:
     return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')})"
 
 
+KEEP = {"persist_state": "session"}
+"""The pickers' choices are kept for the session, across page switches (Streamlit drops an undrawn widget's value)."""
+
 ALL_ASPECTS = "all"
 NO_QUERY_SET = "This corpus has no query set yet: build one on the Query Builder page, or type the text instead."
 
@@ -60,7 +63,7 @@ def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool
     if reset:
         preselect_choice(key, ALL_ASPECTS)
     wanted = keep_choice("Aspects", options, key=key, ident=lambda n: n, container=col, disabled=len(counts) < 2,
-                         format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
+                         **KEEP, format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
                          help="Show only the queries with this number of aspects (ground-truth documents).")
     return queries if wanted == ALL_ASPECTS else [q for q in queries if q.n_aspects == wanted]
 
@@ -82,7 +85,7 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
         preselect_choice(f"{key}_qs", preselect[0])
     set_col, aspects_col = st.columns([3, 1])
     qs = keep_choice("Query set", sets, key=f"{key}_qs", ident=lambda s: s.id, format_func=query_set_label,
-                     container=set_col)
+                     container=set_col, **KEEP)
     queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed" and q.text.strip()]
     if not queries:
         return _nothing_to_pick("This query set has no query with a text.", stop)
@@ -92,7 +95,7 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
         preselect_choice(qkey, preselect[1])
     # a query not among these (another set or filter): start again from the default
     return keep_choice("Query", queries, key=qkey, ident=lambda q: q.id, format_func=aspects_label,
-                       index=most_aspects_index(queries))
+                       index=most_aspects_index(queries), **KEEP)
 
 
 def _nothing_to_pick(message: str, stop: bool) -> None:
@@ -107,9 +110,9 @@ def query_picker(store: db.Store, corpus_id: int, *, key: str,
     """Radio "From a query set" / "Type a query" and the widgets behind it (keys start with ``key``): for a
     stored query, :func:`stored_query_picker` (which stops the page when there is nothing to pick) and the
     query's text."""
-    source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key=f"{key}_source")
+    source = st.radio("Query", ["From a query set", "Type a query"], horizontal=True, key=f"{key}_source", **KEEP)
     if source == "Type a query":
-        text = st.text_area("Query text", height=110, key=f"{key}_typed",
+        text = st.text_area("Query text", height=110, key=f"{key}_typed", **KEEP,
                             placeholder="A question touching several unrelated topics…").strip()
         return PickedQuery(text)
     q = stored_query_picker(store, corpus_id, key=key, preselect=preselect)

@@ -90,6 +90,31 @@ def preselect_choice(key: str, ident: Hashable) -> None:
     st.session_state.pop(key, None)
 
 
+def _wanted_key(key: str) -> str:
+    """Where :func:`kept_number` keeps number input ``key``'s chosen value (before clamping)."""
+    return f"_{key}_wanted"
+
+
+def choose_number(key: str, value: int, owner: Any = None) -> None:
+    """Make :func:`kept_number` input ``key`` take ``value`` as the user's choice for ``owner`` (a drill-down's
+    run settings); call before :func:`kept_number`."""
+    st.session_state[default_mark(key)] = owner
+    st.session_state[_wanted_key(key)] = value
+
+
+def kept_number(key: str, low: int, high: int, default: int, owner: Any = None) -> Callable[[], None]:
+    """Before drawing number input ``key``: show the user's choice (``default`` until there is one, and again
+    whenever ``owner`` changes) clamped to ``[low, high]``. The choice itself is kept aside (``_<key>_wanted``), so
+    c = 32 shown as 3 on a 3-document index is 32 again on a larger one. Returns the input's ``on_change``, which
+    records a new choice."""
+    wanted = _wanted_key(key)
+    if wanted not in st.session_state or st.session_state.get(default_mark(key)) != owner:
+        st.session_state[default_mark(key)] = owner
+        st.session_state[wanted] = default
+    st.session_state[key] = max(low, min(int(st.session_state[wanted]), high))
+    return lambda: st.session_state.__setitem__(wanted, st.session_state[key])
+
+
 def clamp_state(key: str, low: int, high: int) -> None:
     """Keep number input ``key``'s value within ``[low, high]``; call before drawing it. Streamlit resets a
     value outside the input's bounds to the minimum, so k = 5 on an index of 4 documents (or k = 20 kept
