@@ -221,7 +221,7 @@ def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategie
     return corpus, qs
 
 
-NO_ENDPOINT = ("{names} need an OpenAI-compatible LLM endpoint, and none is configured: set MRAG_LLM_BASE_URL and "
+NO_ENDPOINT = ("{names} {need} an OpenAI-compatible LLM endpoint, and none is configured: set MRAG_LLM_BASE_URL and "
                "MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one), or [llm] in .streamlit/secrets.toml")
 
 
@@ -239,7 +239,8 @@ def _endpoint_for(strategies: Sequence[str], llm_config: LLMConfig | None) -> LL
         except LLMConfigError as exc:
             raise EvaluationInputError(f"the LLM endpoint settings are unusable: {exc}") from exc
     if cfg is None:
-        raise EvaluationInputError(NO_ENDPOINT.format(names=", ".join(names)))
+        need = "needs" if len(names) == 1 else "need"
+        raise EvaluationInputError(NO_ENDPOINT.format(names=", ".join(names), need=need))
     return cfg
 
 

@@ -147,7 +147,7 @@ def test_cli_llm_strategies_without_endpoint(url: str, monkeypatch: pytest.Monke
                                  "standard,intent", "--k-max", "3", "--database", url])
     assert cmd_eval(args) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: intent need an OpenAI-compatible LLM endpoint") and "MRAG_LLM_BASE_URL" in err
+    assert err.startswith("error: intent needs an OpenAI-compatible LLM endpoint") and "MRAG_LLM_BASE_URL" in err
     args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies", "intent",
                                  "--intent-answers", "9", "--k-max", "3", "--database", url])
     assert cmd_eval(args) == 2
