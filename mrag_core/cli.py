@@ -236,13 +236,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if llm_names:
         _check_options(options)
     configure_threads(args.threads)
-    try:
-        lm = load_model(args.model, device=args.device, half=args.half, head_pooling=args.pooling)
-    except (ModelLoadError, RuntimeError) as exc:
-        raise CLIError(str(exc)) from exc
-    try:
-        lm.layer_index(args.layer)
-    except ValueError as exc:
+    try:  # a layer the model lacks is refused from its config, before the weights load
+        lm = load_model(args.model, device=args.device, half=args.half, head_pooling=args.pooling,
+                        check_layer=args.layer)
+    except (ModelLoadError, RuntimeError, ValueError) as exc:
         raise CLIError(str(exc)) from exc
     print(f"model {lm.spec.name}: {lm.family}, {lm.n_layers} layers, {lm.n_heads} heads x {lm.head_dim}, "
           f"layer {lm.layer_index(args.layer)}, device {lm.device}", file=sys.stderr)

@@ -92,8 +92,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         except db.NotFoundError:
             return fail(f"evaluation run {resume} does not exist")
     try:
-        lm = load_model(model_name)
-    except (ModelLoadError, RuntimeError) as exc:
+        lm = load_model(model_name, check_layer=args.layer if resume is None else None)  # before the weights load
+    except (ModelLoadError, RuntimeError, ValueError) as exc:
         return fail(str(exc))
 
     def progress(stage: str, done: int, total: int) -> None:

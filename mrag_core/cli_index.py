@@ -71,7 +71,7 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
 
     configure_threads(args.threads)
     try:
-        lm = load_model(args.model, device=args.device, half=args.half)
+        lm = load_model(args.model, device=args.device, half=args.half, check_layer=args.layer)
         layer = lm.layer_index(args.layer)
     except (ModelLoadError, RuntimeError, ValueError, IndexError) as exc:
         return fail(str(exc))

@@ -52,12 +52,7 @@ class LoadedModel:
 
     def layer_index(self, layer: int | None) -> int:
         """Normalise a layer index (``None`` or negative counts from the end: -1 is the last)."""
-        if layer is None:
-            layer = -1
-        idx = layer if layer >= 0 else self.n_layers + layer
-        if not 0 <= idx < self.n_layers:
-            raise ValueError(f"layer {layer} is out of range: this model has {self.n_layers} layers (0..{self.n_layers - 1})")
-        return idx
+        return layer_index(layer, self.n_layers)
 
     def oproj_module(self, layer: int | None) -> torch.nn.Module:
         """The attention output projection of ``layer``; its input holds all head outputs."""
@@ -98,9 +93,21 @@ def describe_architecture(cfg: Any) -> tuple[str, int, int, int, int]:
     return family, n_layers, n_heads, head_dim, hidden
 
 
+def layer_index(layer: int | None, n_layers: int) -> int:
+    """``layer`` as an index into ``n_layers`` layers (``None`` or negative counts from the end: -1 is the last);
+    ValueError when there is no such layer."""
+    if layer is None:
+        layer = -1
+    idx = layer if layer >= 0 else n_layers + layer
+    if not 0 <= idx < n_layers:
+        raise ValueError(f"layer {layer} is out of range: this model has {n_layers} layers (0..{n_layers - 1})")
+    return idx
+
+
 def load_model(
     spec_or_name: ModelSpec | str = "minilm",
     *,
+    check_layer: int | None = None,
     device: str = "auto",
     half: bool = False,
     attn_implementation: str = "sdpa",
@@ -115,6 +122,8 @@ def load_model(
         half: float16 weights on CUDA (ignored on CPU, where float32 is kept).
         attn_implementation: ``sdpa`` (fast) or ``eager`` (returns attention weights for heatmaps).
         head_pooling / standard_pooling: override the spec's poolings.
+        check_layer: a layer the caller will use; ValueError from the config, before the weights are loaded,
+            when the model has no such layer.
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
@@ -130,6 +139,8 @@ def load_model(
     except Exception as exc:  # noqa: BLE001 - report any config problem plainly
         raise ModelLoadError(f"cannot read the model config in '{path}': {exc}") from exc
     family, n_layers, n_heads, head_dim, hidden = describe_architecture(cfg)
+    if check_layer is not None:
+        layer_index(check_layer, n_layers)
     dev = pick_device(device)
     dtype = torch.float16 if (half and dev.type == "cuda") else torch.float32
     try:

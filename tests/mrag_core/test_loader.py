@@ -126,3 +126,15 @@ def test_load_model_from_local_folder(tmp_path: Path) -> None:
     assert lm.tokenizer("the cat sat")["input_ids"] == [2, 5, 6, 7, 3]
     W, _ = lm.oproj_weight(-1)
     torch.testing.assert_close(W, model.encoder.layer[1].attention.output.dense.weight)
+
+
+def test_load_model_refuses_a_missing_layer_from_the_config_before_the_weights(tmp_path: Path) -> None:
+    """``check_layer`` is checked against config.json alone: a folder without weights says the layer is out of
+    range (nothing was loaded), and only a valid layer gets as far as the missing weights."""
+    _bert().config.save_pretrained(tmp_path)  # 2 layers, no weights, no tokenizer
+    with pytest.raises(ValueError, match=r"layer 5 is out of range: this model has 2 layers \(0\.\.1\)"):
+        load_model(str(tmp_path), device="cpu", check_layer=5)
+    with pytest.raises(ValueError, match="layer -3 is out of range"):
+        load_model(str(tmp_path), device="cpu", check_layer=-3)
+    with pytest.raises(ModelLoadError, match="cannot load the model"):
+        load_model(str(tmp_path), device="cpu", check_layer=-1)
