@@ -15,7 +15,7 @@ from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
 from ui.render import md_plain
-from ui.state import default_mark, follow_default, keep_choice, open_store_page
+from ui.state import corpus_label, default_mark, follow_default, keep_choice, open_store_page
 
 page_setup(__file__, "📥")
 st.title("Corpus import")
@@ -202,7 +202,7 @@ else:
     if corpora:
         # kept by id: the shown "(N docs)" changes with each import, and Streamlit would fall back to the first
         existing = keep_choice("Corpus", corpora, key="imp_existing", ident=lambda c: c.id, container=o2,
-                               format_func=lambda c: f"{c.name} ({c.n_documents} docs)")
+                               format_func=corpus_label)
     else:
         o2.warning("There is no corpus yet; choose 'A new corpus'.")
         target_ready = False

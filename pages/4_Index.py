@@ -26,7 +26,7 @@ from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
 from ui.navigation import page_setup
 from ui.render import md_plain
-from ui.state import (LOCAL_MODEL, build_jobs, default_mark, flash, follow_default, get_model, open_corpus_page,
+from ui.state import (KEEP, LOCAL_MODEL, build_jobs, default_mark, flash, follow_default, get_model, open_corpus_page,
                       show_flash)
 
 page_setup(__file__, "🧭")
@@ -40,7 +40,6 @@ def _fmt_eta(seconds: float | None) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-KEEP = {"persist_state": "session"}  # the page's settings survive a visit to another page
 
 
 def show_build(model: str, layer: int, pooling: str) -> None:

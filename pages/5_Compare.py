@@ -47,8 +47,8 @@ from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain, plotly_text
-from ui.state import (choose_number, default_mark, finished_runs_or_stop, get_store, index_bundle, index_labeler,
-                      keep_choice, kept_number, llm_config, open_corpus_page, run_model_or_stop)
+from ui.state import (KEEP, choose_number, default_mark, finished_runs_or_stop, get_store, index_bundle, index_labeler,
+                      keep_choice, kept_number, preselect_choice, llm_config, open_corpus_page, run_model_or_stop)
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -65,7 +65,6 @@ def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
 
 
 ss = st.session_state
-KEEP = {"persist_state": "session"}  # this page's choices survive a visit to another page
 
 
 def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
@@ -113,8 +112,7 @@ def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], container: An
     if drilled is not None and drilled.embedding_run_id in by_id:
         target = by_id[drilled.embedding_run_id]
     if target is not None:
-        ss["_compare_run_ident"] = db.identity_key(target)
-        ss.pop("compare_run", None)  # keep_choice's index applies
+        preselect_choice("compare_run", db.identity_key(target))
     return keep_choice("Index (embedding run)", runs, key="compare_run", ident=db.identity_key,
                        format_func=index_labeler(store, runs), container=container, **KEEP)
 

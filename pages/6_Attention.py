@@ -18,7 +18,7 @@ from mrag_core.models.registry import MODEL_REGISTRY
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
-from ui.state import clamp_state, corpus_picker, follow_default, get_model, open_store_page
+from ui.state import KEEP, clamp_state, corpus_picker, follow_default, get_model, open_store_page
 
 page_setup(__file__, "🧭")
 st.title("Attention")
@@ -27,7 +27,6 @@ st.caption("MRAG's head vectors are what each head reads from the text. These he
 
 
 ss = st.session_state
-KEEP = {"persist_state": "session"}  # the page's choices survive a visit to another page
 
 
 def axis_labels(tokens: list[str]) -> list[str]:

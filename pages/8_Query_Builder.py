@@ -13,7 +13,7 @@ from mrag_core.workflows import querysets as qw
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
-from ui.state import flash, keep_choice, llm_config, open_corpus_page, show_flash
+from ui.state import flash, keep_choice, llm_config, open_corpus_page, preselect_choice, show_flash
 
 page_setup(__file__, "🧩")
 st.title("Query Builder")
@@ -49,10 +49,8 @@ STOP_HELP = "stops the run; every stored batch is kept - resume later"
 
 
 def _show_set(query_set_id: int) -> None:
-    """Make the Review & export tab show query set ``query_set_id`` (a new one): :func:`keep_choice` keeps the
-    chosen set's id under ``_qb_rev_set_ident``; the box's own value is dropped so that it starts there."""
-    st.session_state["_qb_rev_set_ident"] = query_set_id
-    st.session_state.pop("qb_rev_set", None)
+    """Make the Review & export tab show query set ``query_set_id`` (a new one)."""
+    preselect_choice("qb_rev_set", query_set_id)
 
 
 def _set_label(qs: db.QuerySetInfo) -> str:

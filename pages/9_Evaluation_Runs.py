@@ -25,8 +25,9 @@ from mrag_core.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block
+from ui.query_widgets import query_set_label
 from ui.run_controls import stop_button
-from ui.state import get_model, keep_choice, kept_number, llm_config, open_corpus_page
+from ui.state import KEEP, get_model, keep_choice, kept_number, llm_config, open_corpus_page
 from ui.strategy_colors import strategy_style
 
 page_setup(__file__, "📊")
@@ -36,7 +37,6 @@ st.caption("Score Standard / MRAG / Split / Fusion and LLM-assisted (Multi-Query
            "RSR = exact documents found, CSR = categories found, weighted = (w·RSR + CSR) / (w + 1).")
 
 ss = st.session_state
-KEEP = {"persist_state": "session"}  # the page's settings survive a visit to another page
 
 
 def stop_this_sessions_runs() -> list[int]:
@@ -153,7 +153,7 @@ with tab_run:
     else:
         c1, c2 = st.columns(2)
         qs = keep_choice("Query set", query_sets, key="ev_qs", ident=lambda q: q.id, container=c1,
-                         format_func=lambda q: f"{q.name} ({q.n_queries} queries)", **KEEP)
+                         format_func=query_set_label, **KEEP)
         model_name = c2.text_input("Model", value="minilm", key="ev_model", **KEEP,
                                    help="registry name (minilm, smollm2) or a local Hugging Face folder")
         strategies = st.multiselect("Strategies", BASE_STRATEGIES, default=["standard", "mrag"], key="ev_strats",

@@ -13,7 +13,7 @@ import streamlit as st
 import db
 from mrag_core.workflows.corpus import describe_footprint
 from ui.render import md_plain
-from ui.state import corpus_busy, flash, follow_default, keep_choice, show_flash
+from ui.state import corpus_busy, corpus_label, flash, follow_default, forget_choice, keep_choice, show_flash
 
 FLASH_KEY = "cm_flash"
 
@@ -23,8 +23,7 @@ def _forget(corpus_id: int) -> None:
     if st.session_state.get("corpus_id") == corpus_id:
         for key in ("corpus_id", "run_id", "_corpus_id_select"):
             st.session_state.pop(key, None)
-    st.session_state.pop("cm_corpus", None)
-    st.session_state.pop("_cm_corpus_ident", None)  # keep_choice's memory of the chosen corpus
+    forget_choice("cm_corpus")
 
 
 def manage_corpora(store: db.Store) -> None:
@@ -47,7 +46,7 @@ def manage_corpora(store: db.Store) -> None:
     shared = st.session_state.get("corpus_id")  # the corpus the other pages have selected: the first choice
     # kept by id: a rename or an import changes the shown text, and Streamlit would fall back to the first corpus
     chosen_id = keep_choice("Corpus to change", ids, key="cm_corpus", ident=lambda i: i,
-                            format_func=lambda i: f"{by_id[i].name} ({by_id[i].n_documents} docs)",
+                            format_func=lambda i: corpus_label(by_id[i]),
                             index=ids.index(shared) if shared in by_id else 0)
     corpus = by_id[chosen_id]
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 import db
 from mrag_core.wording import counted
-from ui.state import keep_choice, preselect_choice
+from ui.state import KEEP, keep_choice, preselect_choice
 
 
 @dataclass
@@ -32,9 +32,6 @@ def query_set_label(qs: db.QuerySetInfo) -> str:
     """A query set as the picker shows it: ``name (N queries)``."""
     return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')})"
 
-
-KEEP = {"persist_state": "session"}
-"""The pickers' choices are kept for the session, across page switches (Streamlit drops an undrawn widget's value)."""
 
 ALL_ASPECTS = "all"
 NO_QUERY_SET = "This corpus has no query set yet: build one on the Query Builder page, or type the text instead."

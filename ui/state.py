@@ -14,6 +14,7 @@ import streamlit as st
 
 import db
 from mrag_core.llm.config import LLMConfig
+from mrag_core.wording import counted
 from mrag_core.workflows.demo import DemoStatus, ensure_demo_corpus
 from ui.render import md_plain
 
@@ -55,6 +56,16 @@ def show_flash(key: str) -> bool:
         return False
     getattr(st, kept[0])(kept[1])
     return True
+
+
+KEEP = {"persist_state": "session"}
+"""Widget keyword arguments that keep a keyed widget's value for the whole session, across page switches (Streamlit
+drops the value of a widget that a run does not draw, e.g. while another page is shown)."""
+
+
+def corpus_label(c: db.CorpusInfo) -> str:
+    """A corpus as the select boxes show it: ``name (N docs)``."""
+    return f"{c.name} ({counted(c.n_documents, 'doc')})"
 
 
 def _ident_key(key: str) -> str:
@@ -113,6 +124,12 @@ def kept_number(key: str, low: int, high: int, default: int, owner: Any = None) 
         st.session_state[wanted] = default
     st.session_state[key] = max(low, min(int(st.session_state[wanted]), high))
     return lambda: st.session_state.__setitem__(wanted, st.session_state[key])
+
+
+def forget_choice(key: str) -> None:
+    """Drop what :func:`keep_choice` box ``key`` chose (its item was deleted): it starts again from its default."""
+    st.session_state.pop(_ident_key(key), None)
+    st.session_state.pop(key, None)
 
 
 def clamp_state(key: str, low: int, high: int) -> None:
@@ -195,8 +212,7 @@ def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInf
     ids = [c.id for c in corpora]
     current = st.session_state.get(key)
     index = ids.index(current) if current in ids else 0
-    chosen = st.selectbox(label, corpora, index=index, format_func=lambda c: f"{c.name} ({c.n_documents} docs)"
-                          if hasattr(c, "n_documents") else c.name, key=f"_{key}_select")
+    chosen = st.selectbox(label, corpora, index=index, format_func=corpus_label, key=f"_{key}_select")
     st.session_state[key] = chosen.id
     return db.get_corpus(get_store(), chosen.id)  # fresh counts and versions, never a stale option object
 

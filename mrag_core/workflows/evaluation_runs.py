@@ -734,6 +734,11 @@ def _sweep_layers(store: db.Store, layers: list[int], *, sweep: str, progress: P
     return ids
 
 
+def _requested_layer(run: db.EvalRunInfo) -> int:
+    """The layer a run was asked for (``-1`` = last), or its resolved layer for a run stored before that was kept."""
+    return int(run.config.get("layer_requested", run.config.get("layer", 0)))
+
+
 @dataclass(frozen=True)
 class SweepPlan:
     """A stored layer sweep: its runs (ascending layer) and the layers it was started with.
@@ -752,7 +757,7 @@ class SweepPlan:
 
     def run_for(self, layer: int) -> db.EvalRunInfo | None:
         """The sweep's run of requested ``layer`` (the newest, should there be several)."""
-        found = [r for r in self.runs if int(r.config.get("layer_requested", r.config.get("layer", 0))) == layer]
+        found = [r for r in self.runs if _requested_layer(r) == layer]
         return max(found, key=lambda r: r.id) if found else None
 
     @property
@@ -778,8 +783,7 @@ def sweep_plans(store: db.Store, corpus_id: int | None = None) -> list[SweepPlan
     for sid, runs in members.items():
         runs = sorted(runs, key=lambda r: int(r.config.get("layer", 0)))
         planned = next((r.config["sweep_layers"] for r in runs if r.config.get("sweep_layers")), None)
-        layers = [int(x) for x in planned] if planned else list(dict.fromkeys(
-            int(r.config.get("layer_requested", r.config.get("layer", 0))) for r in runs))
+        layers = [int(x) for x in planned] if planned else list(dict.fromkeys(_requested_layer(r) for r in runs))
         plans.append(SweepPlan(sid, layers, runs))
     return plans
 

@@ -73,7 +73,7 @@ def _target_corpus(store: db.Store) -> db.CorpusInfo:
 
 
 def test_existing_corpus_box_keeps_its_corpus_after_an_import() -> None:
-    """The QA case: after an import changed "Target (1 docs)" to "Target (3 docs)" the box fell back to the first
+    """The QA case: after an import changed "Target (1 doc)" to "Target (3 docs)" the box fell back to the first
     corpus, and the next import went into the demo corpus."""
     at = _page()
     store = _store()
@@ -110,7 +110,7 @@ def _shown(at: AppTest, key: str) -> str:
 
 def _browser_sends(at: AppTest, key: str, text: str) -> AppTest:
     """Run the page with select box ``key`` sending back ``text``, as the browser does: it keeps the text it showed
-    (in Chromium, after a rename the box still showed "Target (1 docs)" and sent it with the next interaction),
+    (in Chromium, after a rename the box still showed "Target (1 doc)" and sent it with the next interaction),
     where AppTest by itself sends the stored option, which Streamlit finds again whatever its text now is."""
     box = at.selectbox(key=key)
     if text not in box.options:
@@ -127,18 +127,18 @@ def test_manage_corpora_box_keeps_its_corpus_when_its_name_or_count_changes() ->
     target = _target_corpus(store)
     at.run()
     at.selectbox(key="cm_corpus").set_value(target.id).run()
-    assert _shown(at, "cm_corpus") == "Target (1 docs)"
+    assert _shown(at, "cm_corpus") == "Target (1 doc)"
     # renamed here; the browser still holds the old text and sends it with the next interaction
     at.text_input(key=f"cm_name_{target.id}").set_value("Target again")
     at.button(key=f"FormSubmitter:cm_edit_{target.id}-Save name and description").click().run()
     assert db.get_corpus(store, target.id).name == "Target again"
-    _browser_sends(at, "cm_corpus", "Target (1 docs)")
+    _browser_sends(at, "cm_corpus", "Target (1 doc)")
     assert at.selectbox(key="cm_corpus").value == target.id
-    assert _shown(at, "cm_corpus") == "Target again (1 docs)"
+    assert _shown(at, "cm_corpus") == "Target again (1 doc)"
     # renamed elsewhere (another tab, the command line): still this corpus, and the form shows its new name (a
     # field keeping the old one would rename it back on the next save)
     db.rename_corpus(store, target.id, "Renamed target")
-    _browser_sends(at, "cm_corpus", "Target again (1 docs)")
+    _browser_sends(at, "cm_corpus", "Target again (1 doc)")
     assert at.selectbox(key="cm_corpus").value == target.id
     assert at.text_input(key=f"cm_name_{target.id}").value == "Renamed target"
     # documents imported into it on this page: its "(N docs)" changes after the box was drawn
@@ -148,7 +148,7 @@ def test_manage_corpora_box_keeps_its_corpus_when_its_name_or_count_changes() ->
     at.button(key="imp_go").click().run()
     _no_exceptions(at)
     assert db.get_corpus(store, target.id).n_documents == 2
-    _browser_sends(at, "cm_corpus", "Renamed target (1 docs)")
+    _browser_sends(at, "cm_corpus", "Renamed target (1 doc)")
     assert at.selectbox(key="cm_corpus").value == target.id
     assert _shown(at, "cm_corpus") == "Renamed target (2 docs)"
 
