@@ -9,6 +9,7 @@ import streamlit as st
 
 import db
 from mrag_core.ingest import ImportPreview
+from ui.render import md_plain
 from ui.state import get_model, get_store
 
 ZERO_SHOT_MODEL = "minilm"
@@ -73,7 +74,9 @@ def show_preview(preview: ImportPreview) -> None:
     st.dataframe(records, hide_index=True, width="stretch")
     counts = preview.label_counts()
     if counts:
-        st.caption("Labels: " + ", ".join(f"{k or '(none)'}: {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
+        # labels are data: escaped, so a label such as "![x](http://...)" shows verbatim (no image is fetched)
+        st.caption("Labels: " + ", ".join(f"{md_plain(k) if k else '(none)'}: {v}"
+                                          for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
     if preview.issues:
         st.markdown(f"**Issues** ({n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''})")
         issues = pd.DataFrame(
