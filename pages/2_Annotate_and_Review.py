@@ -164,11 +164,11 @@ def save_decision(doc_id: int, mode: str, shown_suggestion: tuple[int, int] | No
                         note=st.session_state.get(f"rv_note_{doc_id}", "") or "")
     except db.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
-        flash("error", f"Not saved: {exc} Your label was not applied; nothing was overwritten.")
+        flash("error", f"Not saved: {md_plain(str(exc))} Your label was not applied; nothing was overwritten.")
         return
     seen.pop(doc_id, None)
     st.session_state.pop("rv_conflict", None)
-    flash("success", f"Saved '{name}' for '{doc.title or doc_id}'.")
+    flash("success", f"Saved '{md_plain(name)}' for '{md_plain(doc.title) or doc_id}'.")
     st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
 
 
@@ -183,10 +183,10 @@ def edit_document(doc_id: int) -> None:
                                  expected_version=seen.get(doc_id, before.version))
     except db.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
-        flash("error", f"Not saved: {exc}")
+        flash("error", f"Not saved: {md_plain(str(exc))}")
         return
     except (db.InvalidInputError, db.DuplicateError) as exc:
-        flash("error", f"Not saved: {exc}")
+        flash("error", f"Not saved: {md_plain(str(exc))}")
         return
     seen[doc_id] = row.version
     if row.text != before.text:
@@ -206,7 +206,7 @@ def delete_document(doc_id: int) -> None:
         gone = db.delete_document(store, doc_id, expected_version=seen.get(doc_id))
     except db.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
-        flash("error", f"Not deleted: {exc}")
+        flash("error", f"Not deleted: {md_plain(str(exc))}")
         return
     except db.NotFoundError:
         flash("info", "This document was already deleted.")
@@ -420,7 +420,7 @@ def similar_view() -> None:
             return
         result = aw.apply_label(store, picked, cat_by_name[label].id, reviewer,
                                 versions={i: by_id[i].version for i in picked})
-        msg = f"Labelled {len(result.new_versions)} document(s) '{label}'."
+        msg = f"Labelled {len(result.new_versions)} document(s) '{md_plain(label)}'."
         if result.conflicts:
             msg += f" {len(result.conflicts)} changed meanwhile and were left unchanged."
         flash("warning" if result.conflicts else "success", msg)
