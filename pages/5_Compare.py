@@ -234,8 +234,8 @@ c = cc[2].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_chang
                        help="Each head's (and each Fusion sub-query's) list is searched to this depth; kept as "
                             "chosen, shown no larger than the index.")
 variant = cc[3].selectbox("Voting", VARIANTS, key="compare_variant", **KEEP,
-                          help="importance: s_i·2^-rank (paper); decay: 2^-rank; distance: 1/(1-cos). "
-                               "Split RAG always uses 2^-rank (authors' default).")
+                          help="importance: s_i·2^-(r-1) for rank r = 1, 2, ... (paper); decay: 2^-(r-1); distance: "
+                               "1/(1-cos). Split RAG always uses 2^-(r-1) (authors' default).")
 
 cfg = llm_config()
 llm_strategies: list[str] = []
@@ -392,9 +392,11 @@ with st.expander("Reader: answer the query from two strategies' documents", expa
 if result.evidence is not None:
     ev = result.evidence
     st.subheader("Why MRAG returned these documents")
-    st.caption(f"Each head searches its own space to depth c = {result.c}; the document at rank p of head i gets "
-               f"{'s_i · 2^-p' if variant == 'importance' else '2^-p' if variant == 'decay' else '1/distance'} votes; "
-               "a document's score is the sum of its votes.")
+    # ranks are shown from 1 (#1 is a head's nearest document), and the nearest gets the full weight 2^0
+    st.caption(f"Each head searches its own space to depth c = {result.c}; the document at rank r of head i "
+               "(#1 the nearest) gets "
+               f"{'s_i · 2^-(r-1)' if variant == 'importance' else '2^-(r-1)' if variant == 'decay' else '1/distance'}"
+               " votes; a document's score is the sum of its votes.")
     st.plotly_chart(evidence_figure(result, bundle), key="compare_evidence")
     per_doc = pd.DataFrame({
         "rank": list(range(1, len(ev.docs) + 1)),

@@ -1,0 +1,61 @@
+"""QA: Compare's MRAG evidence says how votes are counted in the ranks it shows. AppTest on the demo corpus,
+its index built once through the Index page (MiniLM, ~15-30 s)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    import streamlit as st
+
+    tmp = tmp_path_factory.mktemp("qa_compare")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
+    mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
+    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        mp.delenv(name, raising=False)
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(PAGES / "4_Index.py"), default_timeout=TIMEOUT).run()
+    at.button(key="index_build").click().run()
+    deadline = time.time() + 300
+    while not at.success and time.time() < deadline:
+        assert not at.exception, [e.value for e in at.exception]
+        time.sleep(1.0)
+        at.run()
+    assert at.success, "the demo index was not built"
+    yield
+    st.cache_resource.clear()
+    mp.undo()
+
+
+def test_evidence_caption_matches_the_votes_shown(built):
+    """The caption said 'the document at rank p of head i gets s_i · 2^-p votes' beside ranks shown from #1,
+    where a head's #1 gets s_i (2^0) and its #2 s_i / 2: read as written, every vote was off by a factor 2."""
+    at = AppTest.from_file(str(PAGES / "5_Compare.py"), default_timeout=TIMEOUT).run()
+    at.button(key="compare_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    caption = next(c.value for c in at.caption if c.value.startswith("Each head searches its own space"))
+    assert "rank r of head i (#1 the nearest) gets s_i · 2^-(r-1) votes" in caption
+    frames = [d.value for d in at.dataframe]
+    importance = next(f for f in frames if "ground-truth documents (rank)" in f.columns)
+    s = {int(h[1:]): v for h, v in zip(importance["head"], importance["importance"])}
+    per_doc = next(f for f in frames if "heads (rank in head, vote)" in f.columns)
+    votes = [(int(h), int(r), float(v)) for cell in per_doc["heads (rank in head, vote)"]
+             for h, r, v in re.findall(r"h(\d+) \(#(\d+), ([\d.]+)\)", cell)]
+    assert any(r == 1 for _, r, _ in votes) and any(r > 1 for _, r, _ in votes)
+    for head, rank, vote in votes:  # what the caption says, in the ranks the table shows
+        assert vote == pytest.approx(s[head] * 2.0 ** -(rank - 1), abs=1e-3)
