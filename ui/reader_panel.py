@@ -28,7 +28,7 @@ from mrag_core.reader import Answer, FactCount, LocalGenerator, ReaderDoc, Reade
 from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.render import highlight, md_plain
-from ui.state import clamp_state, follow_default, llm_config
+from ui.state import KEEP, clamp_state, follow_default, llm_config
 
 __all__ = ["ReaderDoc", "answer_html", "comparison_labels", "comparison_lists", "reader_panel"]
 
@@ -157,7 +157,7 @@ def reader_panel(
         st.caption(LOCAL_NOTE)
         choice = LOCAL
     else:
-        choice = st.radio("Generator", [ENDPOINT, LOCAL], horizontal=True, key=f"{key}_generator",
+        choice = st.radio("Generator", [ENDPOINT, LOCAL], horizontal=True, key=f"{key}_generator", **KEEP,
                           format_func={ENDPOINT: f"Endpoint: {md_plain(cfg.describe())}",
                                        LOCAL: "Local SmolLM2-135M-Instruct"}.get)
     generator_id = f"{ENDPOINT}:{cfg.model}@{cfg.base_url}" if choice == ENDPOINT and cfg else f"{LOCAL}:smollm2"
@@ -166,17 +166,22 @@ def reader_panel(
     right_default = "mrag" if "mrag" in strategies else strategies[min(1, len(strategies) - 1)]
     longest = max(len(lists[s]) for s in strategies)
     cols = st.columns([2, 2, 1, 1])
+    # the choices are kept for the session (back from another page they are still there); a strategy no longer
+    # offered falls back to the default
+    for side, default in (("left", left_default), ("right", right_default)):
+        if st.session_state.get(f"{key}_{side}", default) not in strategies:
+            st.session_state.pop(f"{key}_{side}")
     left = cols[0].selectbox("Left", strategies, index=strategies.index(left_default), key=f"{key}_left",
-                             format_func=lambda s: names.get(s, s))
+                             format_func=lambda s: names.get(s, s), **KEEP)
     right = cols[1].selectbox("Right", strategies, index=strategies.index(right_default), key=f"{key}_right",
-                              format_func=lambda s: names.get(s, s))
+                              format_func=lambda s: names.get(s, s), **KEEP)
     k_default = max(1, min(default_k or min(5, len(lists[left]), len(lists[right])), longest))
     k_key = f"{key}_k"
     follow_default(k_key, (question, default_k), k_default)  # k follows the default of a newly picked question
     clamp_state(k_key, 1, longest)
-    k = int(cols[2].number_input("k (documents sent)", 1, longest, key=k_key))
+    k = int(cols[2].number_input("k (documents sent)", 1, longest, key=k_key, **KEEP))
     max_tokens = int(cols[3].number_input("Max answer tokens", 16, 4096, 256 if choice == ENDPOINT else 128,
-                                          step=16, key=f"{key}_max_tokens"))
+                                          step=16, key=f"{key}_max_tokens", **KEEP))
 
     sides = [(left, list(lists[left])[:k]), (right, list(lists[right])[:k])]
     kept_key = f"{key}_answers"

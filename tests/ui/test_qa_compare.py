@@ -59,3 +59,21 @@ def test_evidence_caption_matches_the_votes_shown(built):
     assert any(r == 1 for _, r, _ in votes) and any(r > 1 for _, r, _ in votes)
     for head, rank, vote in votes:  # what the caption says, in the ranks the table shows
         assert vote == pytest.approx(s[head] * 2.0 ** -(rank - 1), abs=1e-3)
+
+
+def test_reader_choices_survive_a_visit_to_another_page(built):
+    """The Reader's Left / Right lists, k and Max answer tokens went back to Standard / MRAG / the aspects / 128
+    after a look at another page (Streamlit forgets a widget a page run does not draw), while its query was kept."""
+    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("pages/10_Reader.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.selectbox(key="reader_left").set_value("split")
+    at.selectbox(key="reader_right").set_value("fusion-mrag")
+    at.number_input(key="reader_k").set_value(3)
+    at.number_input(key="reader_max_tokens").set_value(64).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/6_Attention.py").run()
+    at.switch_page("pages/10_Reader.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="reader_left").value == "split" and at.selectbox(key="reader_right").value == "fusion-mrag"
+    assert at.number_input(key="reader_k").value == 3 and at.number_input(key="reader_max_tokens").value == 64
