@@ -74,6 +74,8 @@ from db.corpora import (
 )
 from db.embeddings import (
     EmbeddingRunInfo,
+    beat_embedding_run,
+    claim_embedding_run,
     copy_unchanged_vectors,
     create_embedding_run,
     delete_embedding_run,
@@ -103,6 +105,7 @@ from db.errors import (
     DuplicateError,
     InvalidInputError,
     NotFoundError,
+    RunInProgressError,
     SchemaError,
     StoreError,
     VersionConflictError,
@@ -110,6 +113,8 @@ from db.errors import (
 from db.evals import (
     EvalResultRow,
     EvalRunInfo,
+    beat_eval_run,
+    claim_eval_run,
     completed_queries,
     create_eval_run,
     delete_eval_run,
@@ -121,6 +126,7 @@ from db.evals import (
     runs_with_results_for,
     save_eval_results,
 )
+from db.liveness import BEAT_EVERY_S, LIVE_WINDOW_S, heartbeat_age, is_live, new_owner
 from db.llm_cache import (
     CachedResponse,
     CacheStats,
@@ -155,7 +161,17 @@ from db.querysets import (
 )
 
 __all__ = [
+    "BEAT_EVERY_S",
     "BusyError",
+    "LIVE_WINDOW_S",
+    "RunInProgressError",
+    "beat_embedding_run",
+    "beat_eval_run",
+    "claim_embedding_run",
+    "claim_eval_run",
+    "heartbeat_age",
+    "is_live",
+    "new_owner",
     "ENV_DATABASE_URL",
     "ENV_DATA_DIR",
     "IMPORT_ANNOTATOR",

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError, NotFoundError, StoreError
+from db.liveness import beat_row, claim_row, is_live, owns
 from db.models import Corpus, Document, EmbeddingRun, EmbeddingVector, utcnow
 
 RUN_STATUSES = ("running", "done", "cancelled", "failed")
@@ -56,6 +57,13 @@ class EmbeddingRunInfo:
     created_at: datetime
     finished_at: datetime | None
     n_saved: int
+    owner: str = ""
+    heartbeat_at: datetime | None = None
+
+    @property
+    def live(self) -> bool:
+        """Being built in some process now (``running`` with a recent heartbeat, :func:`db.liveness.is_live`)."""
+        return is_live(self.status, self.heartbeat_at)
 
 
 def _info(session: Session, run: EmbeddingRun) -> EmbeddingRunInfo:
@@ -80,6 +88,8 @@ def _info(session: Session, run: EmbeddingRun) -> EmbeddingRunInfo:
         created_at=run.created_at,
         finished_at=run.finished_at,
         n_saved=n_saved,
+        owner=run.owner or "",
+        heartbeat_at=run.heartbeat_at,
     )
 
 
@@ -102,10 +112,12 @@ def create_embedding_run(
     model_path: str = "",
     n_docs: int | None = None,
     precision: str = "float32",
+    owner: str = "",
 ) -> EmbeddingRunInfo:
     """Start a run (status ``running``) over the corpus at its current version.
     ``n_docs`` defaults to the corpus' document count; ``precision`` is the weights' dtype
-    (one of :data:`PRECISIONS`). Raises NotFoundError, InvalidInputError (non-positive sizes,
+    (one of :data:`PRECISIONS`); ``owner`` (:func:`db.liveness.new_owner`) claims it for the
+    calling process, with a first heartbeat. Raises NotFoundError, InvalidInputError (non-positive sizes,
     unknown precision)."""
     if min(n_heads, head_dim, dim) <= 0:
         raise InvalidInputError("n_heads, head_dim and dim must be positive.")
@@ -129,6 +141,8 @@ def create_embedding_run(
             dim=int(dim),
             status="running",
             timings={},
+            owner=owner,
+            heartbeat_at=utcnow() if owner else None,
         )
         session.add(run)
         session.flush()
@@ -387,6 +401,24 @@ def set_embedding_run_status(store: Store, run_id: int, status: str, error: str 
         run.finished_at = None if status == "running" else utcnow()
 
 
+def claim_embedding_run(store: Store, run_id: int, owner: str) -> EmbeddingRunInfo:
+    """Make ``owner`` (:func:`db.liveness.new_owner`) the process that builds run ``run_id``, to resume it:
+    status ``running``, a fresh heartbeat. Raises NotFoundError, RunInProgressError (another process's
+    heartbeat on it is recent)."""
+    with store.session() as session:
+        run = require(session, EmbeddingRun, run_id, "Embedding run")
+        claim_row(session, run, "Index", owner)
+        session.flush()
+        return _info(session, run)
+
+
+def beat_embedding_run(store: Store, run_id: int, owner: str) -> bool:
+    """Store a fresh heartbeat on run ``run_id`` while it is ``running`` and ``owner``'s; returns whether it
+    was (:func:`db.liveness.beat_row`)."""
+    with store.session() as session:
+        return beat_row(session, EmbeddingRun, run_id, owner)
+
+
 def finish_embedding_run(
     store: Store,
     run_id: int,
@@ -395,14 +427,19 @@ def finish_embedding_run(
     importance: Mapping[str, Any] | None = None,
     timings: Mapping[str, Any] | None = None,
     error: str = "",
+    owner: str | None = None,
 ) -> EmbeddingRunInfo:
     """Close a run: status (done|cancelled|failed), ``finished_at``, head ``importance``
     (``{"norm": [...], "spread": [...], "score": [...]}``, numpy arrays accepted) and
-    ``timings`` (merged into the stored ones). Raises NotFoundError, InvalidInputError."""
+    ``timings`` (merged into the stored ones). With ``owner``, only while the run is still that
+    claim's: a process that fell silent, and whose run another process has since claimed, changes
+    nothing. Raises NotFoundError, InvalidInputError."""
     if _check_status(status) == "running":
         raise InvalidInputError("finish_embedding_run needs a final status, not 'running'.")
     with store.session() as session:
         run = require(session, EmbeddingRun, run_id, "Embedding run")
+        if not owns(run, owner):
+            return _info(session, run)
         run.status = status
         run.error = error
         run.finished_at = utcnow()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime
 
 
@@ -61,3 +63,32 @@ class VersionConflictError(StoreError):
             f"(you saw version {expected_version}, it is now version {actual_version}). "
             "Reload the document and decide again."
         )
+
+
+#: A run stored as ``running`` whose last heartbeat is older than this many seconds no longer runs anywhere
+#: (:mod:`db.liveness`).
+LIVE_WINDOW_S = 30.0
+
+
+class RunInProgressError(StoreError):
+    """Another process runs this embedding or evaluation run now (its heartbeat is recent).
+
+    ``kind`` ("Index" or "Evaluation run"), ``run_id``, ``owner`` (``host pid N #token``) and
+    ``seconds_ago`` (age of its last heartbeat) say which and since when.
+    """
+
+    def __init__(self, kind: str, run_id: int, owner: str, seconds_ago: float) -> None:
+        self.kind = kind
+        self.run_id = run_id
+        self.owner = owner
+        self.seconds_ago = seconds_ago
+        where = owner.split(" #")[0] if owner else ""
+        if where == f"{socket.gethostname()} pid {os.getpid()}":
+            super().__init__(f"{kind} {run_id} is already running in this app; wait until it ends or stop it.")
+            return
+        super().__init__(
+            f"{kind} {run_id} is running in another process ({where or 'owner unknown'}; last heard from "
+            f"{seconds_ago:.0f} s ago). Stop it there or wait until it ends; once it has been silent for "
+            f"{LIVE_WINDOW_S:.0f} s it counts as interrupted and can be resumed here."
+        )
+

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError
+from db.liveness import beat_row, claim_row, is_live, owns
 from db.models import Corpus, EmbeddingRun, EvalResult, EvalRun, Query, QuerySet, utcnow
 
 EVAL_STATUSES = ("running", "done", "cancelled", "failed")
@@ -42,6 +43,13 @@ class EvalRunInfo:
     llm_usage: dict[str, Any]
     error: str
     n_results: int
+    owner: str = ""
+    heartbeat_at: datetime | None = None
+
+    @property
+    def live(self) -> bool:
+        """Runs in some process now (``running`` with a recent heartbeat, :func:`db.liveness.is_live`)."""
+        return is_live(self.status, self.heartbeat_at)
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ def _info(session: Session, run: EvalRun) -> EvalRunInfo:
         llm_usage=dict(run.llm_usage or {}),
         error=run.error,
         n_results=n,
+        owner=run.owner or "",
+        heartbeat_at=run.heartbeat_at,
     )
 
 
@@ -86,9 +96,11 @@ def create_eval_run(
     name: str = "",
     config: Mapping[str, Any] | None = None,
     seed: int | None = None,
+    owner: str = "",
 ) -> EvalRunInfo:
     """Start an evaluation (status ``running``). ``config`` is any JSON (strategies, c,
-    k_max, voting variant, w...). Raises NotFoundError, InvalidInputError (query set or
+    k_max, voting variant, w...); ``owner`` (:func:`db.liveness.new_owner`) claims it for the
+    calling process, with a first heartbeat. Raises NotFoundError, InvalidInputError (query set or
     embedding run of another corpus)."""
     with store.session() as session:
         require(session, Corpus, corpus_id, "Corpus")
@@ -109,6 +121,8 @@ def create_eval_run(
             status="running",
             timing={},
             llm_usage={},
+            owner=owner,
+            heartbeat_at=utcnow() if owner else None,
         )
         session.add(run)
         session.flush()
@@ -232,14 +246,18 @@ def finish_eval_run(
     timing: Mapping[str, Any] | None = None,
     llm_usage: Mapping[str, Any] | None = None,
     error: str = "",
+    owner: str | None = None,
 ) -> EvalRunInfo:
     """Set the final status (or ``running`` again to resume; then ``finished_at`` is
-    cleared), and merge ``timing`` / ``llm_usage`` into the stored ones.
-    Raises NotFoundError, InvalidInputError."""
+    cleared), and merge ``timing`` / ``llm_usage`` into the stored ones. With ``owner``, only
+    while the run is still that claim's: a process that fell silent, and whose run another
+    process has since claimed, changes nothing. Raises NotFoundError, InvalidInputError."""
     if status not in EVAL_STATUSES:
         raise InvalidInputError(f"Evaluation status must be one of {EVAL_STATUSES}, not {status!r}.")
     with store.session() as session:
         run = require(session, EvalRun, run_id, "Evaluation run")
+        if not owns(run, owner):
+            return _info(session, run)
         run.status = status
         run.error = error
         run.finished_at = None if status == "running" else utcnow()
@@ -249,6 +267,24 @@ def finish_eval_run(
             run.llm_usage = {**(run.llm_usage or {}), **to_jsonable(dict(llm_usage))}
         session.flush()
         return _info(session, run)
+
+
+def claim_eval_run(store: Store, run_id: int, owner: str) -> EvalRunInfo:
+    """Make ``owner`` (:func:`db.liveness.new_owner`) the process that runs evaluation ``run_id``, to resume it:
+    status ``running``, a fresh heartbeat. Raises NotFoundError, RunInProgressError (another process's
+    heartbeat on it is recent)."""
+    with store.session() as session:
+        run = require(session, EvalRun, run_id, "Evaluation run")
+        claim_row(session, run, "Evaluation run", owner)
+        session.flush()
+        return _info(session, run)
+
+
+def beat_eval_run(store: Store, run_id: int, owner: str) -> bool:
+    """Store a fresh heartbeat on evaluation ``run_id`` while it is ``running`` and ``owner``'s; returns
+    whether it was (:func:`db.liveness.beat_row`)."""
+    with store.session() as session:
+        return beat_row(session, EvalRun, run_id, owner)
 
 
 def link_eval_index(store: Store, run_id: int, embedding_run_id: int) -> EvalRunInfo:

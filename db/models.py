@@ -27,6 +27,7 @@ from sqlalchemy import (
     MetaData,
     String,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -247,6 +248,9 @@ class EmbeddingRun(Base):
     error: Mapped[str] = mapped_column(LONG_TEXT, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    # Added in revision 0007: the process that runs it ("" before any claim) and when it last said it still does.
+    owner: Mapped[str] = mapped_column(String(200), default="", server_default=text("''"))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class EmbeddingVector(Base):
@@ -305,6 +309,9 @@ class EvalRun(Base):
     timing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     llm_usage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     error: Mapped[str] = mapped_column(LONG_TEXT, default="")
+    # Added in revision 0007: the process that runs it ("" before any claim) and when it last said it still does.
+    owner: Mapped[str] = mapped_column(String(200), default="", server_default=text("''"))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class EvalResult(Base):

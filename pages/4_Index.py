@@ -131,7 +131,9 @@ def job_panel() -> None:
 def consume(job: BuildJob) -> None:
     """Turn a finished job into a message shown once."""
     build_jobs().pop(key, None)
-    if job.error is not None:
+    if isinstance(job.error, db.RunInProgressError):  # another process started on this run just before
+        flash("index_message", "info", md_plain(str(job.error)))
+    elif job.error is not None:
         flash("index_message", "error", f"The build failed: {md_plain(str(job.error))}")
     elif job.result is not None and job.result.status == "cancelled":
         flash("index_message", "warning", f"Cancelled with {job.result.run.n_saved} of {job.result.run.n_docs} "
@@ -162,7 +164,24 @@ def start(rebuild: bool = False) -> None:
     time.sleep(0.05)
 
 
-if state == "missing":
+@st.fragment(run_every=2.0)
+def building_elsewhere(run_id: int) -> None:
+    """An index another process builds (the CLI, another server): its stored progress, until it ends."""
+    info = db.get_embedding_run(store, run_id)
+    if not info.live:
+        st.rerun(scope="app")
+    where = info.owner.split(" #")[0] or "another process"
+    st.info(f"Index #{info.id} is being built by another process ({md_plain(where)}). This page follows it and "
+            "shows the index when it is done; Cancel it where it runs.")
+    frac = info.n_saved / info.n_docs if info.n_docs else 0.0
+    st.progress(min(frac, 1.0), text=f"Embedded {info.n_saved} / {info.n_docs} documents · last heard from "
+                                     f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago")
+
+
+if state == "building":
+    assert run is not None
+    building_elsewhere(run.id)
+elif state == "missing":
     st.info("No index for these settings yet.")
     if st.button("Build index", type="primary", key="index_build"):
         start()
@@ -217,7 +236,8 @@ if stored:
         "size MB": round(s.size_bytes / 1e6, 1), "evaluations": s.evaluations, "created": s.run.created_at,
     } for s in stored]), hide_index=True, key="index_stored")
     live = {k for k, j in jobs.items() if not j.finished}  # builds running in this server process
-    deletable = {s.run.id: s for s in stored if not (s.run.status == "running" and s.settings in live)}
+    # not an index being built, here or by another process
+    deletable = {s.run.id: s for s in stored if not (s.run.status == "running" and (s.settings in live or s.run.live))}
     chosen_ids = st.multiselect(
         "Indexes to delete", list(deletable), key="index_delete_ids",
         format_func=lambda i: f"#{i} {deletable[i].run.model_name} L{deletable[i].run.layer} "

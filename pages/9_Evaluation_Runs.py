@@ -140,6 +140,21 @@ def _resume(key: str, work: Callable[[Any, Any], list[int]]) -> None:
         st.rerun()
 
 
+@st.fragment(run_every=3.0)
+def follow_elsewhere(run_ids: list[int]) -> None:
+    """Runs another process works on (the CLI, another server on this database): their stored progress, and
+    the page again once one of them has ended."""
+    infos = [db.get_eval_run(store, rid) for rid in run_ids]
+    if not all(i.live for i in infos):
+        st.rerun(scope="app")
+    for info in infos:
+        expected = int(info.config.get("n_queries", 0)) * len(info.config.get("strategies", []))
+        where = info.owner.split(" #")[0] or "another process"
+        st.caption(f"#{info.id} is running elsewhere ({md_plain(where)}): {info.n_results}"
+                   f"{f' of {expected}' if expected else ''} results stored, last heard from "
+                   f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago. Stop it where it runs.")
+
+
 tab_run, tab_view, tab_compare, tab_sweep = st.tabs(["New run", "Runs", "Compare runs", "Layer sweep"])
 
 # --------------------------------------------------------------------------- new run
@@ -242,16 +257,21 @@ with tab_run:
     active = er.active_runs()
     if unfinished or open_sweeps:
         st.subheader("Unfinished runs")
-        if any(er.status_label(r) == "interrupted" for p in open_sweeps for r in p.runs) or any(
-                er.status_label(r) == "interrupted" for r in unfinished):
-            st.caption("interrupted: stored as running, but it does not run in this app (the server stopped "
-                       "meanwhile, or it runs from the command line).")
+        labels = {r.id: er.status_label(r) for r in [*unfinished, *(r for p in open_sweeps for r in p.runs)]}
+        if "interrupted" in labels.values():
+            st.caption("interrupted: stored as running, but no process has worked on it for "
+                       f"{db.LIVE_WINDOW_S:.0f} s (the server or the command line stopped meanwhile); Resume "
+                       "continues it.")
+        elsewhere = sorted(rid for rid, label in labels.items() if label == "running elsewhere")
+        if elsewhere:
+            follow_elsewhere(elsewhere)
         for plan in open_sweeps:
             cols = st.columns([5, 1])
             cols[0].markdown(_sweep_label(plan))
-            busy = any(r.id in active for r in plan.runs)
+            busy = any(r.id in active or r.live for r in plan.runs)
             if cols[1].button("Resume sweep", key=f"ev_resume_sweep_{plan.sweep}", disabled=busy,
-                              help="resumes its unfinished layers and runs the ones not started, in order"):
+                              help="resumes its unfinished layers and runs the ones not started, in order"
+                                   + ("; one of its runs is running now" if busy else "")):
                 target = (plan.unfinished or plan.runs)[0]
                 _resume(f"ev_resume_stop_{plan.sweep}", lambda progress, cancel, _id=target.id, _m=plan.model:
                         er.resume_sweep(store, _id, lm=get_model(_m), progress=progress, cancel=cancel,
@@ -259,7 +279,8 @@ with tab_run:
         for r in unfinished:
             cols = st.columns([5, 1])
             cols[0].markdown(f"{_run_label(r, md_plain)} - {r.n_results} results saved")
-            if cols[1].button("Resume", key=f"ev_resume_{r.id}", disabled=r.id in active):
+            if cols[1].button("Resume", key=f"ev_resume_{r.id}", disabled=r.id in active or r.live,
+                              help="it is running now" if r.id in active or r.live else None):
                 _resume(f"ev_resume_stop_{r.id}", lambda progress, cancel, _r=r: [er.resume_evaluation(
                     store, _r.id, lm=get_model(_r.config.get("model", "minilm")), progress=progress, cancel=cancel,
                     llm_config=llm_cfg)])
@@ -350,7 +371,10 @@ with tab_view:
             e2.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
                                file_name=f"eval_run_{chosen.id}.csv", mime="text/csv", key="ev_csv")
         with st.expander("Delete this run"):
-            if st.button(f"Delete run #{chosen.id}", key="ev_delete"):
+            running_now = chosen.id in er.active_runs() or chosen.live
+            if running_now:
+                st.caption("This run is running now: stop it (here, or where it runs) before deleting it.")
+            if st.button(f"Delete run #{chosen.id}", key="ev_delete", disabled=running_now):
                 db.delete_eval_run(store, chosen.id)
                 st.session_state.pop("ev_view_run", None)
                 st.rerun()

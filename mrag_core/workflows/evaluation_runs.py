@@ -27,8 +27,10 @@ for a query already expanded); all expansion texts are embedded in one batched p
 Labels: a document's effective label, ``(unlabeled)`` when it has none (as the index loader does).
 
 While a run executes, this process knows it (:func:`active_runs`): :func:`stop_runs` stops the runs that check
-one cancel event and waits until they have stored ``cancelled``, and :func:`status_label` tells a run stored as
-``running`` that no longer runs (``interrupted``) from one that does. A layer sweep records all its layers, so
+one cancel event and waits until they have stored ``cancelled``. Every process stores a heartbeat with the run it
+works on (:mod:`db.liveness`, :class:`~mrag_core.heartbeat.Heartbeat`): a resume of a run whose heartbeat is fresh
+is refused, and :func:`status_label` tells a run stored as ``running`` that runs here, that runs elsewhere (the
+CLI beside the app) and that no longer runs (``interrupted``) apart. A layer sweep records all its layers, so
 :func:`resume_sweep` finishes the ones a stop left out (:func:`sweep_plans`).
 No Streamlit here.
 """
@@ -48,6 +50,7 @@ import pandas as pd
 import db
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
+from mrag_core.heartbeat import Heartbeat
 from mrag_core.evaluation import (
     NAMED_STRATEGIES,
     EvaluationCancelled,
@@ -163,10 +166,13 @@ STATUS_WORDS = {"done": "done", "cancelled": "stopped", "failed": "failed"}
 
 def status_label(run: db.EvalRunInfo) -> str:
     """A run's status as the user should read it: ``stopped`` for a cancelled run, and for one stored as
-    ``running``: ``running`` while it executes in this process, else ``interrupted`` (its process stopped it
-    without storing that: a page change, a server restart; or it runs in another process, e.g. the CLI)."""
+    ``running``: ``running`` while it executes in this process, ``running elsewhere`` while another process
+    (the CLI, another server on the same database) keeps its heartbeat fresh (:func:`db.is_live`), else
+    ``interrupted`` (its process ended without storing that: a server restart, a killed CLI)."""
     if run.status == "running":
-        return "running" if run.id in active_runs() else "interrupted"
+        if run.id in active_runs():
+            return "running"
+        return "running elsewhere" if run.live else "interrupted"
     return STATUS_WORDS.get(run.status, run.status)
 
 
@@ -299,9 +305,12 @@ def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: i
         run = db.get_embedding_run(store, embedding_run_id)
     else:  # build_embedding_run returns a current index as it is, and builds, resumes or updates any other
         on_docs = stage("documents")
-        built = indexing.build_embedding_run(
-            store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
-            progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
+        try:
+            built = indexing.build_embedding_run(
+                store, corpus_id, lm, layer=layer, pooling=lm.head_pooling, batch_size=batch_size,
+                progress=(lambda done, total, _eta: on_docs(done, total)) if on_docs else None, cancel=cancel)
+        except db.RunInProgressError as exc:  # the CLI (or another server) builds this index now
+            raise EvaluationInputError(f"The index this run searches is not ready: {exc}") from exc
         if built.status != "done":
             raise ExtractionCancelled(f"index build cancelled after {built.run.n_saved} of "
                                       f"{built.run.n_docs} documents")
@@ -484,8 +493,10 @@ def run_evaluation(
             **({"llm": {"model": endpoint.model, **options.to_dict()}} if endpoint is not None else {}),
             **(extra_config or {}),
         }
+    owner = db.new_owner()  # this claim: stored with the run, beaten while it works (db.liveness)
+    if run_id is None:
         info = db.create_eval_run(store, corpus_id=corpus_id, query_set_id=query_set_id,
-                                  embedding_run_id=embedding_run_id, config=config, seed=seed,
+                                  embedding_run_id=embedding_run_id, config=config, seed=seed, owner=owner,
                                   name=name or f"{model_name} L{layer_idx}: {', '.join(strategies)}")
         run_id = info.id
         c = config["c"]
@@ -493,15 +504,20 @@ def run_evaluation(
     else:
         _claim(run_id, cancel)
         try:
-            db.finish_eval_run(store, run_id, status="running")
+            db.claim_eval_run(store, run_id, owner)
+        except db.RunInProgressError as exc:  # the CLI (or another server) works on it now
+            _release(run_id)
+            raise EvaluationInputError(str(exc)) from exc
         except BaseException:
             _release(run_id)
             raise
+    claimed = run_id
     try:
-        return _score_run(store, run_id, corpus_id=corpus_id, queries=queries, lm=lm,
-                          layer_idx=layer_idx, strategies=strategies, c=c, k_max=k_max, seed=seed,
-                          embedding_run_id=embedding_run_id, options=options, endpoint=endpoint, progress=progress,
-                          cancel=cancel, batch_size=batch_size)
+        with Heartbeat(lambda: db.beat_eval_run(store, claimed, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
+            return _score_run(store, run_id, corpus_id=corpus_id, queries=queries, lm=lm,
+                              layer_idx=layer_idx, strategies=strategies, c=c, k_max=k_max, seed=seed,
+                              embedding_run_id=embedding_run_id, options=options, endpoint=endpoint,
+                              progress=progress, cancel=cancel, batch_size=batch_size, owner=owner)
     finally:
         _release(run_id)
 
@@ -509,9 +525,10 @@ def run_evaluation(
 def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db.QueryRow],
                lm: Any, layer_idx: int, strategies: list[str], c: int, k_max: int, seed: int,
                embedding_run_id: int | None, options: LLMOptions, endpoint: LLMConfig | None,
-               progress: ProgressFn | None, cancel: threading.Event, batch_size: int) -> int:
+               progress: ProgressFn | None, cancel: threading.Event, batch_size: int, owner: str) -> int:
     """Score the missing (strategy, query) results of the claimed run ``run_id`` and store its final status
-    (:func:`run_evaluation`'s body once the run exists)."""
+    (:func:`run_evaluation`'s body once the run exists); ``owner``: the claim, so that a run another process
+    took over meanwhile keeps that process's status."""
     families = families_for(strategies)
     prior_info = db.get_eval_run(store, run_id)
     prior, prior_usage = prior_info.timing, prior_info.llm_usage
@@ -639,18 +656,18 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
             if warnings:
                 timing["warning"] = "; ".join(warnings)
         timing["total_s"] = float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start
-        db.finish_eval_run(store, run_id, status="done", timing=timing, llm_usage=usage())
+        db.finish_eval_run(store, run_id, status="done", timing=timing, llm_usage=usage(), owner=owner)
         return run_id
     except (EvaluationCancelled, ExtractionCancelled):
-        db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage())
+        db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage(), owner=owner)
         return run_id
     except Exception as exc:
         db.finish_eval_run(store, run_id, status="failed", timing=timing, error=f"{type(exc).__name__}: {exc}",
-                           llm_usage=usage())
+                           llm_usage=usage(), owner=owner)
         raise
     except BaseException:  # interrupted (Streamlit rerun / stop, Ctrl-C): resumable, not failed
         try:
-            db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage())
+            db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage(), owner=owner)
         finally:
             raise
 

@@ -25,6 +25,7 @@ from typing import Callable, NamedTuple
 import db
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import POOLINGS, Embeddings, embed_texts
+from mrag_core.heartbeat import Heartbeat
 from mrag_core.importance import HeadImportance, head_importance
 from mrag_core.models.loader import LoadedModel
 
@@ -92,14 +93,15 @@ def find_run(store: db.Store, corpus_id: int, model_name: str, layer: int, pooli
 
 
 def run_state(store: db.Store, run: db.EmbeddingRunInfo | None) -> str:
-    """``missing`` (no run), ``stale`` (corpus changed since), ``done`` or ``partial`` (resumable)."""
+    """``missing`` (no run), ``stale`` (corpus changed since), ``done``, ``building`` (unfinished, and some
+    process keeps its heartbeat fresh: :func:`db.is_live`) or ``partial`` (unfinished, resumable)."""
     if run is None:
         return "missing"
     if db.is_stale(store, run):
         return "stale"
     if run.status == "done":
         return "done"
-    return "partial"
+    return "building" if run.live else "partial"
 
 
 def _doc_texts(store: db.Store, ids: list[int]) -> dict[int, tuple[str, str]]:
@@ -156,16 +158,28 @@ def build_embedding_run(
     state = run_state(store, existing)
     if existing is not None and state == "done" and not db.missing_documents(store, existing.id):
         return BuildResult(existing, "done", 0, resumed=False, reused=True, seconds=0.0)
-    resumed = existing is not None and state in ("partial", "done")
+    resumed = existing is not None and state in ("partial", "building", "done")
+    owner = db.new_owner()  # this claim: stored with the run, beaten while it works (db.liveness)
     if resumed:
         assert existing is not None
-        run = existing
-        db.set_embedding_run_status(store, run.id, "running")
+        run = db.claim_embedding_run(store, existing.id, owner)  # RunInProgressError: another process builds it
     else:
         run = db.create_embedding_run(
             store, corpus_id, model_name=name, model_path=str(lm.path), layer=layer_idx, pooling=pooling,
-            n_heads=lm.n_heads, head_dim=lm.head_dim, dim=lm.hidden_size, precision=precision,
+            n_heads=lm.n_heads, head_dim=lm.head_dim, dim=lm.hidden_size, precision=precision, owner=owner,
         )
+    cancel = cancel if cancel is not None else threading.Event()
+    with Heartbeat(lambda: db.beat_embedding_run(store, run.id, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
+        return _embed_missing(store, run, lm, layer_idx=layer_idx, batch_size=batch_size, progress=progress,
+                              cancel=cancel, rebuild=rebuild, resumed=resumed,
+                              importance_pairs_per_doc=importance_pairs_per_doc, owner=owner, t_start=t_start)
+
+
+def _embed_missing(store: db.Store, run: db.EmbeddingRunInfo, lm: LoadedModel, *, layer_idx: int, batch_size: int,
+                   progress: ProgressFn | None, cancel: threading.Event, rebuild: bool, resumed: bool,
+                   importance_pairs_per_doc: int, owner: str, t_start: float) -> BuildResult:
+    """:func:`build_embedding_run`'s body once ``owner`` has claimed ``run``: embed its missing documents, then
+    store the head importance and its final status (only while the run is still ``owner``'s)."""
     prior_embed_s = float(run.timings.get("embed_s", 0.0)) if resumed else 0.0
     prior_copied = int(run.timings.get("copied", 0)) if resumed else 0
     copied = 0
@@ -182,9 +196,9 @@ def build_embedding_run(
         if progress is not None:
             progress(done, total, None)
         for start in range(0, len(order), batch_size):
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 info = db.finish_embedding_run(
-                    store, run.id, status="cancelled",
+                    store, run.id, status="cancelled", owner=owner,
                     timings={"embed_s": prior_embed_s + embed_s, "batch_size": batch_size,
                              "copied": prior_copied + copied},
                 )
@@ -205,7 +219,7 @@ def build_embedding_run(
         importance_s = time.perf_counter() - t0
         all_embed_s = prior_embed_s + embed_s
         info = db.finish_embedding_run(
-            store, run.id, status="done",
+            store, run.id, status="done", owner=owner,
             importance=imp.to_dict() if imp is not None else None,
             timings={
                 "embed_s": all_embed_s, "importance_s": importance_s, "batch_size": batch_size,
@@ -217,7 +231,7 @@ def build_embedding_run(
     except BaseException as exc:
         try:
             db.finish_embedding_run(store, run.id, status="failed", error=f"{type(exc).__name__}: {exc}",
-                                    timings={"embed_s": prior_embed_s + embed_s})
+                                    timings={"embed_s": prior_embed_s + embed_s}, owner=owner)
         except Exception:  # noqa: BLE001 - keep the original error
             pass
         raise

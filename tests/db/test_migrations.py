@@ -99,7 +99,7 @@ def test_upgrade_from_0001_keeps_data(empty_url: str) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0006"
+        assert store.schema_revision() == db.head_revision() == "0007"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -250,6 +250,32 @@ def test_upgrade_from_0005_marks_existing_runs_float32(empty_url: str) -> None:
         with store.engine.connect() as conn:  # the runs and their vectors stay
             assert conn.execute(text("SELECT COUNT(*) FROM embedding_runs")).scalar_one() == 3
             assert conn.execute(text("SELECT COUNT(*) FROM embedding_vectors")).scalar_one() == 1
+
+
+def test_upgrade_from_0006_leaves_runs_without_owner_and_interrupted(empty_url: str) -> None:
+    url = empty_url
+    old = _store_at(url, "0006")
+    _fill_0001(old)  # corpus 1 with run 1 ('done')
+    with old.engine.begin() as conn:  # and an index left 'running' by a process that is gone
+        conn.execute(text(
+            "INSERT INTO embedding_runs (id, corpus_id, corpus_version, model_name, model_path, layer, pooling, "
+            "n_docs, n_heads, head_dim, dim, status, timings, importance, error, created_at) "
+            "VALUES (2, 1, 7, 'm', '', -1, 'last', 2, 2, 4, 8, 'running', '{}', NULL, '', :now)"),
+            {"now": "2026-01-02 03:04:05.000000"})
+    _explicit_ids_done(old)
+    old.close()
+
+    with db.open_store(url) as store:
+        assert store.schema_revision() == db.head_revision() == "0007"
+        run = db.get_embedding_run(store, 2)
+        assert (run.owner, run.heartbeat_at, run.live) == ("", None, False)
+        assert db.claim_embedding_run(store, 2, "box pid 1 #a").live  # resumable at once
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0006")
+        for table in ("embedding_runs", "eval_runs"):
+            assert not {"owner", "heartbeat_at"} & {c["name"] for c in inspect(store.engine).get_columns(table)}
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT COUNT(*) FROM embedding_runs")).scalar_one() == 2
 
 
 def test_models_match_migrations(store: Store) -> None:

@@ -107,3 +107,31 @@ def test_bad_input_is_one_line(url: str, capsys, tmp_path: Path) -> None:
     assert main(["index", "--corpus", empty.name, "--database", url]) == 2
     assert capsys.readouterr().err.strip() == "error: corpus 'Empty' has no documents"
     assert "index" in build_parser().format_help()
+
+
+def test_an_index_another_process_builds_is_left_alone(url: str, capsys, monkeypatch) -> None:
+    real = indexing.embed_texts
+    calls: list[int] = []
+
+    def embed_then_interrupt(lm, texts, **kw):
+        calls.append(len(texts))
+        out = real(lm, texts, **kw)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return out
+
+    monkeypatch.setattr(indexing, "embed_texts", embed_then_interrupt)
+    assert _index(url, "--batch-size", "1") == 1  # index #1 stopped after one document
+    monkeypatch.setattr(indexing, "embed_texts", real)
+    capsys.readouterr()
+    store = db.open_store(url)
+    db.claim_embedding_run(store, 1, "gpu-box pid 4242 #0badc0de")  # the app's server on the GPU box resumed it
+    store.close()
+    assert _index(url) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: Index 1 is running in another process (gpu-box pid 4242; last heard from ")
+    assert err.endswith("once it has been silent for 30 s it counts as interrupted and can be resumed here.")
+    store = db.open_store(url)
+    run = db.get_embedding_run(store, 1)
+    store.close()
+    assert (run.n_saved, run.owner, run.status) == (1, "gpu-box pid 4242 #0badc0de", "running")

@@ -90,8 +90,43 @@ def test_a_stopped_run_is_listed_as_stopped_not_running() -> None:
     ok(at.run())
     (line,) = [m for m in markdowns(at) if m.startswith(f"#{stray.id} ")]
     assert line.endswith(" · interrupted - 0 results saved")
-    assert any(c.value.startswith("interrupted: stored as running, but it does not run in this app")
+    assert any(c.value.startswith("interrupted: stored as running, but no process has worked on it for 30 s")
                for c in at.caption)
+    store.close()
+
+
+def test_a_run_another_process_works_on_is_followed_not_resumed_or_deleted() -> None:
+    """A run the CLI works on beside the app (its heartbeat fresh) reads 'running elsewhere' with its stored
+    progress; Resume and Delete are off. Once that process has been silent for db.LIVE_WINDOW_S, the run is
+    'interrupted' and Resume is on."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from db.models import EvalRun, utcnow
+
+    at = eval_page()
+    store = _store()
+    corpus_id, qs_id = demo(store)
+    run = db.create_eval_run(store, corpus_id=corpus_id, query_set_id=qs_id, owner="gpu-box pid 4242 #0badc0de",
+                             config={"model": "minilm", "layer": 5, "strategies": ["standard", "mrag"],
+                                     "n_queries": 24})
+    ok(at.run())
+    (line,) = [m for m in markdowns(at) if m.startswith(f"#{run.id} ")]
+    assert line.endswith(" · running elsewhere - 0 results saved")
+    assert at.button(key=f"ev_resume_{run.id}").disabled
+    assert any(c.value.startswith(rf"#{run.id} is running elsewhere (gpu\-box pid 4242): 0 of 48 results stored, "
+                                  "last heard from ") for c in at.caption)
+    ok(at.selectbox(key="ev_view_run").set_value(run.id).run())
+    assert at.button(key="ev_delete").disabled
+    with store.session() as session:  # that process died
+        session.execute(update(EvalRun).where(EvalRun.id == run.id)
+                        .values(heartbeat_at=utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)))
+    ok(at.run())
+    (line,) = [m for m in markdowns(at) if m.startswith(f"#{run.id} ")]
+    assert line.endswith(" · interrupted - 0 results saved")
+    assert not at.button(key=f"ev_resume_{run.id}").disabled and not at.button(key="ev_delete").disabled
+    assert not any("running elsewhere" in c.value for c in at.caption)
     store.close()
 
 

@@ -142,6 +142,40 @@ def five_aspect_compare(at: AppTest) -> AppTest:
     return at
 
 
+def test_index_page_follows_a_build_another_process_runs(built):
+    """An index the CLI (or another server) builds on this database: the page shows its stored progress and no
+    Resume or Delete for it; once that process has been silent for db.LIVE_WINDOW_S, Resume is offered."""
+    from sqlalchemy import update
+
+    import db
+    from db.models import EmbeddingRun, utcnow
+
+    store = db.open_store()
+    corpus = db.list_corpora(store)[0]
+    run = db.create_embedding_run(store, corpus.id, model_name="minilm", layer=3, pooling="mean", n_heads=12,
+                                  head_dim=32, dim=384, owner="gpu-box pid 4242 #0badc0de")
+    try:
+        at = ok(page("4_Index.py").run())
+        ok(at.selectbox(key="index_layer").set_value(3).run())
+        # (the host name escaped for Markdown: it is shown as it is)
+        assert any(m.startswith(f"Index #{run.id} is being built by another process (gpu\\-box pid 4242).")
+                   for m in texts(at.info))
+        assert [p.proto.text for p in at.get("progress")][0].startswith(
+            f"Embedded 0 / {corpus.n_documents} documents · last heard from ")
+        assert not any(b.key in ("index_build", "index_resume", "index_force") for b in at.button)
+        assert not any(o.startswith(f"#{run.id} ") for o in at.multiselect(key="index_delete_ids").options)
+        with store.session() as session:  # that process died
+            session.execute(update(EmbeddingRun).where(EmbeddingRun.id == run.id)
+                            .values(heartbeat_at=utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)))
+        ok(at.run())
+        assert f"An unfinished build (running): 0 of {corpus.n_documents} documents embedded." in texts(at.warning)
+        assert not at.button(key="index_resume").disabled
+        assert any(o.startswith(f"#{run.id} ") for o in at.multiselect(key="index_delete_ids").options)
+    finally:
+        db.delete_embedding_run(store, run.id)
+        store.close()
+
+
 def test_compare_page_side_by_side_with_evidence(built):
     at = ok(page("5_Compare.py").run())
     at.selectbox(key="compare_run").select_index(len(at.selectbox(key="compare_run").options) - 1).run()

@@ -562,3 +562,70 @@ def test_drilldown_names_the_runs_own_index_and_settings(store, setup, lm) -> No
     assert er.drilldown(store, [(first.id, "standard")], qid).embedding_run_id is None
     with pytest.raises(er.EvaluationInputError, match="does not exist"):
         er.drilldown(store, [(999, "standard")], qid)
+
+
+HOLD_CLAIM = """
+import sys, time
+import db
+from mrag_core.heartbeat import Heartbeat
+store = db.open_store(sys.argv[1])
+run_id = int(sys.argv[2])
+owner = db.new_owner()
+db.claim_eval_run(store, run_id, owner)
+print(owner, flush=True)
+with Heartbeat(lambda: db.beat_eval_run(store, run_id, owner), every=0.2):
+    time.sleep(300)
+"""
+
+
+def test_a_run_another_process_works_on_runs_elsewhere_until_that_process_dies(store, setup, lm) -> None:
+    """A second real process (as `python -m mrag_core eval --resume` beside the app) claims a stopped run and
+    beats: this process sees it running elsewhere and may not resume it; once that process is killed and its
+    heartbeat is old, the run reads as interrupted and resumes here."""
+    import signal
+    import subprocess
+    import sys
+    from datetime import timedelta
+    from pathlib import Path
+
+    from sqlalchemy import update
+
+    from db.models import EvalRun, utcnow
+
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
+                               lm=lm, cancel=cancel, batch_size=2,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    assert er.status_label(db.get_eval_run(store, run_id)) == "stopped"
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_CLAIM, store.engine.url.render_as_string(hide_password=False),
+                             str(run_id)], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        owner = proc.stdout.readline().strip()
+        assert f"pid {proc.pid} #" in owner
+        first = db.get_eval_run(store, run_id)
+        deadline = time.monotonic() + 20
+        while db.get_eval_run(store, run_id).heartbeat_at == first.heartbeat_at and time.monotonic() < deadline:
+            time.sleep(0.05)
+        beating = db.get_eval_run(store, run_id)
+        assert beating.heartbeat_at > first.heartbeat_at  # the other process beats
+        assert beating.owner == owner and er.status_label(beating) == "running elsewhere"
+        with pytest.raises(er.EvaluationInputError, match=rf"Evaluation run {run_id} is running in another process "
+                                                          rf"\(\S+ pid {proc.pid};"):
+            er.resume_evaluation(store, run_id, lm=lm)
+        assert db.get_eval_run(store, run_id).owner == owner  # the refused resume wrote nothing
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    last = db.get_eval_run(store, run_id).heartbeat_at
+    time.sleep(0.6)
+    assert db.get_eval_run(store, run_id).heartbeat_at == last  # a dead process beats no more
+    with store.session() as session:  # ... and after LIVE_WINDOW_S of silence:
+        session.execute(update(EvalRun).where(EvalRun.id == run_id)
+                        .values(heartbeat_at=utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)))
+    assert er.status_label(db.get_eval_run(store, run_id)) == "interrupted"
+    er.resume_evaluation(store, run_id, lm=lm)
+    done = db.get_eval_run(store, run_id)
+    assert done.status == "done" and done.n_results == 6 and done.owner != owner

@@ -293,3 +293,42 @@ def test_stored_indexes_states_sizes_and_use(store, corpus, lm):
     unfinished = build_embedding_run(store, corpus, lm, layer=0, batch_size=8, cancel=cancel).run
     assert unfinished.n_saved == 22  # the unchanged documents were copied before the first batch
     assert [s.state for s in stored_indexes(store, corpus)][:2] == ["unfinished", "current"]
+
+
+def _silence(store, model, run_id: int, seconds: float) -> None:
+    """Make a run's last heartbeat ``seconds`` old, as if its process had stopped beating that long ago."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from db.models import utcnow
+
+    with store.session() as session:
+        session.execute(update(model).where(model.id == run_id)
+                        .values(heartbeat_at=utcnow() - timedelta(seconds=seconds)))
+
+
+def test_a_build_another_process_works_on_is_refused_until_it_falls_silent(store, corpus, lm):
+    import os
+    import socket
+
+    from db.models import EmbeddingRun
+
+    cancel = threading.Event()
+    first = build_embedding_run(store, corpus, lm, layer=0, batch_size=5, cancel=cancel,
+                                progress=lambda done, total, eta: cancel.set() if done >= 5 else None)
+    assert first.run.status == "cancelled" and first.run.owner.startswith(f"{socket.gethostname()} pid {os.getpid()} #")
+    assert first.run.heartbeat_at is not None and not first.run.live
+
+    other = "gpu-box pid 4242 #0badc0de"
+    db.claim_embedding_run(store, first.run.id, other)  # e.g. `python -m mrag_core index` on the GPU box
+    assert run_state(store, db.get_embedding_run(store, first.run.id)) == "building"
+    with pytest.raises(db.RunInProgressError, match=r"Index \d+ is running in another process \(gpu-box pid 4242;"):
+        build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
+    assert db.get_embedding_run(store, first.run.id).n_saved == 5  # nothing written by the refused build
+
+    _silence(store, EmbeddingRun, first.run.id, db.LIVE_WINDOW_S + 1)  # that process died
+    assert run_state(store, db.get_embedding_run(store, first.run.id)) == "partial"
+    second = build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
+    assert second.status == "done" and second.resumed and second.run.id == first.run.id
+    assert second.run.owner != other and not second.run.live

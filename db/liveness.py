@@ -1,0 +1,92 @@
+"""Which process runs an embedding or evaluation run: claims and heartbeats (pure helpers + row updates).
+
+A process that starts or resumes a run *claims* it: in one write transaction it checks that no other
+process runs it now, then stores itself as the run's ``owner`` (:func:`new_owner`: ``host pid N #token``)
+with ``heartbeat_at = now``. While it works, it *beats* (stores ``heartbeat_at = now`` again) every
+:data:`BEAT_EVERY_S` seconds from a background thread (:class:`mrag_core.heartbeat.Heartbeat`); a beat
+changes the row only while the run is still ``running`` and still its own.
+
+A run is *live* when its status is ``running`` and its heartbeat is at most :data:`LIVE_WINDOW_S` seconds
+old (:func:`is_live`). A ``running`` run that is not live was interrupted: its process ended without
+storing a final status (a server restart, a killed CLI, a closed laptop) and anyone may resume it. A
+claim of a live run by another owner raises :class:`~db.errors.RunInProgressError`, so the app and a
+CLI beside it on the same database never work on one run at once.
+
+The two run tables share the ``owner`` and ``heartbeat_at`` columns; the functions here take the mapped
+class. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from datetime import datetime, timezone
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from db.errors import LIVE_WINDOW_S, RunInProgressError
+from db.models import EmbeddingRun, EvalRun, utcnow
+
+#: How often a working process stores its heartbeat (a sixth of :data:`LIVE_WINDOW_S`).
+BEAT_EVERY_S = LIVE_WINDOW_S / 6
+
+__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "heartbeat_age", "is_live", "new_owner"]
+
+
+def new_owner() -> str:
+    """A name for one claim: ``host pid N #token`` (the token tells two claims of one process apart)."""
+    return f"{socket.gethostname()} pid {os.getpid()} #{uuid.uuid4().hex[:8]}"
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def heartbeat_age(heartbeat_at: datetime | None, now: datetime | None = None) -> float | None:
+    """Seconds since ``heartbeat_at`` (``None`` without one); naive datetimes are UTC. A heartbeat stored
+    by a host whose clock runs ahead gives a negative age, which counts as fresh."""
+    if heartbeat_at is None:
+        return None
+    return ((now or utcnow()) - _aware(heartbeat_at)).total_seconds()
+
+
+def is_live(status: str, heartbeat_at: datetime | None, now: datetime | None = None,
+            window: float = LIVE_WINDOW_S) -> bool:
+    """Whether a run runs in some process now: ``status == "running"`` and a heartbeat at most ``window``
+    seconds old."""
+    age = heartbeat_age(heartbeat_at, now)
+    return status == "running" and age is not None and age <= window
+
+
+def claim_row(session: Session, run: EmbeddingRun | EvalRun, kind: str, owner: str,
+              window: float = LIVE_WINDOW_S) -> None:
+    """Inside a write transaction: make ``owner`` the process that runs ``run`` (status ``running``, fresh
+    heartbeat, ``finished_at`` cleared). Raises :class:`RunInProgressError` when another owner's heartbeat
+    on it is live; claiming one's own live run again is allowed."""
+    now = utcnow()
+    if run.owner != owner and is_live(run.status, run.heartbeat_at, now, window):
+        raise RunInProgressError(kind, run.id, run.owner, heartbeat_age(run.heartbeat_at, now) or 0.0)
+    run.status = "running"
+    run.owner = owner
+    run.heartbeat_at = now
+    run.finished_at = None
+
+
+def beat_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id: int, owner: str) -> bool:
+    """Inside a write transaction: store a fresh heartbeat on run ``run_id`` if it is still ``running`` and
+    still ``owner``'s; returns whether it was (``False``: finished, deleted, or claimed by another process
+    after this one fell silent)."""
+    result = session.execute(
+        update(model)
+        .where(model.id == run_id, model.owner == owner, model.status == "running")
+        .values(heartbeat_at=utcnow())
+    )
+    return bool(result.rowcount)
+
+
+def owns(run: EmbeddingRun | EvalRun, owner: str | None) -> bool:
+    """Whether a final status from ``owner`` may be stored on ``run``: always without an owner (callers that
+    do not claim), else only while ``run`` is ``owner``'s."""
+    return owner is None or run.owner == owner

@@ -1,0 +1,56 @@
+"""A background heartbeat for long work stored in the database (an index build, an evaluation run).
+
+While the work runs, a daemon thread calls ``beat()`` every ``every`` seconds; ``beat`` stores the
+heartbeat (``db.beat_eval_run`` / ``db.beat_embedding_run``) and returns whether the run is still this
+process's. A beat that fails (a database busy longer than its timeout) is skipped: the next one tries
+again. When ``beat`` returns ``False`` (another process claimed the run after this one had been silent
+longer than ``db.LIVE_WINDOW_S``, e.g. a laptop that slept), :attr:`Heartbeat.lost` is set and
+``on_lost`` is called once, e.g. to cancel the work at its next batch. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+
+class Heartbeat:
+    """``with Heartbeat(beat, every, on_lost):`` beats every ``every`` seconds until the block ends."""
+
+    def __init__(self, beat: Callable[[], bool], every: float, on_lost: Callable[[], None] | None = None) -> None:
+        if every <= 0:
+            raise ValueError("a heartbeat interval must be positive")
+        self._beat = beat
+        self.every = float(every)
+        self._on_lost = on_lost
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self.beats = 0  # stored beats, for tests and logs
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread = threading.Thread(target=self._loop, name="mrag-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.every + 5.0)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                still_ours = self._beat()
+            except Exception as exc:  # noqa: BLE001 - a busy database skips one beat; the work goes on
+                log.warning("heartbeat skipped: %s", exc)
+                continue
+            if not still_ours:
+                self.lost.set()
+                if self._on_lost is not None:
+                    self._on_lost()
+                return
+            self.beats += 1
