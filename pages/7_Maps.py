@@ -24,8 +24,8 @@ from mrag_core.workflows.indexing import IndexBundle, model_for_run
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
-from ui.state import (finished_runs_or_stop, follow_default, get_model, index_bundle, index_labeler, open_corpus_page,
-                      stale_index_warning)
+from ui.state import (KEEP, finished_runs_or_stop, follow_default, get_model, index_bundle, index_labeler,
+                      open_corpus_page, stale_index_warning)
 
 page_setup(__file__, "🧭")
 st.title("Maps")
@@ -104,9 +104,9 @@ wanted = st.session_state.get("run_id")
 c1, c2, c3 = st.columns([3, 1, 1])
 run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
                    key="maps_run", format_func=index_labeler(store, runs))
-method = c2.selectbox("Method", METHODS, key="maps_method", format_func={"pca": "PCA (fast)",
-                                                                         "umap": "UMAP (slow first time)"}.get)
-seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed"))
+method = c2.selectbox("Method", METHODS, key="maps_method", **KEEP,
+                      format_func={"pca": "PCA (fast)", "umap": "UMAP (slow first time)"}.get)
+seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed", **KEEP))
 stale_index_warning(store, run)
 
 if run.n_saved < 3:
@@ -146,18 +146,19 @@ bundle = index_bundle(store, run)
 query_text = ""
 ground_truth: list[int] = []
 with st.expander("Place a query on the maps", expanded=True):
-    src = st.radio("Query", ["None", "From a query set", "Type a query"], horizontal=True, key="maps_qsrc")
+    src = st.radio("Query", ["None", "From a query set", "Type a query"], horizontal=True, key="maps_qsrc",
+                   **KEEP)
     if src == "From a query set":
         q = stored_query_picker(store, corpus.id, key="maps", stop=False)  # the maps are drawn without one
         if q is not None:
             query_text, ground_truth = q.text, list(q.ground_truth)
     elif src == "Type a query":
-        query_text = st.text_input("Query text", key="maps_typed").strip()
+        query_text = st.text_input("Query text", key="maps_typed", **KEEP).strip()
     follow_default("maps_k", (query_text, tuple(ground_truth)), max(1, min(len(ground_truth) or 5, 50)))
     s1, s2 = st.columns(2)
     strategy = s1.selectbox("Highlight the documents retrieved by", MAP_STRATEGIES, format_func=STRATEGY_LABELS.get,
-                            index=1, key="maps_strategy")
-    k = int(s2.number_input("k", 1, 50, key="maps_k"))
+                            index=1, key="maps_strategy", **KEEP)
+    k = int(s2.number_input("k", 1, 50, key="maps_k", **KEEP))
 
 query_xy: dict = {}
 retrieved: set[int] = set()

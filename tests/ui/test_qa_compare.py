@@ -77,3 +77,26 @@ def test_reader_choices_survive_a_visit_to_another_page(built):
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="reader_left").value == "split" and at.selectbox(key="reader_right").value == "fusion-mrag"
     assert at.number_input(key="reader_k").value == 3 and at.number_input(key="reader_max_tokens").value == 64
+
+
+def test_maps_choices_survive_a_visit_to_another_page(built):
+    """Maps' Method, Seed, query source, typed query, strategy and k went back to PCA / 0 / None / '' / MRAG / 5
+    after a look at another page (the README: the choices on Index, Compare, Attention and Maps are kept)."""
+    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("pages/7_Maps.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.radio(key="maps_qsrc").set_value("Type a query").run()
+    at.text_input(key="maps_typed").input("Lighthouses and kefir").run()
+    at.selectbox(key="maps_strategy").set_value("standard")
+    at.number_input(key="maps_k").set_value(7).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/6_Attention.py").run()
+    at.switch_page("pages/7_Maps.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.radio(key="maps_qsrc").value == "Type a query"
+    assert at.text_input(key="maps_typed").value == "Lighthouses and kefir"
+    assert at.selectbox(key="maps_strategy").value == "standard" and at.number_input(key="maps_k").value == 7
+    at.selectbox(key="maps_method").set_value("umap").run()  # stops at 'Compute UMAP maps': nothing computed here
+    at.switch_page("pages/6_Attention.py").run()
+    at.switch_page("pages/7_Maps.py").run()
+    assert at.selectbox(key="maps_method").value == "umap"
