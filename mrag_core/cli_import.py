@@ -172,8 +172,12 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
     existing = None
     if args.add:
         existing = named_corpus(store, args.corpus)
-    elif any(c.name == args.corpus for c in db.list_corpora(store)):
-        raise CLIError(f"a corpus named {args.corpus!r} exists; pass --add to add documents to it")
+    else:  # checked before the files are read; the store strips the name as it saves it
+        name = args.corpus.strip()
+        if not name:
+            raise CLIError("--corpus needs the name of the new corpus (or, with --add, of the corpus to add to)")
+        if any(c.name == name for c in db.list_corpora(store)):
+            raise CLIError(f"a corpus named {name!r} exists; pass --add to add documents to it")
     read = read_preview(args)
     hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
         else set()
