@@ -5,8 +5,10 @@ else the default SQLite file), so it shows up on the Evaluation Runs page. Print
 and a summary table (mean RSR / CSR / weighted at k = n and k = 2n per aspect count); with LLM
 strategies (``multi-query``, ``hyde``, ``intent`` and their ``-mrag`` forms, endpoint from
 ``MRAG_LLM_*`` as elsewhere) also their token cost per strategy.
-``--resume ID`` continues a cancelled or interrupted run. Bad input ends with one line
-``error: ...`` and exit status 2.
+``--resume ID`` continues a cancelled or interrupted run; ``--list`` prints the stored runs (of
+``--corpus`` when given) with their state as the Evaluation Runs page says it: ``done``, ``stopped``,
+``failed``, ``running elsewhere`` (another process keeps its heartbeat fresh: the app, or another
+``eval``) or ``interrupted`` (resumable). Bad input ends with one line ``error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from typing import Any
 
 from mrag_core.cli import (COST_HEADING, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
-                           named_corpus, positive_int, store_command)
+                           named_corpus, positive_int, store_command, text_table)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -53,17 +55,59 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_llm_options(e)
     e.add_argument("--name", default="", help="a name for the run")
     e.add_argument("--resume", type=int, default=None, metavar="RUN_ID", help="continue an unfinished run")
+    e.add_argument("--list", action="store_true",
+                   help="list the stored runs (of --corpus when given) with their state and exit")
     e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
     e.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return e
 
 
+def format_runs(runs: list[Any], query_sets: dict[int, str], corpora: dict[int, str]) -> str:
+    """Stored evaluation runs (``db.EvalRunInfo``, newest first) as a plain table: id, corpus, query set, model,
+    layer, strategies, state (:func:`~mrag_core.workflows.evaluation_runs.status_label`; a run running elsewhere
+    names its process), results stored and expected, creation time (UTC)."""
+    from mrag_core.workflows import evaluation_runs as er
+
+    def state(run: Any) -> str:
+        label = er.status_label(run)
+        where = run.owner.split(" #")[0]
+        return f"{label} ({where})" if label == "running elsewhere" and where else label
+
+    def results(run: Any) -> str:
+        expected = int(run.config.get("n_queries", 0)) * len(run.config.get("strategies", []))
+        return f"{run.n_results}/{expected}" if expected else str(run.n_results)
+
+    columns = [("run", ">5"), ("corpus", "<16"), ("query set", "<16"), ("model", "<12"), ("layer", ">5"),
+               ("strategies", "<24"), ("results", ">9"), ("created (UTC)", "<16"), ("state", "<")]
+    return text_table(columns, [
+        [f"#{r.id}", corpora.get(r.corpus_id, str(r.corpus_id)), query_sets.get(r.query_set_id, str(r.query_set_id)),
+         str(r.config.get("model", "?")), str(r.config.get("layer", "?")), ",".join(r.config.get("strategies", [])),
+         results(r), f"{r.created_at:%Y-%m-%d %H:%M}", state(r)] for r in runs])
+
+
+def list_runs(store: Any, corpus_name: str | None) -> int:
+    """Print the stored evaluation runs (of the named corpus, else all); returns 0."""
+    import db
+
+    corpora = {c.id: c.name for c in db.list_corpora(store)}
+    corpus_id = named_corpus(store, corpus_name).id if corpus_name else None
+    runs = db.list_eval_runs(store, corpus_id=corpus_id)
+    if not runs:
+        print(f"corpus {corpus_name!r} has no evaluation run" if corpus_name else "no evaluation run is stored")
+        return 0
+    query_sets = {q.id: q.name for cid in {r.corpus_id for r in runs} for q in db.list_query_sets(store, cid)}
+    print(format_runs(runs, query_sets, corpora))
+    return 0
+
+
 @store_command
 def cmd_eval(args: argparse.Namespace, store: Any) -> int:
-    """Run (or resume) an evaluation; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
+    """Run (or resume, or list) evaluations; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
     import db
     from mrag_core.workflows import evaluation_runs as er
 
+    if getattr(args, "list", False):
+        return list_runs(store, args.corpus)
     resume = getattr(args, "resume", None)
     if resume is None:
         if not args.corpus or not args.query_set:

@@ -299,7 +299,8 @@ class StoredIndex:
 
 
 def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
-    """Every embedding run of the corpus, newest first, with its state, size and use."""
+    """Every embedding run of the corpus, newest first, with its state (``current``, ``building`` (by a process
+    whose heartbeat is fresh), ``unfinished``, ``stale`` or ``superseded``), size and use."""
     runs = db.list_embedding_runs(store, corpus_id)
     used: dict[int, int] = {}
     for ev in db.list_eval_runs(store, corpus_id=corpus_id):
@@ -314,7 +315,7 @@ def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
         elif db.is_stale(store, run):
             state = "stale"
         else:
-            state = "current" if run.status == "done" else "unfinished"
+            state = "current" if run.status == "done" else "building" if run.live else "unfinished"
         newest.add(key)
         size = run.n_saved * (run.dim + run.n_heads * run.head_dim) * 4
         out.append(StoredIndex(run, state, size, used.get(run.id, 0)))

@@ -160,3 +160,52 @@ def test_cli_llm_strategies_without_endpoint(url: str, monkeypatch: pytest.Monke
     store = db.open_store(url)
     assert db.list_eval_runs(store) == []
     store.close()
+
+
+def test_cli_lists_runs_with_the_states_the_page_shows(url: str, capsys) -> None:
+    """--list: every stored run, newest first, with its state; a run another process works on names that
+    process, one whose process fell silent is interrupted (the --resume candidates)."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from db.models import EvalRun, utcnow
+
+    parser = _parser()
+    assert cmd_eval(parser.parse_args(["eval", "--list", "--database", url])) == 0
+    assert capsys.readouterr().out.strip() == "no evaluation run is stored"
+    assert cmd_eval(parser.parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                       "standard,mrag", "--c", "4", "--database", url])) == 0
+    capsys.readouterr()
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    (done,) = db.list_eval_runs(store)
+    qs = done.query_set_id
+    config = {"model": "minilm", "layer": 5, "strategies": ["standard"], "n_queries": 2}
+    elsewhere = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs, config=config,
+                                   owner="gpu-box pid 4242 #0badc0de")
+    silent = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs, config=config, owner="laptop pid 7 #ab")
+    with store.session() as session:
+        session.execute(update(EvalRun).where(EvalRun.id == silent.id)
+                        .values(heartbeat_at=utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)))
+    stopped = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs, config=config)
+    db.finish_eval_run(store, stopped.id, status="cancelled")
+    other = db.create_corpus(store, "Other")
+    store.close()
+
+    assert cmd_eval(parser.parse_args(["eval", "--list", "--corpus", "Mini", "--database", url])) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split() == ["run", "corpus", "query", "set", "model", "layer", "strategies", "results", "created",
+                                "(UTC)", "state"]
+    rows = [line.split(None, 10) for line in lines[1:]]
+    # columns: run, corpus, query set (2 words), model, layer, strategies, results, date, time, state
+    assert [(r[0], r[1], r[2] + " " + r[3], r[4], r[5], r[6], r[7], r[10]) for r in rows] == [
+        (f"#{stopped.id}", "Mini", "Set A", "minilm", "5", "standard", "0/2", "stopped"),
+        (f"#{silent.id}", "Mini", "Set A", "minilm", "5", "standard", "0/2", "interrupted"),
+        (f"#{elsewhere.id}", "Mini", "Set A", "minilm", "5", "standard", "0/2", "running elsewhere (gpu-box pid 4242)"),
+        (f"#{done.id}", "Mini", "Set A", "minilm", "5", "standard,mrag", "4/4", "done"),
+    ]
+    assert cmd_eval(parser.parse_args(["eval", "--list", "--corpus", "Other", "--database", url])) == 0
+    assert capsys.readouterr().out.strip() == f"corpus {other.name!r} has no evaluation run"
+    assert cmd_eval(parser.parse_args(["eval", "--list", "--corpus", "Nope", "--database", url])) == 2
+    assert capsys.readouterr().err.strip() == "error: unknown corpus 'Nope' (corpora: 'Mini', 'Other')"

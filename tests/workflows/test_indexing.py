@@ -323,12 +323,14 @@ def test_a_build_another_process_works_on_is_refused_until_it_falls_silent(store
     other = "gpu-box pid 4242 #0badc0de"
     db.claim_embedding_run(store, first.run.id, other)  # e.g. `python -m mrag_core index` on the GPU box
     assert run_state(store, db.get_embedding_run(store, first.run.id)) == "building"
+    assert [s.state for s in stored_indexes(store, corpus) if s.run.id == first.run.id] == ["building"]
     with pytest.raises(db.RunInProgressError, match=r"Index \d+ is running in another process \(gpu-box pid 4242;"):
         build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
     assert db.get_embedding_run(store, first.run.id).n_saved == 5  # nothing written by the refused build
 
     _silence(store, EmbeddingRun, first.run.id, db.LIVE_WINDOW_S + 1)  # that process died
     assert run_state(store, db.get_embedding_run(store, first.run.id)) == "partial"
+    assert [s.state for s in stored_indexes(store, corpus) if s.run.id == first.run.id] == ["unfinished"]
     second = build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
     assert second.status == "done" and second.resumed and second.run.id == first.run.id
     assert second.run.owner != other and not second.run.live
