@@ -13,12 +13,16 @@ so a rerun sends no request; their token cost is printed after the summary.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import re
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
 from mrag_core.llm_strategies import LLMOptions, TextBatch, cost_summary, families_for, is_llm_strategy
@@ -173,6 +177,41 @@ def llm_options_from(args: argparse.Namespace) -> LLMOptions:
     return LLMOptions(n_rewrites=getattr(args, "rewrites", d.n_rewrites),
                       n_answers=getattr(args, "intent_answers", d.n_answers),
                       hyde_with_query=getattr(args, "hyde_with_query", d.hyde_with_query))
+
+
+@contextlib.contextmanager
+def stop_on_ctrl_c(cancel: threading.Event) -> Iterator[None]:
+    """While the block runs, the first Ctrl+C sets ``cancel`` (resumable work then stops after its current batch,
+    keeping what it saved) and says so on stderr; a second one stops at once (``KeyboardInterrupt``). Python's
+    handler is put back afterwards. Outside the main thread (where signals cannot be caught) it does nothing."""
+
+    def on_interrupt(_signum: int, _frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
+        cancel.set()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def every_few_seconds(show: Callable[[str, int, int], None], seconds: float = 5.0) -> Callable[[str, int, int], None]:
+    """A progress callback ``(stage, done, total)`` that passes a stage's reports to ``show`` at most once every
+    ``seconds``, and always its first and last (``done == total``)."""
+    last: dict[str, float] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or stage not in last or now - last[stage] >= seconds:
+            last[stage] = now
+            show(stage, done, total)
+
+    return progress
 
 
 def text_table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> str:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from typing import Any
 
 from mrag_core.cli import (COST_HEADING, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
-                           named_corpus, positive_int, store_command, text_table)
+                           every_few_seconds, named_corpus, positive_int, stop_on_ctrl_c, store_command,
+                           text_table)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -140,22 +142,25 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     except (ModelLoadError, RuntimeError, ValueError) as exc:
         return fail(str(exc))
 
-    def progress(stage: str, done: int, total: int) -> None:
-        if done == total:
-            print(f"{stage}: {done}/{total}", file=sys.stderr)
-
+    progress = every_few_seconds(lambda stage, done, total: print(f"{stage}: {done}/{total}", file=sys.stderr,
+                                                                  flush=True))
+    cancel = threading.Event()
     try:
-        if resume is not None:
-            run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress)
-        else:
-            run_id = er.run_evaluation(
-                store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
-                strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
-                seed=args.seed, lm=lm, name=args.name, progress=progress, llm_options=llm_options_from(args))
+        with stop_on_ctrl_c(cancel):
+            if resume is not None:
+                run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress, cancel=cancel)
+            else:
+                run_id = er.run_evaluation(
+                    store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
+                    strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
+                    seed=args.seed, lm=lm, name=args.name, progress=progress, cancel=cancel,
+                    llm_options=llm_options_from(args))
     except er.EvaluationInputError as exc:
         return fail(str(exc))
     info = db.get_eval_run(store, run_id)
-    print(f"run {run_id}: {info.status}, {info.n_results} results")
+    print(f"run {run_id}: {er.status_label(info)}, {info.n_results} results")
+    if info.status == "cancelled":
+        print(f"eval --resume {run_id} continues it", file=sys.stderr)
     metrics = er.load_run_metrics(store, run_id)
     if len(metrics.per_query):
         print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))

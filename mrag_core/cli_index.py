@@ -12,13 +12,12 @@ the corpus' stored indexes instead. Bad input ends with one line ``error: ...`` 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 import time
 from typing import Any
 
-from mrag_core.cli import fail, named_corpus, positive_int, store_command, text_table
+from mrag_core.cli import fail, named_corpus, positive_int, stop_on_ctrl_c, store_command, text_table
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -86,21 +85,10 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
             left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
             print(f"documents: {done}/{total}{left}", file=sys.stderr, flush=True)
 
-    def on_interrupt(_signum: int, _frame: Any) -> None:
-        if cancel.is_set():
-            raise KeyboardInterrupt
-        print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
-        cancel.set()
-
-    previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() \
-        else None
-    try:
+    with stop_on_ctrl_c(cancel):
         result = indexing.build_embedding_run(
             store, corpus.id, lm, layer=layer, pooling=args.pooling, batch_size=args.batch_size,
             progress=progress, cancel=cancel, rebuild=args.rebuild)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
     run = result.run
     if result.status == "cancelled":
         print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run the same "

@@ -209,3 +209,56 @@ def test_cli_lists_runs_with_the_states_the_page_shows(url: str, capsys) -> None
     assert capsys.readouterr().out.strip() == f"corpus {other.name!r} has no evaluation run"
     assert cmd_eval(parser.parse_args(["eval", "--list", "--corpus", "Nope", "--database", url])) == 2
     assert capsys.readouterr().err.strip() == "error: unknown corpus 'Nope' (corpora: 'Mini', 'Other')"
+
+
+def test_ctrl_c_stops_after_the_batch_and_resume_finishes(url: str, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first Ctrl+C stops the run after its current batch (stored 'stopped', with what it saved) and says how
+    to continue; `eval --resume ID` scores only the rest. Before, Ctrl+C broke off mid-batch with 'interrupted'."""
+    import signal
+
+    from mrag_core.workflows import evaluation_runs as er
+
+    real = er.evaluate
+    calls: list[int] = []
+
+    def evaluate_then_interrupt(*a, **kw):
+        calls.append(1)
+        out = real(*a, **kw)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl+C while the first batch (standard) is scored
+        return out
+
+    monkeypatch.setattr(er, "evaluate", evaluate_then_interrupt)
+    before = signal.getsignal(signal.SIGINT)
+    parser = _parser()
+    assert cmd_eval(parser.parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                       "standard,mrag", "--c", "4", "--database", url])) == 1
+    captured = capsys.readouterr()
+    assert "stopping after the current batch (Ctrl+C again to stop now)" in captured.err
+    store = db.open_store(url)
+    (run,) = db.list_eval_runs(store)
+    assert (run.status, run.n_results) == ("cancelled", 2)  # standard's batch kept, mrag's never started
+    assert captured.out.splitlines()[0] == f"run {run.id}: stopped, 2 results"
+    assert captured.err.strip().splitlines()[-1] == f"eval --resume {run.id} continues it"
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
+    monkeypatch.setattr(er, "evaluate", real)
+    assert cmd_eval(parser.parse_args(["eval", "--resume", str(run.id), "--database", url])) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"run {run.id}: done, 4 results"
+    assert db.completed_queries(store, run.id, "mrag") == {q.id for q in db.list_queries(store, run.query_set_id)}
+    store.close()
+
+
+def test_progress_is_shown_every_few_seconds_and_at_the_end() -> None:
+    from mrag_core.cli import every_few_seconds
+
+    shown: list[tuple[str, int, int]] = []
+    progress = every_few_seconds(lambda *a: shown.append(a), seconds=3600)
+    for done in range(1, 6):
+        progress("evaluation", done, 5)
+    progress("documents", 1, 9)
+    assert shown == [("evaluation", 1, 5), ("evaluation", 5, 5), ("documents", 1, 9)]
+    every = every_few_seconds(lambda *a: shown.append(a), seconds=0)
+    shown.clear()
+    for done in range(1, 4):
+        every("queries", done, 9)
+    assert shown == [("queries", 1, 9), ("queries", 2, 9), ("queries", 3, 9)]
