@@ -14,7 +14,7 @@ from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compa
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
-from ui.state import finished_runs_or_stop, index_bundle, index_labeler, open_corpus_page, run_model_or_stop
+from ui.state import finished_runs_or_stop, index_bundle, index_picker, open_corpus_page, run_model_or_stop
 
 K_MAX = 20
 
@@ -32,10 +32,7 @@ def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm,
 
 store, corpus = open_corpus_page()
 runs = finished_runs_or_stop(store, corpus)
-run_ids = [r.id for r in runs]
-wanted = st.session_state.get("run_id")
-run = st.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
-                   format_func=index_labeler(store, runs), key="reader_run")
+run = index_picker(store, runs, key="reader_run")
 lm = run_model_or_stop(store, run)
 bundle = index_bundle(store, run)
 

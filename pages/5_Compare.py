@@ -47,8 +47,8 @@ from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain, plotly_text
-from ui.state import (KEEP, choose_number, default_mark, finished_runs_or_stop, get_store, index_bundle, index_labeler,
-                      keep_choice, kept_number, preselect_choice, llm_config, open_corpus_page, run_model_or_stop)
+from ui.state import (KEEP, choose_number, finished_runs_or_stop, get_store, index_bundle, index_picker, kept_number,
+                      llm_config, open_corpus_page, run_model_or_stop)
 
 page_setup(__file__, "🧭")
 st.title("Compare")
@@ -97,24 +97,6 @@ def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
     else:
         settings = None
     return (qs_info.id, q.id), settings
-
-
-def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], container: Any,
-                 drilled: DrillDown | None) -> db.EmbeddingRunInfo:
-    """The index select box: kept for the session; it moves to the index the Index page (or a drill-down) last
-    named in ``run_id`` when that changes, and to the drill-down's run's own index."""
-    by_id = {r.id: r for r in runs}
-    shared = ss.get("run_id")
-    target = None
-    if ss.get(default_mark("compare_run")) != shared:
-        ss[default_mark("compare_run")] = shared
-        target = by_id.get(shared)
-    if drilled is not None and drilled.embedding_run_id in by_id:
-        target = by_id[drilled.embedding_run_id]
-    if target is not None:
-        preselect_choice("compare_run", db.identity_key(target))
-    return keep_choice("Index (embedding run)", runs, key="compare_run", ident=db.identity_key,
-                       format_func=index_labeler(store, runs), container=container, **KEEP)
 
 
 def expansion_label(fam: str, outcome) -> str:  # noqa: ANN001 - ExpansionOutcome
@@ -191,7 +173,8 @@ store, corpus = open_corpus_page()
 
 runs = finished_runs_or_stop(store, corpus)
 c1, c2 = st.columns([3, 1])
-run = index_picker(store, runs, c1, drilled)
+run = index_picker(store, runs, key="compare_run", container=c1,
+                   target_id=drilled.embedding_run_id if drilled is not None else None)
 backend_default = ss.get("run_backend", "torch")
 backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend",
                        **KEEP)

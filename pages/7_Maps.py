@@ -24,7 +24,7 @@ from mrag_core.workflows.indexing import IndexBundle, model_for_run
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
-from ui.state import (KEEP, finished_runs_or_stop, follow_default, get_model, index_bundle, index_labeler,
+from ui.state import (KEEP, finished_runs_or_stop, follow_default, get_model, index_bundle, index_picker,
                       open_corpus_page, stale_index_warning)
 
 page_setup(__file__, "🧭")
@@ -99,11 +99,8 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
 
 store, corpus = open_corpus_page()
 runs = finished_runs_or_stop(store, corpus)
-run_ids = [r.id for r in runs]
-wanted = st.session_state.get("run_id")
 c1, c2, c3 = st.columns([3, 1, 1])
-run = c1.selectbox("Index (embedding run)", runs, index=run_ids.index(wanted) if wanted in run_ids else 0,
-                   key="maps_run", format_func=index_labeler(store, runs))
+run = index_picker(store, runs, key="maps_run", container=c1)
 method = c2.selectbox("Method", METHODS, key="maps_method", **KEEP,
                       format_func={"pca": "PCA (fast)", "umap": "UMAP (slow first time)"}.get)
 seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed", **KEEP))

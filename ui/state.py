@@ -260,6 +260,33 @@ def index_labeler(store: db.Store, runs: list[db.EmbeddingRunInfo]) -> Callable[
     return lambda run: index_label(run, run.id in stale)
 
 
+def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], *, key: str, container: Any = None,
+                 target_id: int | None = None) -> db.EmbeddingRunInfo:
+    """The "Index (embedding run)" box of Compare, Maps and Reader (``runs``: the corpus' finished indexes).
+
+    Kept for the session by the index's identity (:func:`keep_choice`); it moves to the index the Index page
+    last showed (``run_id``) when that changes, and to ``target_id`` when given (a drill-down's index). With
+    neither, it opens on :func:`~mrag_core.workflows.indexing.preferred_index` (the deepest layer of the newest
+    model's current indexes), not on whichever index was built last."""
+    from mrag_core.workflows.indexing import preferred_index
+
+    by_id = {r.id: r for r in runs}
+    shared = st.session_state.get("run_id")
+    target = None
+    if st.session_state.get(default_mark(key)) != shared:
+        st.session_state[default_mark(key)] = shared
+        target = by_id.get(shared)
+    if target_id in by_id:
+        target = by_id[target_id]
+    if target is not None:
+        preselect_choice(key, db.identity_key(target))
+    stale = {r.id for r in runs if db.is_stale(store, r)}
+    default = preferred_index(runs, stale)
+    return keep_choice("Index (embedding run)", runs, key=key, ident=db.identity_key,
+                       format_func=lambda run: index_label(run, run.id in stale), container=container,
+                       index=runs.index(default), **KEEP)
+
+
 LOCAL_MODEL = "Local folder…"  # the Index page's model choice for a folder path
 
 

@@ -104,6 +104,20 @@ def run_state(store: db.Store, run: db.EmbeddingRunInfo | None) -> str:
     return "building" if run.live else "partial"
 
 
+def preferred_index(runs: list[db.EmbeddingRunInfo], stale: set[int]) -> db.EmbeddingRunInfo:
+    """The index a page opens on when the user has named none: among the current indexes (all, when every one is
+    stale), those of the newest one's model, pooling and precision; of these the deepest layer (MRAG's default
+    is the last layer), the newest on a tie. After a layer sweep (which builds layers in the order asked) that is
+    the last layer's index, not whichever layer the sweep built last. ``runs`` must not be empty."""
+    if not runs:
+        raise ValueError("no index to choose from")
+    pool = [r for r in runs if r.id not in stale] or list(runs)
+    newest = max(pool, key=lambda r: r.id)
+    same = [r for r in pool if (r.model_name, r.pooling, r.precision) == (newest.model_name, newest.pooling,
+                                                                          newest.precision)]
+    return max(same, key=lambda r: (r.layer, r.id))
+
+
 def _doc_texts(store: db.Store, ids: list[int]) -> dict[int, tuple[str, str]]:
     """``{document id: (text, content hash)}``."""
     out: dict[int, tuple[str, str]] = {}

@@ -176,6 +176,23 @@ def test_index_page_follows_a_build_another_process_runs(built):
         store.close()
 
 
+def test_maps_and_reader_open_on_the_last_layer_and_keep_the_chosen_index(built):
+    """Layer 2's index was built after layer 5's: a new session's Maps and Reader open on layer 5 (MRAG's default
+    layer), not on the newest index; an index chosen there stays chosen after a visit to another page."""
+    at = ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    for page_file, key in (("pages/7_Maps.py", "maps_run"), ("pages/10_Reader.py", "reader_run")):
+        ok(at.switch_page(page_file).run())
+        box = at.selectbox(key=key)
+        layers = [o.split(" · ")[2] for o in box.options]
+        assert layers[:2] == ["layer 2", "layer 5"]  # newest first
+        assert box.value.layer == 5
+        ok(box.select_index(0).run())
+        assert at.selectbox(key=key).value.layer == 2
+        ok(at.switch_page("pages/6_Attention.py").run())
+        ok(at.switch_page(page_file).run())
+        assert at.selectbox(key=key).value.layer == 2, page_file
+
+
 def test_compare_page_side_by_side_with_evidence(built):
     at = ok(page("5_Compare.py").run())
     at.selectbox(key="compare_run").select_index(len(at.selectbox(key="compare_run").options) - 1).run()

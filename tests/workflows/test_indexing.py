@@ -334,3 +334,29 @@ def test_a_build_another_process_works_on_is_refused_until_it_falls_silent(store
     second = build_embedding_run(store, corpus, lm, layer=0, batch_size=5)
     assert second.status == "done" and second.resumed and second.run.id == first.run.id
     assert second.run.owner != other and not second.run.live
+
+
+def _run(run_id: int, layer: int, model: str = "minilm", pooling: str = "mean", precision: str = "float32"):
+    from datetime import datetime, timezone
+
+    return db.EmbeddingRunInfo(id=run_id, corpus_id=1, corpus_version=1, model_name=model, model_path="", layer=layer,
+                               pooling=pooling, precision=precision, n_docs=3, n_heads=2, head_dim=4, dim=8,
+                               status="done", timings={}, importance=None, error="",
+                               created_at=datetime(2026, 1, 1, tzinfo=timezone.utc), finished_at=None, n_saved=3)
+
+
+def test_preferred_index_by_hand():
+    from mrag_core.workflows.indexing import preferred_index
+
+    sweep = [_run(3, 3), _run(2, 0), _run(1, 5)]  # newest first, as the pages list them: a sweep asked 5, 0, 3
+    assert preferred_index(sweep, set()).id == 1  # the last layer, though layer 3 was built last
+    assert preferred_index(sweep, {1}).id == 3  # layer 5's index is stale: the deepest current one
+    assert preferred_index(sweep, {1, 2, 3}).id == 1  # all stale: chosen among all
+    assert preferred_index([_run(5, 5), _run(4, 5)], set()).id == 5  # same layer: the newest
+    mixed = [_run(9, 12, model="smollm2", pooling="last"), _run(8, 29, model="smollm2", pooling="last"),
+             _run(7, 5)]
+    assert preferred_index(mixed, set()).id == 8  # the newest index's model, its deepest layer
+    assert preferred_index([_run(2, 1, pooling="first"), _run(1, 5)], set()).id == 2  # newest pooling wins
+    assert preferred_index([_run(2, 1, precision="float16"), _run(1, 5)], set()).id == 2
+    with pytest.raises(ValueError, match="no index"):
+        preferred_index([], set())
