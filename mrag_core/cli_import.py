@@ -100,8 +100,9 @@ def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
 
     try:
         columns = sniff_columns(data, fmt, name)
-    except IngestError as exc:
-        raise CLIError(f"cannot read {name}: {exc}") from None
+    except IngestError as exc:  # its message starts with the file name already
+        message = str(exc)
+        raise CLIError(f"cannot read {name}: {message.removeprefix(f'{name}: ')}") from None
     for option, col in (("--text-column", args.text_column), ("--title-column", args.title_column),
                         ("--label-column", args.label_column)):
         if col is not None and col not in columns:

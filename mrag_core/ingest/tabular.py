@@ -7,9 +7,11 @@ row into an :class:`~mrag_core.ingest.records.ImportRecord` or a located
 
 Accepted shapes: JSON is a list of objects or ``{"documents": [...]}`` (also ``"records"``,
 ``"data"``, ``"articles"``, ``"items"``); JSONL is one object per line; CSV has a header row and
-its delimiter (``,`` ``;`` tab ``|``) is sniffed. bz2/gzip-compressed uploads are decompressed
-transparently (the authors' ``wikipedia_articles_v1.json.bz2`` reads as JSON). Locations are
-``"row N"`` (JSON, CSV, Parquet; 1-based data rows) or ``"line N"`` (JSONL).
+its delimiter (``,`` ``;`` tab ``|``) is sniffed; a quoted field that is never closed refuses the
+file, naming the line where it starts (read leniently, it would take in the rest of the file as
+one value). bz2/gzip-compressed uploads are decompressed transparently (the authors'
+``wikipedia_articles_v1.json.bz2`` reads as JSON). Locations are ``"row N"`` (JSON, CSV,
+Parquet; 1-based data rows) or ``"line N"`` (JSONL).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import gzip
 import io
 import json
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal
@@ -193,6 +196,71 @@ def _jsonl_rows(text: str, name: str) -> _Rows:
     return out
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_UNCLOSED = 'a quoted field is never closed (a " without its closing ")'
+
+
+def _counted_lines(text: str, read: list[int]) -> Iterator[str]:
+    """The lines of ``text`` as :class:`csv.reader` reads them (a line break of any kind ends one); ``read[0]`` is
+    kept at the number of characters handed out, where the reader's next record starts in ``text``."""
+    offset = 0
+    for line in io.StringIO(text, newline=""):
+        offset += len(line)
+        read[0] = offset
+        yield line
+
+
+_QUOTED = re.compile(r'"[^"]*+(?:""[^"]*+)*+"')  # a quoted value up to its closing quote ("" inside)
+
+
+def _unclosed_quote(raw: str, delimiter: str) -> tuple[int, int | None] | None:
+    """The quote that opens a value of the CSV record ``raw`` (its text as :class:`csv.reader` read it, quotes
+    doubled inside quoted values) and is never properly closed: ``(its offset, None)`` when the value runs to
+    the end of ``raw``, ``(its offset, offset of the quote taken as its closing one)`` when the value spans
+    lines and that quote is followed by more text rather than a delimiter or the end of the line (a stray quote
+    that swallowed the lines up to the next quote, which the lenient reader took as the closing one). None when
+    every quoted value closes. Follows the reader: a quote opens a value only as its first character, and is
+    plain text anywhere else in an unquoted value."""
+    value_end = re.compile(f"[{re.escape(delimiter)}\r\n]")
+
+    def end_of_value(i: int) -> int:
+        m = value_end.search(raw, i)
+        return m.start() if m else len(raw)
+
+    i, n = 0, len(raw)
+    while i < n:
+        if raw[i] == '"':
+            quoted = _QUOTED.match(raw, i)
+            if quoted is None:
+                return i, None
+            closing = quoted.end() - 1
+            after, i = closing + 1, end_of_value(closing + 1)
+            if raw[after:i].strip() and _LINE_BREAK.search(raw, quoted.start(), closing):
+                return quoted.start(), closing
+        else:
+            i = end_of_value(i)
+        if i >= n or raw[i] != delimiter:
+            return None  # the end of the record
+        i += 1
+    return None
+
+
+def _check_quotes(raw: str, first_line: int, delimiter: str, name: str) -> None:
+    """Raise :class:`IngestError` naming the line where a quoted field of the record ``raw`` (read from line
+    ``first_line`` on) starts when it is never closed (see :func:`_unclosed_quote`)."""
+    found = _unclosed_quote(raw, delimiter)
+    if found is None:
+        return
+    opening, closing = found
+
+    def line_of(offset: int) -> int:
+        return first_line + sum(1 for _ in _LINE_BREAK.finditer(raw, 0, offset))
+
+    what = "the rest of the file would be read as one value" if closing is None else \
+        f'the text from there to the " on line {line_of(closing)} would be read as one value'
+    raise IngestError(f"{name}: line {line_of(opening)}: {_UNCLOSED}: {what}")
+
+
 def _csv_rows(text: str, name: str) -> _Rows:
     if not text.strip():
         raise IngestError(f"{name}: the file is empty")
@@ -207,24 +275,33 @@ def _csv_rows(text: str, name: str) -> _Rows:
     except csv.Error:
         if "\t" in first_line and "," not in first_line:
             delimiter = "\t"
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    read = [0]  # characters the reader has read
+    reader = csv.reader(_counted_lines(text, read), delimiter=delimiter)
+    # The reader is lenient: a quote never closed swallows every line after it into one value, and a stray one
+    # the lines up to the next quote. Each record read from several lines, and the last one, are checked.
     try:
         header = next(reader)
     except csv.Error as exc:
         raise IngestError(f"{name}: cannot read the CSV header: {exc}") from exc
     except StopIteration:
         raise IngestError(f"{name}: the file is empty") from None
+    last_start, last_line = 0, 1  # where the last record read starts (offset in text, line)
+    if reader.line_num > 1:
+        _check_quotes(text[:read[0]], 1, delimiter, name)
     columns, issues = _unique_columns(header, name)
     out = _Rows(columns=columns, issues=issues)
     n = 0
     while True:
-        start_line = reader.line_num + 1
+        start_line, start = reader.line_num + 1, read[0]
         try:
             values = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
             raise IngestError(f"{name}: CSV error at line {start_line}: {exc}") from exc
+        last_start, last_line = start, start_line
+        if reader.line_num > start_line:
+            _check_quotes(text[start:read[0]], start_line, delimiter, name)
         if not values or all(not v.strip() for v in values):
             continue
         n += 1
@@ -235,6 +312,7 @@ def _csv_rows(text: str, name: str) -> _Rows:
                                  f"columns (line {start_line}); extra values ignored", "warning")
             )
         out.rows.append((loc, dict(zip(columns, values))))
+    _check_quotes(text[last_start:], last_line, delimiter, name)
     return out
 
 
@@ -349,9 +427,9 @@ def read_table(
 ) -> ImportPreview:
     """Read every row of a table upload into a preview; never raises for bad content.
 
-    File-level problems (unreadable file, mapped column absent: the message lists the
-    available columns) give one error located at ``source_name`` and no records. Row-level
-    problems (empty or non-string text, malformed JSONL line, document over
+    File-level problems (unreadable file, a CSV quote never closed, mapped column absent: the
+    message lists the available columns) give one error located at ``source_name`` and no
+    records. Row-level problems (empty or non-string text, malformed JSONL line, document over
     ``max_doc_bytes``) give an error for that row, which is skipped. Missing titles fall back
     to the start of the text (a warning when a title column was mapped); empty labels become
     ``None``. Records' ``source`` is ``"<source_name> <location>"``.
