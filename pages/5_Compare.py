@@ -94,6 +94,7 @@ def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
             ss["compare_strategies"] = list(settings.strategies)
         if settings.embedding_run_id is not None:
             ss["run_id"] = settings.embedding_run_id
+        ss["compare_seed"] = int(settings.seed)  # the run's head importance
     else:
         settings = None
     return (qs_info.id, q.id), settings
@@ -172,22 +173,25 @@ drilldown, drilled = consume_drilldown()
 store, corpus = open_corpus_page()
 
 runs = finished_runs_or_stop(store, corpus)
-c1, c2 = st.columns([3, 1])
+c1, c2, c3 = st.columns([3, 1, 1])
 run = index_picker(store, runs, key="compare_run", container=c1,
                    target_id=drilled.embedding_run_id if drilled is not None else None)
 backend_default = ss.get("run_backend", "torch")
 backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend",
                        **KEEP)
+seed = int(c3.number_input("Importance seed", 0, 1_000_000, 0, key="compare_seed", **KEEP,
+                           help="Which sampled document pairs give the head importance s_i (mean norm x mean cosine "
+                                "distance). 0: the importance stored with the index; another seed samples the pairs "
+                                "again, as an evaluation run with that seed does."))
 if drilled is not None:
     if drilled.embedding_run_id is None or drilled.embedding_run_id != run.id:
         st.warning(f"The index evaluation run #{drilled.run_id} searched no longer exists: this index's numbers "
                    "can differ from the run's.")
     st.caption(f"Opened from evaluation run #{drilled.run_id}: its index, exact search, {drilled.variant} voting, "
-               f"c = {drilled.c}, k = {drilled.k if drilled.k else 'the number of aspects'}."
-               + (f" The run sampled the head importance with seed {drilled.seed}; Compare uses the importance stored "
-                  "with the index (seed 0), so MRAG's numbers can differ." if drilled.seed else ""))
+               f"c = {drilled.c}, k = {drilled.k if drilled.k else 'the number of aspects'}, importance seed "
+               f"{drilled.seed}.")
 lm = run_model_or_stop(store, run)
-bundle = index_bundle(store, run, backend)
+bundle = index_bundle(store, run, backend, seed)
 index = bundle.index
 if calibrated := index.calibration_lines():
     st.caption("HNSW efSearch, the smallest reaching the recall target against exact search, per view and, for "

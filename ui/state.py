@@ -337,12 +337,14 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
 
 
 @st.cache_resource(show_spinner="Loading the index…", max_entries=4)
-def _run_index(run_id: int, identity: str, backend: str) -> tuple[list[int], Any]:
+def _run_index(run_id: int, identity: str, backend: str, seed: int = 0) -> tuple[list[int], Any]:
     """A finished run's ``(document ids, CorpusIndex)``: its vectors never change, so it is kept; ``identity``
-    (:func:`db.identity_key`) is in the key because SQLite gives a deleted run's id to the next one."""
+    (:func:`db.identity_key`) is in the key because SQLite gives a deleted run's id to the next one. ``seed`` 0:
+    the head importance stored with the run; another: its pairs sampled again with that seed (as an evaluation run
+    with that seed does)."""
     from mrag_core.workflows.indexing import load_run_index
 
-    return load_run_index(get_store(), run_id, backend)
+    return load_run_index(get_store(), run_id, backend, seed)
 
 
 @st.cache_resource(max_entries=8)
@@ -355,14 +357,15 @@ def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tupl
     return document_facts(get_store(), _run_index(run_id, identity, backend)[0])
 
 
-def index_bundle(store: db.Store, run: db.EmbeddingRunInfo, backend: str = "torch") -> Any:
+def index_bundle(store: db.Store, run: db.EmbeddingRunInfo, backend: str = "torch", seed: int = 0) -> Any:
     """The :class:`~mrag_core.workflows.indexing.IndexBundle` of a finished run for Compare, Reader and Maps:
-    the search index cached per run and backend, the documents' labels and titles as they are now."""
+    the search index cached per run, backend and head-importance ``seed`` (0: the importance stored with the
+    run), the documents' labels and titles as they are now."""
     from mrag_core.workflows.indexing import IndexBundle
 
     identity = db.identity_key(run)
     corpus = db.get_corpus(store, run.corpus_id)
-    ids, index = _run_index(run.id, identity, backend)
+    ids, index = _run_index(run.id, identity, backend, int(seed))
     labels, titles = _document_facts(run.id, identity, backend,
                                      (corpus.version, corpus.labels_version, corpus.updated_at.isoformat()))
     return IndexBundle(index, ids, labels, titles)

@@ -1148,8 +1148,8 @@ def fused_depth_note(strategies: Sequence[str]) -> str | None:
 class DrillDown:
     """What the Compare page needs to show one query of a run as the run scored it: the index the run searched
     (``embedding_run_id``, None when it no longer exists), the voting variant, c, k (None: the query's number of
-    aspects, as the run's k = aspects), Compare's strategies for the chosen items, and the run's seed (Compare
-    uses the importance stored with the index, which is seed 0's)."""
+    aspects, as the run's k = aspects), Compare's strategies for the chosen items, and the run's seed (the head
+    importance: 0 is the one stored with the index; Compare samples another seed's pairs as the run did)."""
 
     run_id: int
     query_id: int

@@ -516,12 +516,38 @@ def test_compare_page_opens_a_drilldown_on_the_runs_index_and_settings(built):
     assert (at.number_input(key="compare_c").value, at.number_input(key="compare_k").value) == (16, 4)
     assert at.multiselect(key="compare_strategies").value == ["standard", "mrag"]
     assert at.selectbox(key="compare_query").value.id == target.id
-    assert any(c.startswith("Opened from evaluation run #7: its index, exact search, decay voting, c = 16, k = 4.")
-               and "seed 3" in c for c in texts(at.caption))
+    assert "Opened from evaluation run #7: its index, exact search, decay voting, c = 16, k = 4, importance seed 3." \
+        in texts(at.caption)
+    assert at.number_input(key="compare_seed").value == 3  # the run's head importance, not the stored seed 0
     lists = [d.value for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
     assert len(lists) == 2 and all(len(f) == 4 for f in lists)
     ok(at.number_input(key="compare_k").set_value(2).run())  # read once: the user's choices rule afterwards
     assert at.selectbox(key="compare_run").value.id == older.id and at.number_input(key="compare_k").value == 2
+
+
+def test_compare_importance_seed_samples_the_head_importance_again(built):
+    """Compare's Importance seed: 0 searches with the importance stored with the index; another seed with s_i of
+    pairs sampled again with that seed, what an evaluation run with that seed uses."""
+    import numpy as np
+
+    import db
+    from mrag_core.importance import head_importance
+    from mrag_core.workflows.indexing import load_run_embeddings
+    from ui.state import index_bundle
+
+    store = db.open_store()
+    run = next(r for r in db.list_embedding_runs(store, db.list_corpora(store)[0].id, status="done") if r.layer == 5)
+    _, emb = load_run_embeddings(store, run.id)
+    stored = np.asarray(run.importance["score"])
+    np.testing.assert_allclose(index_bundle(store, run, "torch").index.head_importance.score, stored)
+    seeded = index_bundle(store, run, "torch", seed=5).index.head_importance.score
+    np.testing.assert_allclose(seeded, head_importance(emb.heads, pairs_per_doc=16, seed=5).score)
+    assert not np.allclose(seeded, stored)
+    store.close()
+    at = ok(page("5_Compare.py").run())
+    assert at.number_input(key="compare_seed").value == 0
+    ok(at.number_input(key="compare_seed").set_value(5).run())  # the page searches with that index
+    assert at.number_input(key="compare_seed").value == 5
 
 
 def test_compare_page_keeps_its_index_until_the_index_page_names_another(built):
