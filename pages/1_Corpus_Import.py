@@ -63,6 +63,15 @@ def _follow_source_name(default: str) -> None:
     st.session_state[mark] = default
 
 
+def _taken_name(name: str) -> str | None:
+    """The name of the stored corpus that a new corpus called ``name`` would clash with (the store strips names
+    and compares them exactly), or None."""
+    try:
+        return db.get_corpus_by_name(store, name).name if name.strip() else None
+    except db.NotFoundError:
+        return None
+
+
 def _column_mapping(name: str, data: bytes, table_format: str | None
                     ) -> tuple[tuple[str, str | None, str | None] | None, str | None]:
     """Draw the column mapping of the table ``name``; ``(mapping, None)``, or ``(None, why)`` when the table
@@ -93,8 +102,9 @@ def _column_mapping(name: str, data: bytes, table_format: str | None
 def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder: str,
                         mapping: tuple[str, str | None, str | None] | None, table_format: str | None,
                         label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
-                        existing: db.CorpusInfo | None, new_name: str) -> None:
-    """Section 3: the preview of what would be imported with these options, and the import button."""
+                        existing: db.CorpusInfo | None, new_name: str, name_taken: bool) -> None:
+    """Section 3: the preview of what would be imported with these options, and the import button (disabled
+    while the new corpus' name is ``name_taken``)."""
     try:
         if topic_folder:
             read = _read_folder(topic_folder, cw.source_signature(topic_folder))
@@ -108,7 +118,8 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
     show_preview(preview)
 
     n = len(preview.records)
-    if not st.button(f"Import {n} document{'s' if n != 1 else ''}", type="primary", disabled=n == 0, key="imp_go"):
+    if not st.button(f"Import {n} document{'s' if n != 1 else ''}", type="primary", disabled=n == 0 or name_taken,
+                     key="imp_go"):
         return
     try:
         with st.spinner("Importing..."):
@@ -192,11 +203,17 @@ deduplicate = o2.checkbox("Skip duplicate texts (within the upload and already i
 target = o2.radio("Import into", ["A new corpus", "An existing corpus"], key="imp_target", horizontal=True)
 existing: db.CorpusInfo | None = None
 new_name = ""
+name_taken = False
 target_ready = True
 if target == "A new corpus":
     source_name = files[0][0] if files else topic_folder.rstrip("/\\")
     _follow_source_name(PurePath(source_name).name.split(".")[0] or "New corpus")
     new_name = o2.text_input("Name of the new corpus", key="imp_new_name", max_chars=200)
+    taken = _taken_name(new_name)  # said at once, not only when Import is clicked
+    if taken is not None:
+        name_taken = True
+        o2.error(f"A corpus called '{md_plain(taken)}' exists: choose it as the target ('An existing corpus') to "
+                 "add to it, or pick another name.")
 else:
     corpora = db.list_corpora(store)
     if corpora:
@@ -212,4 +229,4 @@ if has_source and unreadable is None:
     st.subheader("3. Preview")
     if target_ready:
         _preview_and_import(kind, files, topic_folder, mapping, table_format, label_from_folder, chunking,
-                            deduplicate, existing, new_name)
+                            deduplicate, existing, new_name, name_taken)

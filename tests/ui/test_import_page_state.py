@@ -267,4 +267,6 @@ def test_messages_with_user_data_are_escaped() -> None:
     at.number_input(key="imp_chunk_overlap").set_value(150).run()
     _no_exceptions(at)
     assert [e.value for e in at.error] == [
+        f"A corpus called '{md_plain(name)}' exists: choose it as the target ('An existing corpus') to add to it, "
+        "or pick another name.",  # the name just imported into, under its field
         "No preview: " + md_plain("The overlap must be between 0 and the chunk size minus one (99).")]
