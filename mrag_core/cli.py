@@ -150,11 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_eval_parser(sub)
+    from mrag_core.cli_annotate import add_annotate_parser
     from mrag_core.cli_corpora import add_corpora_parser
     from mrag_core.cli_import import add_import_parsers
     from mrag_core.cli_index import add_index_parser
 
     add_import_parsers(sub)
+    add_annotate_parser(sub)
     add_index_parser(sub)
     add_corpora_parser(sub)
     return p
@@ -381,6 +383,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mrag_core.cli_index import cmd_index
 
             return cmd_index(args)
+        if args.command == "annotate":
+            from mrag_core.cli_annotate import cmd_annotate
+
+            return cmd_annotate(args)
         if args.command == "corpora":
             from mrag_core.cli_corpora import cmd_corpora
 

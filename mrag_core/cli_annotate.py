@@ -1,0 +1,118 @@
+"""``python -m mrag_core annotate``: pre-annotate a stored corpus headless, as the Annotate & Review page does.
+
+Every document that has no suggestion from the annotator yet gets one (a failed one is asked again), a batch at a
+time, each batch stored in its own transaction: a run that is stopped (Ctrl+C: after the current batch) or fails
+is resumed by the same command. The annotator is the configured OpenAI-compatible LLM (``MRAG_LLM_*``, as
+elsewhere; answers cached in the store) or, offline, MiniLM zero-shot similarity to each category's name and
+description (``--annotator``; ``auto``: the LLM when one is configured). Suggestions are proposals: reviewers
+accept them on the Annotate & Review page. Bad input ends with one line ``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any
+
+from mrag_core.cli import CLIError, every_few_seconds, fail, named_corpus, positive_int, stop_on_ctrl_c, store_command
+from mrag_core.wording import counted
+
+ZERO_SHOT_MODEL = "minilm"
+ANNOTATORS = ("auto", "llm", "zero-shot")
+
+
+def add_annotate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``annotate`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
+    a = subparsers.add_parser("annotate", help="suggest a category for each document of a stored corpus "
+                                               "(LLM or offline zero-shot); resumable")
+    a.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    a.add_argument("--annotator", choices=ANNOTATORS, default="auto",
+                   help="llm: the endpoint of MRAG_LLM_*; zero-shot: offline MiniLM similarity to each category; "
+                        "auto (default): the LLM when one is configured")
+    a.add_argument("--undecided-only", action="store_true",
+                   help="only documents without a label decision (not those imported with a label)")
+    a.add_argument("--batch-size", type=positive_int, default=32, help="documents stored per transaction (32)")
+    a.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    a.add_argument("--threads", type=int, default=None, help="torch CPU threads (zero-shot)")
+    return a
+
+
+def _llm_config(required: bool) -> Any:
+    """The environment's LLM endpoint; ``None`` when none is configured and it is not ``required``."""
+    from mrag_core.llm.config import LLMConfig, LLMConfigError
+
+    try:
+        cfg = LLMConfig.from_env()
+    except LLMConfigError as exc:
+        raise CLIError(f"the LLM endpoint settings are unusable: {exc}") from exc
+    if cfg is None and required:
+        raise CLIError("--annotator llm needs an OpenAI-compatible LLM endpoint, and none is configured: set "
+                       "MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
+    return cfg
+
+
+def make_annotator(kind: str, store: Any, threads: int | None) -> Any:
+    """The annotator ``--annotator kind`` names (``auto`` resolved), and says on stderr which it is."""
+    from mrag_core.workflows import annotation as aw
+
+    cfg = _llm_config(required=kind == "llm") if kind in ("auto", "llm") else None
+    if cfg is not None:
+        from mrag_core.llm.client import LLMClient
+        from mrag_core.workflows.llm_cache import StoreLLMCache
+
+        print(f"annotator: LLM, {cfg.describe()}", file=sys.stderr)
+        return aw.LLMAnnotator(LLMClient(cfg), cache=StoreLLMCache(store))
+    from mrag_core.device import configure_threads
+    from mrag_core.extraction import embed_texts
+    from mrag_core.models.loader import ModelLoadError, load_model
+
+    configure_threads(threads)
+    try:
+        lm = load_model(ZERO_SHOT_MODEL)
+    except (ModelLoadError, RuntimeError, ValueError) as exc:
+        raise CLIError(str(exc)) from exc
+    print(f"annotator: offline zero-shot ({ZERO_SHOT_MODEL} similarity to each category's name and description)"
+          + ("; no LLM endpoint is configured" if kind == "auto" else ""), file=sys.stderr)
+    return aw.ZeroShotAnnotator(lambda texts: embed_texts(lm, texts).standard, ZERO_SHOT_MODEL)
+
+
+@store_command
+def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
+    """Pre-annotate a corpus; returns the exit status (0 done, 1 stopped, 2 bad input)."""
+    import db
+    from mrag_core.workflows import annotation as aw
+
+    corpus = named_corpus(store, args.corpus)
+    if not db.list_categories(store, corpus.id):
+        return fail(f"corpus {corpus.name!r} has no categories: import documents with labels, or add categories "
+                    "on the Annotate & Review page first")
+    if corpus.n_documents == 0:
+        return fail(f"corpus {corpus.name!r} has no documents")
+    annotator = make_annotator(args.annotator, store, args.threads)
+    progress = every_few_seconds(lambda stage, done, total: print(f"{stage}: {done}/{total}", file=sys.stderr,
+                                                                  flush=True))
+    cancel = threading.Event()
+    try:
+        with stop_on_ctrl_c(cancel):
+            summary = aw.preannotate(store, corpus.id, annotator, batch_size=args.batch_size,
+                                     progress=lambda done, total: progress("documents", done, total),
+                                     cancel=cancel, undecided_only=args.undecided_only)
+    except ValueError as exc:  # the corpus' categories cannot be offered (e.g. two differing only in case)
+        return fail(str(exc))
+    who = f"{summary.agent} ({summary.model_version})"
+    if summary.todo == 0:
+        which = "every document without a label decision" if args.undecided_only else "every document"
+        print(f"{corpus.name}: {which} already has a suggestion from {who}; nothing to do")
+        return 0
+    print(f"{corpus.name}: {counted(summary.ok, 'suggestion')} stored, {summary.failed} failed, by {who}; "
+          f"{summary.already_done} already had one")
+    for error in summary.errors:
+        print(f"failed: {error}", file=sys.stderr)
+    if summary.cancelled:
+        print(f"stopped with {counted(summary.remaining, 'document')} left; run the same command again to resume",
+              file=sys.stderr)
+        return 1
+    if summary.failed:
+        print("the same command asks again for the failed ones", file=sys.stderr)
+    return 0
