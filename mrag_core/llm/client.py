@@ -5,11 +5,22 @@ llama.cpp, Ollama, ...). The ``openai`` client is built with ``max_retries=0``;
 retries are ours so they are predictable and testable:
 
 * retryable: HTTP 408, 409, 429, any 5xx, timeouts and connection errors;
+  a timeout is retried once only (a server that kept a request past the
+  timeout twice is hanging: more attempts would multiply the wait);
 * the wait before retry ``n`` (0-based) is the server's ``Retry-After`` /
-  ``retry-after-ms`` when present (capped at ``retry_after_cap_s``), otherwise
+  ``retry-after-ms`` when present, otherwise
   ``min(backoff_max_s, backoff_base_s * 2**n) * U(0.5, 1.0)`` ("equal jitter");
+  a ``Retry-After`` longer than ``retry_after_cap_s`` is not waited for: the
+  call fails at once, saying how long the server asked to wait;
 * after ``1 + config.max_retries`` failed attempts, or at once for any other
   4xx (bad key, unknown model, bad request), :class:`LLMError` is raised.
+
+A 200 answer is read by this module, not trusted: a body that is not JSON
+(an HTML page from a wrong base URL), JSON without ``choices``, or a message
+whose content is not text raises :class:`LLMError` naming what came back
+(never retried: the same URL answers the same way). Bytes that are not UTF-8
+are decoded with replacement characters. ``finish_reason`` is kept in
+:class:`LLMReply` (``"length"``: the answer was cut at the token limit).
 
 ``json_mode=True`` asks for ``response_format={"type": "json_object"}``. If
 the endpoint rejects that (HTTP 400/422), the call is repeated once without it
@@ -23,11 +34,12 @@ The client is safe to share between threads.
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import openai
@@ -50,6 +62,12 @@ class LLMReply:
     completion_tokens: int
     latency_s: float
     model: str
+    finish_reason: str | None = None
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether the endpoint stopped the answer at its token limit (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
 
 
 class LLMError(Exception):
@@ -116,6 +134,7 @@ class _Failure:
     status_code: int | None
     retryable: bool
     retry_after_s: float | None
+    timed_out: bool = False
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
@@ -137,7 +156,7 @@ def _error_detail(exc: openai.APIStatusError) -> str:
 def _classify(exc: Exception) -> _Failure:
     """Map an openai exception to retryable/non-retryable with a readable detail."""
     if isinstance(exc, openai.APITimeoutError):
-        return _Failure("request timed out", None, True, None)
+        return _Failure("request timed out", None, True, None, timed_out=True)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         reason = f" ({type(cause).__name__})" if cause is not None else ""
@@ -233,17 +252,28 @@ class LLMClient:
         self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, json_mode: bool
     ) -> LLMReply:
         attempts = 1 + self._config.max_retries
+        timeouts = 0
         for attempt in range(attempts):
             started = time.perf_counter()
             try:
-                completion = self._create(messages, temperature, max_tokens, json_mode)
+                raw = self._create(messages, temperature, max_tokens, json_mode)
             except openai.OpenAIError as exc:
                 failure = _classify(exc)
-                if not failure.retryable or attempt == attempts - 1:
+                timeouts += failure.timed_out
+                if failure.timed_out:
+                    failure = replace(failure, detail=f"no answer within {self._config.timeout_s:g} s "
+                                                      "(MRAG_LLM_TIMEOUT)" + (", twice" if timeouts > 1 else ""))
+                if failure.retry_after_s is not None and failure.retry_after_s > self._retry_after_cap_s:
+                    wait = f"{failure.retry_after_s:.0f} s"
+                    failure = replace(failure, detail=f"{failure.detail} (the endpoint asks to wait {wait} before "
+                                                      f"the next request, longer than the {self._retry_after_cap_s:g}"
+                                                      " s this app waits: try again later)")
+                    raise self._error(failure, attempt + 1) from None
+                if not failure.retryable or attempt == attempts - 1 or timeouts > 1:
                     raise self._error(failure, attempt + 1) from None
                 self._sleep(self._delay(attempt, failure))
                 continue
-            return self._reply(completion, time.perf_counter() - started)
+            return self._reply(raw, time.perf_counter() - started)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     def _create(
@@ -254,10 +284,10 @@ class LLMClient:
             kwargs["max_tokens"] = max_tokens
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
-        return self._openai.chat.completions.create(**kwargs)
+        return self._openai.chat.completions.with_raw_response.create(**kwargs)
 
     def _delay(self, attempt: int, failure: _Failure) -> float:
-        """Wait before the next attempt: Retry-After (capped) or jittered exponential backoff."""
+        """Wait before the next attempt: Retry-After (at most the cap) or jittered exponential backoff."""
         if failure.retry_after_s is not None:
             return min(failure.retry_after_s, self._retry_after_cap_s)
         with self._rng_lock:
@@ -281,22 +311,60 @@ class LLMClient:
             retryable=failure.retryable,
         )
 
-    def _reply(self, completion: Any, latency_s: float) -> LLMReply:
-        choices = getattr(completion, "choices", None) or []
-        if not choices:
-            raise LLMError(
-                f"LLM endpoint {redact_url(self._config.base_url)} returned no choices "
-                f"for model {self._config.model!r}."
-            )
-        message = choices[0].message
-        text = (message.content if message is not None else None) or ""
-        usage = getattr(completion, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
-        return LLMReply(
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            latency_s=latency_s,
-            model=getattr(completion, "model", None) or self._config.model,
+    def _bad_answer(self, what: str) -> LLMError:
+        """The endpoint answered 200 with something that is not a usable chat completion."""
+        message = (
+            f"LLM endpoint {redact_url(self._config.base_url)} answered model {self._config.model!r} with {what}. "
+            "Check that the base URL is the endpoint's OpenAI-compatible API (usually ending in /v1)."
         )
+        return LLMError(scrub(message, self._config.api_key), status_code=200)
+
+    def _reply(self, raw: Any, latency_s: float) -> LLMReply:
+        """Read a 200 response (an ``openai`` raw response) into an :class:`LLMReply`, or raise :class:`LLMError`."""
+        body = raw.content if isinstance(raw.content, bytes) else str(raw.content).encode()
+        text_body = body.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(text_body)
+        except (ValueError, RecursionError):
+            excerpt = " ".join(text_body[:120].split())
+            what = f"a body that is not JSON ({excerpt!r})" if excerpt else "an empty body"
+            raise self._bad_answer(what) from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices:
+            raise LLMError(
+                scrub(f"LLM endpoint {redact_url(self._config.base_url)} returned no choices "
+                      f"for model {self._config.model!r}.", self._config.api_key),
+                status_code=200,
+            )
+        first = choices[0] if isinstance(choices[0], dict) else {}
+        message = first.get("message")
+        if not isinstance(message, dict):
+            raise self._bad_answer("a choice without a message (no content)")
+        content = message.get("content")
+        if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+            parts = [p.get("text") if isinstance(p, dict) else p for p in content]
+            if not all(isinstance(p, str) for p in parts):
+                raise self._bad_answer("a message whose content parts are not text")
+            content = "".join(parts)
+        if content is not None and not isinstance(content, str):
+            raise self._bad_answer(f"a message whose content is not text ({type(content).__name__})")
+        finish = first.get("finish_reason")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        model = data.get("model")
+        return LLMReply(
+            text=content or "",
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+            latency_s=latency_s,
+            model=model if isinstance(model, str) and model else self._config.model,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
+
+
+def _count(value: Any) -> int:
+    """A token count from ``usage``: a non-negative int, 0 when missing or not a number."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return max(0, number)

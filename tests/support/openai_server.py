@@ -65,6 +65,7 @@ class Reply:
     completion_tokens: int | None = None
     raw_body: bytes | None = None
     model: str | None = None
+    finish_reason: str = "stop"
 
     @classmethod
     def ok(
@@ -93,6 +94,16 @@ class Reply:
     def slow(cls, delay_s: float, text: str = "late") -> Reply:
         """A good answer sent only after ``delay_s`` seconds."""
         return cls(text=text, delay_s=delay_s)
+
+    @classmethod
+    def cut(cls, text: str, *, completion_tokens: int | None = None) -> Reply:
+        """A 200 answer stopped at the token limit: ``finish_reason: "length"``."""
+        return cls(text=text, finish_reason="length", completion_tokens=completion_tokens)
+
+    @classmethod
+    def body(cls, raw: bytes, status: int = 200) -> Reply:
+        """Send ``raw`` as the whole body (not JSON, JSON of another shape, bytes that are not UTF-8...)."""
+        return cls(status=status, raw_body=raw)
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -155,7 +166,7 @@ def _completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": reply.text},
-                "finish_reason": "stop",
+                "finish_reason": reply.finish_reason,
                 "logprobs": None,
             }
         ],

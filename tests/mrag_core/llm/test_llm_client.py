@@ -72,12 +72,23 @@ def test_429_then_success_honours_retry_after(fake_openai: Factory) -> None:
     assert sleeps == [2.0]
 
 
-def test_retry_after_is_capped(fake_openai: Factory) -> None:
-    server = fake_openai(scripted([Reply.error(503, retry_after=3600), Reply.ok("done")]))
+def test_retry_after_up_to_the_cap_is_waited(fake_openai: Factory) -> None:
+    server = fake_openai(scripted([Reply.error(503, retry_after=5), Reply.ok("done")]))
     sleeps: list[float] = []
     client = LLMClient(server.llm_config(), sleep=sleeps.append, retry_after_cap_s=5.0)
     assert client.complete(MESSAGES).text == "done"
     assert sleeps == [5.0]
+
+
+def test_retry_after_beyond_the_cap_fails_at_once_saying_how_long(fake_openai: Factory) -> None:
+    # waiting the cap and asking again would only be refused again: 4 retries x 120 s for nothing
+    server = fake_openai(scripted([Reply.error(503, retry_after=3600), Reply.ok("done")]))
+    sleeps: list[float] = []
+    client = LLMClient(server.llm_config(), sleep=sleeps.append, retry_after_cap_s=5.0)
+    with pytest.raises(LLMError, match="asks to wait 3600 s") as info:
+        client.complete(MESSAGES)
+    assert len(server.requests) == 1 and sleeps == []
+    assert info.value.status_code == 503 and "try again later" in str(info.value)
 
 
 def test_timeout_then_success(fake_openai: Factory) -> None:
