@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import db
+from mrag_core.wording import counted
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
@@ -93,8 +94,9 @@ def preannotate_view() -> None:
                                       "on the Agreement page)"))
     pool = undecided if undecided_only else corpus.n_documents
     todo = db.documents_without_suggestion(store, corpus.id, agent, version, undecided_only=undecided_only)
-    st.write(f"**{len(todo)}** of {pool} documents still need a suggestion from `{agent}` "
-             f"(`{version}`). Suggestions are proposals: they become labels only when you accept them.")
+    st.write(f"**{len(todo)}** of {counted(pool, 'document')} still {'needs' if len(todo) == 1 else 'need'} a "
+             f"suggestion from `{agent}` (`{version}`). Suggestions are proposals: they become labels only when you "
+             "accept them.")
     batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch")
     c1, c2 = st.columns(2)
     label = ("Start pre-annotation" if len(todo) == pool else f"Resume ({len(todo)} left)" if todo
@@ -127,8 +129,8 @@ def preannotate_view() -> None:
         st.session_state.pop("pa_running", None)
     finally:
         lock.release()  # also when the page stops the run (Streamlit raises inside the progress callback)
-    flash("success", f"Pre-annotation finished: {summary.ok} suggestions, {summary.failed} failed "
-                     f"({summary.already_done} documents already had one).")
+    flash("success", f"Pre-annotation finished: {counted(summary.ok, 'suggestion')}, {summary.failed} failed "
+                     f"({counted(summary.already_done, 'document')} already had one).")
     if summary.errors:
         st.session_state["pa_errors"] = summary.errors
     st.rerun()

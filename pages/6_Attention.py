@@ -15,6 +15,7 @@ import db
 from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
+from mrag_core.wording import counted
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
@@ -27,6 +28,21 @@ st.caption("MRAG's head vectors are what each head reads from the text. These he
 
 
 ss = st.session_state
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ..., ``11th``, ``21st``."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def layer_words(layer: int, n_layers: int) -> str:
+    """Which layer ``layer`` is, counted from 0 as the Layer box, the Index page and the CLI count them ("layers
+    0..5"): ``"Layer 5 (the last of 6, counted from 0)"``, ``"Layer 2 (the 3rd of 6, counted from 0)"``. "Layer 5 of
+    6" read as the fifth of six."""
+    if n_layers == 1:
+        return "Layer 0 (the only one)"
+    nth = "first" if layer == 0 else "last" if layer == n_layers - 1 else ordinal(layer + 1)
+    return f"Layer {layer} (the {nth} of {n_layers}, counted from 0)"
 
 
 def axis_labels(tokens: list[str]) -> list[str]:
@@ -44,7 +60,8 @@ except ModelLoadError as exc:
     st.error(f"The model could not be loaded: {md_plain(str(exc))}")
     st.stop()
 follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model starts at its own last layer
-layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer", **KEEP)
+layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer", **KEEP,
+                     help=f"Counted from 0: 0 is the first layer, {lm.n_layers - 1} the last.")
 max_tokens = c3.number_input("Max tokens", 8, 512, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens", **KEEP,
                              help="Longer texts are cut; big maps get slow to draw.")
 
@@ -102,4 +119,5 @@ with right:
     fig2.update_yaxes(autorange="reversed")
     fig2.update_layout(height=max(300, 28 * maps.n_heads + 120), margin=dict(l=10, r=10, t=10, b=10))
     st.plotly_chart(fig2, key="attn_last_map")
-st.caption(f"Layer {maps.layer} of {lm.n_layers} · {maps.n_heads} heads · {len(maps.tokens)} tokens")
+st.caption(f"{layer_words(maps.layer, lm.n_layers)} · {counted(maps.n_heads, 'head')} · "
+           f"{counted(len(maps.tokens), 'token')}")

@@ -84,8 +84,8 @@ def home() -> None:
     Standard RAG embeds a text as **one vector** and retrieves its nearest neighbours. A question touching several
     unrelated topics lands *between* them and misses most. **Multi-Head RAG** takes, from the same forward pass, the
     output of **each attention head** of one layer (before the output projection): *h* separate embedding spaces.
-    Each head votes for its nearest documents (weight *s_i · 2^-rank*, with *s_i* the head's importance) and the
-    votes are summed.
+    Each head votes for its nearest documents: the document at rank *r* (#1 the nearest) gets *s_i · 2^-(r-1)*
+    votes, with *s_i* the head's importance, so the nearest gets the full *s_i*; the votes are summed.
     """
     )
 

@@ -61,7 +61,7 @@ def test_attention_heatmaps_and_maps_with_selection(app_server, browser_page):
     page.set_default_timeout(120_000)
 
     page.goto(f"{app_server}/Attention")
-    page.get_by_text(re.compile(r"^Layer \d+ of 6 · 12 heads · \d+ tokens$")).wait_for()
+    page.get_by_text(re.compile(r"^Layer \d \(the \w+ of 6, counted from 0\) · 12 heads · \d+ tokens$")).wait_for()
     charts = page.locator('[data-testid="stPlotlyChart"]')
     charts.nth(1).locator(".main-svg").first.wait_for()  # the plotly bundle loads lazily
     assert charts.count() == 2

@@ -631,7 +631,7 @@ def test_preannotate_skips_documents_imported_with_a_label_by_default() -> None:
     assert [len(db.list_suggestions(store, i)) for i in ids] == [0, 1, 1]  # the imported label was left alone
     assert at.button(key="pa_start").disabled
     at.radio(key="pa_undecided").set_value(False).run()  # all documents, e.g. to measure agreement
-    assert any(m.value.startswith("**1** of 3 documents still need a suggestion") for m in at.markdown)
+    assert any(m.value.startswith("**1** of 3 documents still needs a suggestion") for m in at.markdown)
     assert at.button(key="pa_start").label == "Resume (1 left)"
     store.close()
 
