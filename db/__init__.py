@@ -126,7 +126,8 @@ from db.evals import (
     runs_with_results_for,
     save_eval_results,
 )
-from db.liveness import BEAT_EVERY_S, LIVE_WINDOW_S, heartbeat_age, is_live, new_owner
+from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, beat_lease, heartbeat_age, is_live, lease_holder, new_owner,
+                         release_lease, take_lease)
 from db.llm_cache import (
     CachedResponse,
     CacheStats,
@@ -166,6 +167,10 @@ __all__ = [
     "LIVE_WINDOW_S",
     "RunInProgressError",
     "beat_embedding_run",
+    "beat_lease",
+    "lease_holder",
+    "release_lease",
+    "take_lease",
     "beat_eval_run",
     "claim_embedding_run",
     "claim_eval_run",

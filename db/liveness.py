@@ -13,7 +13,9 @@ claim of a live run by another owner raises :class:`~db.errors.RunInProgressErro
 CLI beside it on the same database never work on one run at once.
 
 The two run tables share the ``owner`` and ``heartbeat_at`` columns; the functions here take the mapped
-class. No Streamlit here.
+class. Work without a run row of its own (a pre-annotation of a corpus) takes a *lease* instead: an
+``app_markers`` row named for the work, holding the owner, its ``updated_at`` the heartbeat
+(:func:`take_lease`, :func:`beat_lease`, :func:`release_lease`, :func:`lease_holder`). No Streamlit here.
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ import socket
 import uuid
 from datetime import datetime, timezone
 
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
+from db.engine import Store
 from db.errors import LIVE_WINDOW_S, RunInProgressError
-from db.models import EmbeddingRun, EvalRun, utcnow
+from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
 
 #: How often a working process stores its heartbeat (a sixth of :data:`LIVE_WINDOW_S`).
 BEAT_EVERY_S = LIVE_WINDOW_S / 6
 
-__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "heartbeat_age", "is_live", "new_owner"]
+__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "beat_lease", "heartbeat_age", "is_live", "lease_holder", "new_owner",
+           "release_lease", "take_lease"]
 
 
 def new_owner() -> str:
@@ -90,3 +94,48 @@ def owns(run: EmbeddingRun | EvalRun, owner: str | None) -> bool:
     """Whether a final status from ``owner`` may be stored on ``run``: always without an owner (callers that
     do not claim), else only while ``run`` is ``owner``'s."""
     return owner is None or run.owner == owner
+
+
+# --------------------------------------------------------------------------- leases on work without a run row
+
+
+def take_lease(store: Store, name: str, owner: str, kind: str, key: int, window: float = LIVE_WINDOW_S) -> None:
+    """Make ``owner`` the process doing the work called ``name`` (e.g. ``preannotate:3``; an ``app_markers`` row
+    whose value is the owner and whose ``updated_at`` is its heartbeat), for work that has no run row of its own.
+    Raises :class:`RunInProgressError` (``kind`` and ``key`` name the work in its message) while another owner's
+    lease on it is live; an expired lease (its process silent for ``window`` seconds) is taken over."""
+    with store.session() as session:
+        row = session.get(AppMarker, name)
+        now = utcnow()
+        if row is None:
+            session.add(AppMarker(name=name, value=owner, created_at=now, updated_at=now))
+            return
+        age = heartbeat_age(row.updated_at, now)
+        if row.value and row.value != owner and age is not None and age <= window:
+            raise RunInProgressError(kind, key, row.value, age)
+        row.value = owner
+        row.updated_at = now
+
+
+def beat_lease(store: Store, name: str, owner: str) -> bool:
+    """Store a fresh heartbeat on lease ``name`` while it is ``owner``'s; returns whether it was."""
+    with store.session() as session:
+        result = session.execute(update(AppMarker).where(AppMarker.name == name, AppMarker.value == owner)
+                                 .values(updated_at=utcnow()))
+        return bool(result.rowcount)
+
+
+def release_lease(store: Store, name: str, owner: str) -> None:
+    """Give lease ``name`` back (only ``owner``'s own: one taken over meanwhile stays with its new owner)."""
+    with store.session() as session:
+        session.execute(delete(AppMarker).where(AppMarker.name == name, AppMarker.value == owner))
+
+
+def lease_holder(store: Store, name: str, window: float = LIVE_WINDOW_S) -> str | None:
+    """The owner of the live lease ``name``, or ``None`` (none, or expired)."""
+    with store.session(readonly=True) as session:
+        row = session.get(AppMarker, name)
+        if row is None or not row.value:
+            return None
+        age = heartbeat_age(row.updated_at)
+        return row.value if age is not None and age <= window else None

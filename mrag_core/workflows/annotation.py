@@ -30,6 +30,7 @@ from mrag_core.annotate import (
     zero_shot_identity,
 )
 from mrag_core.annotate.types import validate_categories
+from mrag_core.heartbeat import Heartbeat
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
 
@@ -175,12 +176,35 @@ def preannotate(
     minutes); ``cancel`` is checked between
     batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``
     when the corpus has no (or ambiguous) categories or ``batch_size < 1``; an annotator error
-    (e.g. the embedding model failing) propagates after the batches before it were stored.
+    (e.g. the embedding model failing) propagates after the batches before it were stored. Holds the corpus'
+    lease (:func:`preannotation_lease`) while it runs: raises ``db.RunInProgressError`` when another process
+    pre-annotates this corpus now.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1.")
     categories = [CategorySpec(c.name, c.description) for c in db.list_categories(store, corpus_id)]
     validate_categories(categories)
+    lease, owner = preannotation_lease(corpus_id), db.new_owner()
+    db.take_lease(store, lease, owner, "Pre-annotation of corpus", corpus_id)  # RunInProgressError: it runs elsewhere
+    cancel = cancel if cancel is not None else threading.Event()
+    try:
+        with Heartbeat(lambda: db.beat_lease(store, lease, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
+            return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
+                                cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only)
+    finally:
+        db.release_lease(store, lease, owner)
+
+
+def preannotation_lease(corpus_id: int) -> str:
+    """The name of the lease (:func:`db.take_lease`) a pre-annotation of ``corpus_id`` holds while it runs, in
+    whichever process: the app and ``python -m mrag_core annotate`` never ask for the same documents at once."""
+    return f"preannotate:{int(corpus_id)}"
+
+
+def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categories: list[CategorySpec], *,
+                 batch_size: int, progress: ProgressFn | None, cancel: threading.Event, retry_failed: bool,
+                 undecided_only: bool) -> PreannotateSummary:
+    """:func:`preannotate`'s body once the lease is held."""
     by_name = {c.name: c for c in db.list_categories(store, corpus_id)}
     n_total = len(db.document_ids(store, corpus_id))
     todo_ids = db.documents_without_suggestion(
@@ -193,7 +217,7 @@ def preannotate(
     if progress is not None:
         progress(0, len(todo_ids))
     for start in range(0, len(todo_ids), batch_size):
-        if cancel is not None and cancel.is_set():
+        if cancel.is_set():
             cancelled = True
             break
         batch = db.get_documents(store, todo_ids[start : start + batch_size])

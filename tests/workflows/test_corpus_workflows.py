@@ -461,3 +461,74 @@ def test_nearest_documents_per_space() -> None:
         ann.space_vectors(standard, heads, 5)
     with pytest.raises(ValueError, match="not in the embedded corpus"):
         ann.nearest_documents(standard, ids, 99)
+
+
+HOLD_LEASE = """
+import sys, time
+import db
+from mrag_core.heartbeat import Heartbeat
+from mrag_core.workflows.annotation import preannotation_lease
+store = db.open_store(sys.argv[1])
+name, owner = preannotation_lease(int(sys.argv[2])), db.new_owner()
+db.take_lease(store, name, owner, "Pre-annotation of corpus", int(sys.argv[2]))
+print(owner, flush=True)
+with Heartbeat(lambda: db.beat_lease(store, name, owner), every=0.2):
+    time.sleep(300)
+"""
+
+
+def test_preannotate_refuses_while_another_process_holds_the_corpus_lease(store: db.Store,
+                                                                         small_corpus: db.CorpusInfo) -> None:
+    """A second real process (``python -m mrag_core annotate`` beside the app) pre-annotating the corpus holds its
+    lease: a pre-annotation here is refused and writes nothing; once that process is killed and silent for
+    db.LIVE_WINDOW_S, the lease is taken over and the run completes, then given back."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from datetime import timedelta
+    from pathlib import Path
+
+    from sqlalchemy import update
+
+    from db.models import AppMarker, utcnow
+
+    lease = ann.preannotation_lease(small_corpus.id)
+    annotator = ann.ZeroShotAnnotator(_keyword_embed(), "kw")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_LEASE, store.engine.url.render_as_string(hide_password=False),
+                             str(small_corpus.id)], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        owner = proc.stdout.readline().strip()
+        assert f"pid {proc.pid} #" in owner and db.lease_holder(store, lease) == owner
+        with pytest.raises(db.RunInProgressError,
+                           match=rf"Pre-annotation of corpus {small_corpus.id} is running in another process "
+                                 rf"\(\S+ pid {proc.pid};"):
+            ann.preannotate(store, small_corpus.id, annotator, batch_size=3)
+        assert all(db.list_suggestions(store, d) == [] for d in db.document_ids(store, small_corpus.id))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    with store.session() as session:  # ... silent for longer than the window
+        session.execute(update(AppMarker).where(AppMarker.name == lease)
+                        .values(updated_at=utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)))
+    assert db.lease_holder(store, lease) is None
+    summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=3)
+    assert (summary.todo, summary.ok, summary.failed) == (7, 6, 1)
+    assert db.get_marker(store, lease) is None  # given back when the run ended
+
+
+def test_leases_by_hand(store: db.Store) -> None:
+    db.take_lease(store, "work:1", "a pid 1 #x", "Work", 1)
+    assert db.lease_holder(store, "work:1") == "a pid 1 #x"
+    db.take_lease(store, "work:1", "a pid 1 #x", "Work", 1)  # its own again: fine
+    with pytest.raises(db.RunInProgressError, match=r"Work 1 is running in another process \(a pid 1;"):
+        db.take_lease(store, "work:1", "b pid 2 #y", "Work", 1)
+    assert db.beat_lease(store, "work:1", "a pid 1 #x") and not db.beat_lease(store, "work:1", "b pid 2 #y")
+    db.release_lease(store, "work:1", "b pid 2 #y")  # not b's to give back
+    assert db.lease_holder(store, "work:1") == "a pid 1 #x"
+    db.release_lease(store, "work:1", "a pid 1 #x")
+    assert db.lease_holder(store, "work:1") is None and not db.beat_lease(store, "work:1", "a pid 1 #x")
+    db.take_lease(store, "work:1", "b pid 2 #y", "Work", 1)
+    assert db.lease_holder(store, "work:1") == "b pid 2 #y"
