@@ -480,7 +480,13 @@ _CSV_TOPICS = ("topics", "related", "related_topics", "ground_truth", "titles")
 
 
 def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
+    from mrag_core.ingest.tabular import IngestError, check_csv_quotes
+
     delimiter = "\t" if _base_name(name).endswith(".tsv") else ","
+    try:  # the reader would read the rest of the file into one query
+        check_csv_quotes(text, delimiter, name)
+    except IngestError as exc:
+        raise BenchmarkFormatError(str(exc)) from exc
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     fields = {(f or "").strip().lower(): f for f in reader.fieldnames or []}
     text_col = next((fields[k] for k in _CSV_TEXT if k in fields), None)

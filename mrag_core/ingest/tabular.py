@@ -261,6 +261,28 @@ def _check_quotes(raw: str, first_line: int, delimiter: str, name: str) -> None:
     raise IngestError(f"{name}: line {line_of(opening)}: {_UNCLOSED}: {what}")
 
 
+def check_csv_quotes(text: str, delimiter: str, name: str) -> None:
+    """Raise :class:`IngestError` for the first record of the CSV ``text`` with a quoted field that is never
+    closed, naming its line (what :func:`_csv_rows` checks as it reads; for other CSV readers, e.g. query
+    tables). A record the csv module cannot read at all is left to the caller's reader."""
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    read = [0]
+    reader = csv.reader(_counted_lines(text, read), delimiter=delimiter)
+    last_start, last_line = 0, 1
+    while True:
+        start_line, start = reader.line_num + 1, read[0]
+        try:
+            next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            return
+        last_start, last_line = start, start_line
+        if reader.line_num > start_line:
+            _check_quotes(text[start:read[0]], start_line, delimiter, name)
+    _check_quotes(text[last_start:], last_line, delimiter, name)
+
+
 def _csv_rows(text: str, name: str) -> _Rows:
     if not text.strip():
         raise IngestError(f"{name}: the file is empty")

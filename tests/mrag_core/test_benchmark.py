@@ -382,6 +382,18 @@ def test_read_query_rows_reports_bad_rows_and_reads_csv() -> None:
     assert bad == []
 
 
+def test_a_query_table_with_a_quote_never_closed_is_refused_naming_its_line() -> None:
+    """The lenient csv reader read every line after a stray quote into one query's text (the file then held one
+    query, or none); the file is now refused, naming where the quote opens. Quoted multi-line texts still read."""
+    broken = 'text,topics\nfirst story,Doc 1\n"second story,Doc 2\nthird story,Doc 3\n'
+    with pytest.raises(BenchmarkFormatError, match=r'q\.csv: line 3: a quoted field is never closed'):
+        read_query_rows(broken.encode(), "q.csv")
+    fine = 'text,topics\n"a story\nover two lines, with ""quotes""",Doc 1\nplain,Doc 2\n'
+    rows, bad = read_query_rows(fine.encode(), "q.csv")
+    assert [(q.text, q.topics) for _, q in rows] == [('a story\nover two lines, with "quotes"', ("Doc 1",)),
+                                                      ("plain", ("Doc 2",))] and bad == []
+
+
 def test_query_rows_with_categories_ids_and_status() -> None:
     """The fields MRAG Studio's export adds are read per topic and checked; a row that gets them wrong is a
     problem of its own; files without them (the benchmark's) read as before."""
