@@ -69,6 +69,9 @@ CACHE_KIND = "annotate"
 DEFAULT_CHAR_BUDGET = 6000
 MAX_ANSWER_TOKENS = 300
 _EXCERPT_CHARS = 200
+# At most this many "{" are tried as the start of the answer's object: each failed try costs a pass over the
+# rest of the text (json's error position), so a 200 KB answer full of braces took seconds per document.
+MAX_OBJECT_STARTS = 64
 _REASON_CHARS = 300
 _DESCRIPTION_CHARS = 500
 
@@ -149,10 +152,12 @@ def extract_json_object(raw: str) -> dict[str, Any] | None:
     text = strip_wrappers(raw)
     decoder = json.JSONDecoder(strict=False)
     start = text.find("{")
-    while start != -1:
+    for _ in range(MAX_OBJECT_STARTS):
+        if start == -1:
+            break
         try:
             value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: thousands of nested brackets
             value = None
         if isinstance(value, dict):
             return value
@@ -196,7 +201,7 @@ def truncated_json_object(raw: str) -> TruncatedObject | None:
     while pos < len(text):
         try:
             key, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             break
         pos = _skip_space(text, pos)
         if not isinstance(key, str) or text[pos : pos + 1] != ":":
@@ -204,13 +209,15 @@ def truncated_json_object(raw: str) -> TruncatedObject | None:
         pos = _skip_space(text, pos + 1)
         try:
             value, pos = decoder.raw_decode(text, pos)
+        except RecursionError:
+            break
         except json.JSONDecodeError:
             rest = text[pos:].rstrip()
             if rest.endswith("\\") and not rest.endswith("\\\\"):
                 rest = rest[:-1]  # an escape cut in half
             try:  # a string the end of the text cut off: a closing quote added at the end closes it
                 cut, end = decoder.raw_decode(rest + '"')
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 break
             if isinstance(cut, str) and end == len(rest) + 1:
                 members[key] = f"{cut.rstrip()}..."

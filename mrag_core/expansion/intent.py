@@ -42,6 +42,9 @@ MAX_ANSWERS = 8
 _LABEL = re.compile(r"^(?:answer|statement|intent|fact)\s*\d*\s*[:.)-]\s*", re.IGNORECASE)
 _JSONISH = re.compile(r'^[\[\]{}]|"\s*:')
 _MIN_FALLBACK_WORDS = 3
+# At most this many "{" / "[" are tried as the start of the answer's JSON: each failed try costs a pass over
+# the rest of the text (json's error position), which made a 200 KB answer of brackets take seconds.
+MAX_JSON_STARTS = 64
 
 
 def intent_messages(question: str, n_answers: int) -> list[dict[str, str]]:
@@ -61,10 +64,12 @@ def intent_messages(question: str, n_answers: int) -> list[dict[str, str]]:
 def _first_json(text: str) -> Any | None:
     """The first JSON object/array decodable at a ``{`` or ``[`` in ``text`` (trailing text ignored)."""
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"[\[{]", text):
+    for n, match in enumerate(re.finditer(r"[\[{]", text)):
+        if n >= MAX_JSON_STARTS:
+            break
         try:
             value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: thousands of nested brackets
             continue
         if isinstance(value, (dict, list)):
             return value
