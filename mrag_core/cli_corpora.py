@@ -55,9 +55,13 @@ def cmd_corpora(args: argparse.Namespace, store: Any) -> int:
         return 0
     if args.delete:
         corpus = named_corpus(store, args.delete)
-        from mrag_core.workflows.corpus import describe_footprint
+        from mrag_core.workflows.corpus import describe_footprint, work_in_progress
 
         what = describe_footprint(corpus, db.corpus_footprints(store)[corpus.id])
+        busy = work_in_progress(store, corpus.id)
+        if busy:
+            return fail(f"{corpus.name!r} cannot be deleted now: {'; '.join(busy)}; stop that first, or wait until "
+                        "it ends")
         if not args.yes:
             return fail(f"deleting {corpus.name!r} would remove {what}; add --yes to delete it")
         db.delete_corpus(store, corpus.id)

@@ -179,16 +179,16 @@ def preannotation_lock(corpus_id: int) -> threading.Lock:
 
 def corpus_busy(corpus_id: int) -> str | None:
     """Why the corpus must not be deleted now (an index build or a pre-annotation of it runs in this server, or
-    a pre-annotation in another process holds its lease), or None."""
+    any process's heartbeat says it builds an index, runs an evaluation or pre-annotates it), or None; Markdown,
+    escaped."""
     if any(key[0] == corpus_id and not job.finished for key, job in build_jobs().items()):
         return "an index of it is being built"
     if preannotation_lock(corpus_id).locked():
         return "it is being pre-annotated"
-    from mrag_core.workflows.annotation import preannotation_lease
+    from mrag_core.workflows.corpus import work_in_progress
 
-    if db.lease_holder(get_store(), preannotation_lease(corpus_id)) is not None:
-        return "it is being pre-annotated by another process (e.g. python -m mrag_core annotate)"
-    return None
+    elsewhere = work_in_progress(get_store(), corpus_id)  # e.g. python -m mrag_core index / eval / annotate
+    return md_plain("; ".join(elsewhere)) if elsewhere else None  # (Markdown: process names are data)
 
 
 def _secrets() -> Any:

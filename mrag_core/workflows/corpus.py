@@ -309,6 +309,25 @@ def _count(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
+def work_in_progress(store: db.Store, corpus_id: int) -> list[str]:
+    """What some process (this one, the app, the CLI) is doing to the corpus now, as its heartbeats say
+    (:mod:`db.liveness`): index builds, evaluation runs and a pre-annotation, each naming its process. Deleting
+    the corpus under them would make them fail half-way; empty when nothing runs."""
+    from mrag_core.workflows.annotation import preannotation_lease
+
+    def where(owner: str) -> str:
+        return owner.split(" #")[0] or "another process"
+
+    out = [f"index #{r.id} is being built ({where(r.owner)})"
+           for r in db.list_embedding_runs(store, corpus_id) if r.live]
+    out += [f"evaluation run #{r.id} is running ({where(r.owner)})"
+            for r in db.list_eval_runs(store, corpus_id=corpus_id) if r.live]
+    holder = db.lease_holder(store, preannotation_lease(corpus_id))
+    if holder is not None:
+        out.append(f"it is being pre-annotated ({where(holder)})")
+    return out
+
+
 def describe_footprint(corpus: db.CorpusInfo, foot: db.CorpusFootprint) -> str:
     """What deleting ``corpus`` removes, in words (the Corpus Studio's confirmation and the CLI):
     ``96 documents, 12 categories, 1 query set (24 queries), 1 index (0.6 MB of vectors), 2 evaluation runs``."""

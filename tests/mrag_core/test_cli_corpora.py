@@ -84,6 +84,39 @@ def test_delete_needs_yes_and_then_removes_everything(filled, capsys) -> None:
         store.close()
 
 
+def test_a_corpus_something_works_on_is_not_deleted(filled, capsys) -> None:
+    """An index build, an evaluation run or a pre-annotation that some process keeps alive (the app beside the CLI)
+    keeps the corpus from being deleted under it; once their processes are silent, it can be."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
+    from mrag_core.workflows.annotation import preannotation_lease
+
+    url, corpus_id = filled
+    store = db.open_store(url)
+    (run,) = db.list_embedding_runs(store, corpus_id)
+    (ev,) = db.list_eval_runs(store, corpus_id=corpus_id)
+    db.claim_embedding_run(store, run.id, "gpu-box pid 11 #a")
+    db.claim_eval_run(store, ev.id, "gpu-box pid 12 #b")
+    db.take_lease(store, preannotation_lease(corpus_id), "laptop pid 13 #c", "Pre-annotation of corpus", corpus_id)
+    assert main(["corpora", "--delete", "Mini", "--yes", "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: 'Mini' cannot be deleted now: index #{run.id} is being built (gpu-box pid 11); evaluation run "
+        f"#{ev.id} is running (gpu-box pid 12); it is being pre-annotated (laptop pid 13); stop that first, or wait "
+        "until it ends")
+    assert _names(url) == ["Empty", "Mini"]
+    old = utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)
+    with store.session() as session:  # their processes died
+        session.execute(update(EmbeddingRun).values(heartbeat_at=old))
+        session.execute(update(EvalRun).values(heartbeat_at=old))
+        session.execute(update(AppMarker).values(updated_at=old))
+    store.close()
+    assert main(["corpora", "--delete", "Mini", "--yes", "--database", url]) == 0
+    assert _names(url) == ["Empty"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--yes"], "--yes goes with --delete"),
     (["--description", "x"], "--description goes with --rename"),
