@@ -40,6 +40,7 @@ from mrag_core.expansion import (
     rewrite_queries,
 )
 from mrag_core.extraction import Embeddings
+from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient, LLMError
 from mrag_core.llm.concurrency import run_concurrent
@@ -161,6 +162,7 @@ class ExpansionOutcome:
     cached: bool = False
     error: str | None = None
     cancelled: bool = False
+    sent: bool = True
 
     @property
     def ok(self) -> bool:
@@ -184,6 +186,8 @@ class ExpansionOutcome:
         }
         if self.error is not None:
             out["error"] = self.error
+        if not self.sent:
+            out["not_sent"] = True
         return out
 
     @classmethod
@@ -204,14 +208,19 @@ def expand(client: LLMClient, family: str, question: str, options: LLMOptions = 
 
 
 def expand_one(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
-               cache: LLMCache | None = None) -> ExpansionOutcome:
-    """:func:`expand` that never raises for a bad answer or a failed request: a failed outcome instead."""
+               cache: LLMCache | None = None, breaker: Breaker | None = None) -> ExpansionOutcome:
+    """:func:`expand` that never raises for a bad answer or a failed request: a failed outcome instead (an
+    endpoint-wide failure also trips ``breaker``)."""
     try:
         return ExpansionOutcome.from_expansion(family, expand(client, family, question, options, cache))
     except ExpansionError as exc:
         return ExpansionOutcome(family, (), exc.prompt_tokens, exc.completion_tokens, exc.latency_s, False,
                                 f"unusable LLM answer: {exc}")
-    except (LLMError, ValueError) as exc:
+    except LLMError as exc:
+        if breaker is not None:
+            breaker.record(exc)
+        return ExpansionOutcome(family, (), error=f"{type(exc).__name__}: {exc}")
+    except ValueError as exc:
         return ExpansionOutcome(family, (), error=f"{type(exc).__name__}: {exc}")
 
 
@@ -228,12 +237,18 @@ def expand_many(
 ) -> list[ExpansionOutcome]:
     """Expand every question (``limit`` requests in flight, default the client's concurrency),
     one outcome per question in input order. Questions not started when ``cancel`` is set come
-    back with ``cancelled=True``."""
-    outcomes = run_concurrent(list(questions), lambda q: expand_one(client, family, q, options, cache),
-                              limit=limit or client.config.concurrency, progress=progress, cancel=cancel)
+    back with ``cancelled=True``. After a request failed in a way every other would too (the
+    endpoint unreachable or hanging, the key refused, the model unknown...: see
+    :mod:`mrag_core.llm.breaker`) the questions not sent yet come back failed with ``sent=False``
+    (``error`` names the first failure), without a request each."""
+    breaker = Breaker(cancel)
+    outcomes = run_concurrent(list(questions), lambda q: expand_one(client, family, q, options, cache, breaker),
+                              limit=limit or client.config.concurrency, progress=progress, cancel=breaker)
     out: list[ExpansionOutcome] = []
     for o in outcomes:
-        if o.cancelled:
+        if o.cancelled and not breaker.cancelled and breaker.tripped:
+            out.append(ExpansionOutcome(family, (), error=breaker.not_sent(), sent=False))
+        elif o.cancelled:
             out.append(ExpansionOutcome(family, (), error="cancelled", cancelled=True))
         elif not o.ok or o.value is None:  # expand_one does not raise; kept for safety
             out.append(ExpansionOutcome(family, (), error=o.error or "failed"))
@@ -247,8 +262,9 @@ def cost_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
     ``prompt_tokens`` / ``completion_tokens`` / ``tokens``: what the expansions cost (cache hits
     counted at their original cost); ``spent_tokens``: tokens sent now (cache misses only);
-    ``latency_s``: LLM seconds now; ``requests``: expansions asked now (cache misses, failed ones included); ``cached`` / ``failed``:
-    counts; ``tokens_per_query`` = tokens / expansions.
+    ``latency_s``: LLM seconds now; ``requests``: expansions asked now (cache misses, failed ones included,
+    not those left unsent after the endpoint failed); ``cached`` / ``failed``: counts; ``tokens_per_query`` =
+    tokens / expansions.
     """
     n = prompt = completion = spent = requests = cached = failed = 0
     latency = 0.0
@@ -262,7 +278,7 @@ def cost_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             cached += 1
         else:
             spent += p + c
-            requests += 1
+            requests += 0 if r.get("not_sent") else 1
         if r.get("error") is not None:
             failed += 1
     return {"expansions": n, "prompt_tokens": prompt, "completion_tokens": completion, "tokens": prompt + completion,

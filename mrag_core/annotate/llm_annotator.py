@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Collection, Sequence
 
 from mrag_core.annotate.types import CategoryLike, DocKey, DocLike, Suggestion, validate_categories
+from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache, cached_complete
 from mrag_core.llm.client import LLMClient, LLMError, LLMReply
 from mrag_core.llm.concurrency import run_concurrent
@@ -338,8 +339,10 @@ def annotate_document(
     *,
     char_budget: int = DEFAULT_CHAR_BUDGET,
     cache: LLMCache | None = None,
+    breaker: Breaker | None = None,
 ) -> Suggestion:
-    """Ask the model for ``doc``'s category. Never raises for model/endpoint problems: those give ``failed``."""
+    """Ask the model for ``doc``'s category. Never raises for model/endpoint problems: those give ``failed``
+    (and an endpoint-wide one trips ``breaker``)."""
     agent, model_version = llm_identity(client.config.model)
     messages = build_messages(doc, categories, char_budget=char_budget)
     try:
@@ -348,6 +351,8 @@ def annotate_document(
             accept=_parses(categories),
         )  # fmt: skip
     except LLMError as err:
+        if breaker is not None:
+            breaker.record(err)
         return _failed(doc.key, str(err), agent, model_version)
     try:
         parsed = parse_answer(reply.text, categories)
@@ -380,18 +385,24 @@ def annotate_documents(
     * ``cancel``: once set, documents not yet sent are dropped from the result.
     * ``cache``: optional response cache; only parseable answers are stored.
 
+    When a request fails in a way every other would too (the endpoint unreachable or hanging, the key refused,
+    the model unknown, 429 / 5xx through all retries, an answer that is not a chat completion: see
+    :mod:`mrag_core.llm.breaker`), documents not sent yet are not sent and are left out, as after a cancel:
+    the failed ones come back failed, and a resume asks for all of them.
+
     Raises ``ValueError`` for an empty or ambiguous category list.
     """
     validate_categories(categories)
     skipped = set(skip)
     todo = [doc for doc in docs if doc.key not in skipped]
     agent, model_version = llm_identity(client.config.model)
+    breaker = Breaker(cancel)
     outcomes = run_concurrent(
         todo,
-        lambda doc: annotate_document(client, doc, categories, char_budget=char_budget, cache=cache),
+        lambda doc: annotate_document(client, doc, categories, char_budget=char_budget, cache=cache, breaker=breaker),
         limit=limit if limit is not None else client.config.concurrency,
         progress=progress,
-        cancel=cancel,
+        cancel=breaker,
     )
     suggestions: list[Suggestion] = []
     for doc, outcome in zip(todo, outcomes):

@@ -14,12 +14,17 @@ which is what Streamlit needs to update widgets.
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable, Generic, Sequence, TypeVar
+from typing import Callable, Generic, Protocol, Sequence, TypeVar
 
-__all__ = ["Outcome", "run_concurrent"]
+__all__ = ["CancelFlag", "Outcome", "run_concurrent"]
+
+
+class CancelFlag(Protocol):
+    """What ``cancel`` needs: a ``threading.Event``, or a :class:`~mrag_core.llm.breaker.Breaker`."""
+
+    def is_set(self) -> bool: ...
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,7 +46,7 @@ def _error_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _run_one(index: int, item: T, fn: Callable[[T], R], cancel: threading.Event | None) -> Outcome[R]:
+def _run_one(index: int, item: T, fn: Callable[[T], R], cancel: CancelFlag | None) -> Outcome[R]:
     """Run ``fn(item)`` unless cancelled first; capture any ``Exception``."""
     if cancel is not None and cancel.is_set():
         return Outcome(index=index, ok=False, value=None, error=None, cancelled=True)
@@ -57,7 +62,7 @@ def run_concurrent(
     *,
     limit: int,
     progress: Callable[[int, int], None] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: CancelFlag | None = None,
 ) -> list[Outcome[R]]:
     """Apply ``fn`` to every item with at most ``limit`` calls in flight; results in input order.
 

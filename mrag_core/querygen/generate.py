@@ -32,6 +32,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Collection, Literal, Mapping, Protocol
 
+from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.client import LLMClient, LLMError
 from mrag_core.llm.concurrency import run_concurrent
 from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles, normalize, repeated_sentence
@@ -137,9 +138,11 @@ def _offline_one(index: int, plan: QueryPlan, docs_by_id: Mapping[str, TextDocum
 
 
 def _llm_one(
-    index: int, plan: QueryPlan, docs_by_id: Mapping[str, TextDocument], client: LLMClient, s: _Settings
+    index: int, plan: QueryPlan, docs_by_id: Mapping[str, TextDocument], client: LLMClient, s: _Settings,
+    breaker: Breaker | None = None,
 ) -> GeneratedQuery:
-    """Ask the LLM for one story (and optional fusion sub-queries); never raises."""
+    """Ask the LLM for one story (and optional fusion sub-queries); never raises. An endpoint-wide failure
+    trips ``breaker``."""
     generator = f"llm:{client.config.model}"
     try:
         articles = _articles(plan, docs_by_id)
@@ -150,6 +153,8 @@ def _llm_one(
             story_messages(articles, max_article_chars=s.max_article_chars), temperature=s.temperature
         )
     except LLMError as exc:
+        if breaker is not None:
+            breaker.record(exc)
         return _failed(index, plan, str(exc), generator)
     pt, ct = reply.prompt_tokens, reply.completion_tokens
     story = _clean_story(reply.text)
@@ -175,6 +180,8 @@ def _llm_one(
             fusion = tuple(dedupe(clean_subqueries(freply.text))[: s.n_fusion])
             problems.extend(_fusion_problems(fusion, story, s.n_fusion))
         except LLMError as exc:
+            if breaker is not None:
+                breaker.record(exc)
             problems.append(f"Fusion sub-queries failed: {exc}")
     error = "; ".join(problems) or None
     status: Status = "flagged" if (missing or error) else "ok"
@@ -217,7 +224,10 @@ def generate_queries(
 
     ``limit`` = max LLM requests in flight (default ``client.config.concurrency``).
     ``progress(done, total)`` counts only the plans run in this call. Results
-    are in plan order; skipped and cancelled plans are absent. Never raises for
+    are in plan order; skipped and cancelled plans are absent, and so are the
+    plans not sent after a request failed in a way every other would too (the
+    endpoint unreachable or hanging, the key refused, the model unknown...: see
+    :mod:`mrag_core.llm.breaker`), so a resume asks for them. Never raises for
     a single plan's failure; raises ``ValueError`` for ``want_fusion`` with
     ``n_fusion < 1`` or ``limit < 1``.
     """
@@ -234,12 +244,13 @@ def generate_queries(
                 progress(done, len(todo))
         return results
     llm = client
+    breaker = Breaker(cancel)
 
     def work(item: tuple[int, QueryPlan]) -> GeneratedQuery:
-        return _llm_one(item[0], item[1], docs_by_id, llm, settings)
+        return _llm_one(item[0], item[1], docs_by_id, llm, settings, breaker)
 
     outcomes = run_concurrent(
-        todo, work, limit=limit if limit is not None else llm.config.concurrency, progress=progress, cancel=cancel
+        todo, work, limit=limit if limit is not None else llm.config.concurrency, progress=progress, cancel=breaker
     )
     results = []
     for outcome in outcomes:
