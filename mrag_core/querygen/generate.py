@@ -16,8 +16,14 @@ Status of a :class:`GeneratedQuery`:
   fewer than asked for, or include the whole story (``error`` says which) - the
   UI shows it for review; flagged queries are still scored;
 * ``'failed'``: no usable story - an LLM error, an empty or too-short answer
-  (fewer than ``MIN_WORDS_PER_ASPECT * n_aspects`` words), or a document that
-  does not exist. ``text`` is then always ``None`` and ``error`` says why.
+  (fewer than ``MIN_WORDS_PER_ASPECT * n_aspects`` words), an answer too long
+  to be a query (more than ``MAX_STORY_CHARS_PER_ASPECT * n_aspects``
+  characters: a model that ran on and on, or copied the articles), or a
+  document that does not exist. ``text`` is then always ``None`` and ``error``
+  says why.
+
+A story the endpoint cut at its token limit (``finish_reason: length``) is
+flagged: its last sentence is unfinished and later aspects may be missing.
 
 Resuming: ``skip`` holds indices (into ``plans``) already done; they are not
 sent again and are absent from the result. Plans not run because ``cancel``
@@ -43,6 +49,7 @@ from mrag_core.querygen.story_prompt import Article, fusion_messages, story_mess
 
 __all__ = [
     "GeneratedQuery",
+    "MAX_STORY_CHARS_PER_ASPECT",
     "MIN_WORDS_PER_ASPECT",
     "Status",
     "TextDocument",
@@ -52,6 +59,9 @@ __all__ = [
 
 Status = Literal["ok", "flagged", "failed"]
 MIN_WORDS_PER_ASPECT = 5
+# A story is a few sentences per article (two asked for); 3,000 characters per article is ample. A longer
+# answer is not a query: stored, it filled the review table and every search embedded a truncated start of it.
+MAX_STORY_CHARS_PER_ASPECT = 3000
 _FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")
 
 
@@ -168,8 +178,18 @@ def _llm_one(
             f"({len(story.split())} words, at least {min_words} expected): {story[:80]!r}",
             generator, pt, ct,
         )
+    max_chars = MAX_STORY_CHARS_PER_ASPECT * plan.n_aspects
+    if len(story) > max_chars:
+        return _failed(
+            index, plan,
+            f"The LLM answer is too long to be a query about {plan.n_aspects} article(s) ({len(story):,} "
+            f"characters, at most {max_chars:,} expected): {story[:80]!r}",
+            generator, pt, ct,
+        )
     missing = tuple(missing_titles(story, [a.title for a in articles]))
     problems: list[str] = []
+    if reply.cut_off:
+        problems.append("The story was cut off at the endpoint's token limit (finish_reason 'length')")
     if (loop := repeated_sentence(story)) is not None:
         problems.append(f"The story repeats one sentence {loop[1]} times: {loop[0][:80]!r}")
     fusion: tuple[str, ...] = ()
@@ -177,7 +197,10 @@ def _llm_one(
         try:
             freply = client.complete(fusion_messages(story, s.n_fusion), temperature=0.0)
             pt, ct = pt + freply.prompt_tokens, ct + freply.completion_tokens
-            fusion = tuple(dedupe(clean_subqueries(freply.text))[: s.n_fusion])
+            lines = clean_subqueries(freply.text)
+            if freply.cut_off and lines:
+                lines = lines[:-1]  # the line the token limit cut is a sub-query cut in half
+            fusion = tuple(dedupe(lines)[: s.n_fusion])
             problems.extend(_fusion_problems(fusion, story, s.n_fusion))
         except LLMError as exc:
             if breaker is not None:
