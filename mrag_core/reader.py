@@ -69,7 +69,9 @@ class Answer:
 
     ``seconds`` is the generation wall time (0 for a cache hit), ``cached`` whether it came from the
     LLM cache, ``truncated`` whether documents were shortened to fit the model's context (``note``
-    then says how), ``model`` names the model that wrote it.
+    then says how), ``model`` names the model that wrote it, ``cut_off`` whether the endpoint said it
+    stopped the answer at the token limit (``finish_reason: length``; an endpoint that reports no usage
+    gives 0 tokens, so the token count alone cannot tell).
     """
 
     text: str
@@ -80,6 +82,7 @@ class Answer:
     truncated: bool = False
     model: str = ""
     note: str = ""
+    cut_off: bool = False
 
 
 # --- prompt -------------------------------------------------------------------------------------
@@ -386,9 +389,11 @@ class RemoteGenerator:
         except LLMError as exc:
             raise ReaderError(str(exc)) from None
         if not reply.text.strip():
-            raise ReaderError(f"The endpoint ({self.label}) returned an empty answer.")
+            hint = (f" It stopped at the {int(max_new_tokens)}-token limit before writing anything (a reasoning "
+                    "model can spend them all thinking): raise Max answer tokens.") if reply.cut_off else ""
+            raise ReaderError(f"The endpoint ({self.label}) returned an empty answer.{hint}")
         return Answer(reply.text.strip(), reply.prompt_tokens, reply.completion_tokens, reply.latency_s,
-                      cached=hit, model=reply.model)
+                      cached=hit, model=reply.model, cut_off=reply.cut_off)
 
 
 def fair_cap(lengths: Sequence[int], budget: int) -> int:

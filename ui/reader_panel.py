@@ -116,7 +116,7 @@ def _show_answer(answer: Answer, facts: FactCount, other: FactCount | None, key:
     timing = "from the LLM cache (no tokens spent now)" if answer.cached else f"{answer.seconds:.1f} s"
     st.caption(f"{md_plain(answer.model)} · {answer.prompt_tokens} prompt + {answer.completion_tokens} answer tokens "
                f"· {timing}")
-    if answer.completion_tokens >= max_tokens:
+    if answer.cut_off or answer.completion_tokens >= max_tokens:
         st.caption(f"The answer stopped at the {max_tokens}-token limit, so it may be cut off: raise "
                    "**Max answer tokens** for a longer one.")
     if answer.truncated:
