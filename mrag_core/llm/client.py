@@ -244,8 +244,11 @@ class LLMClient:
             return self._complete_with_retries(messages, temperature, max_tokens, use_json)
         except LLMError as err:
             if use_json and err.status_code in (400, 422):
+                # JSON mode is to blame only if the same request without it goes through: a 400 for this
+                # request alone (a prompt too long for the context) must not turn JSON mode off for the rest
+                reply = self._complete_with_retries(messages, temperature, max_tokens, False)
                 self._json_mode_supported = False
-                return self._complete_with_retries(messages, temperature, max_tokens, False)
+                return reply
             raise
 
     def _complete_with_retries(

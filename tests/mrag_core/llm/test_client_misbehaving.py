@@ -107,3 +107,19 @@ def test_a_500_html_page_is_retried_and_reported_without_the_key(fake_openai: Fa
         _client(server, sleeps, max_retries=2).complete(MESSAGES)
     assert len(server.requests) == 3 and len(sleeps) == 2
     assert "HTTP 500" in str(info.value) and KEY not in str(info.value)
+
+
+def test_a_400_for_one_request_does_not_turn_json_mode_off(fake_openai: Factory) -> None:
+    # a document too long for the context is refused with or without JSON mode: JSON mode is not to blame
+    def respond(body: dict) -> Reply:
+        if "too long" in body["messages"][-1]["content"]:
+            return Reply.error(400, "maximum context length exceeded")
+        return Reply.ok('{"a": 1}')
+
+    server = fake_openai(respond)
+    client = _client(server)
+    with pytest.raises(LLMError, match="context length"):
+        client.complete([{"role": "user", "content": "too long"}], json_mode=True)
+    assert client.json_mode_supported
+    client.complete(MESSAGES, json_mode=True)
+    assert [("response_format" in b) for b in server.requests] == [True, False, True]
