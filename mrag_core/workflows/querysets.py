@@ -33,6 +33,7 @@ from mrag_core.benchmark import (
     read_query_rows,
     resolve_ground_truth,
 )
+from mrag_core.heartbeat import Heartbeat
 from mrag_core.ingest.benchmarks import topic_of_source
 from mrag_core.querygen import (
     OFFLINE_GENERATOR,
@@ -189,6 +190,32 @@ def generate_query_set(
         except (db.DuplicateError, db.InvalidInputError) as exc:
             raise QuerySetError(str(exc)) from exc
         query_set_id = qs.id
+    lease, owner = generation_lease(query_set_id), db.new_owner()
+    try:  # one process generates into a set at a time (the app, python -m mrag_core generate)
+        db.take_lease(store, lease, owner, "Query generation for set", query_set_id)
+    except db.RunInProgressError as exc:
+        raise QuerySetError(str(exc)) from exc
+    cancel = cancel if cancel is not None else threading.Event()
+    try:
+        with Heartbeat(lambda: db.beat_lease(store, lease, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
+            return _generate_missing(store, query_set_id, plans, docs, client=client, want_fusion=want_fusion,
+                                     n_fusion=n_fusion, progress=progress, cancel=cancel, batch_size=batch_size,
+                                     offline=offline, warnings=warnings)
+    finally:
+        db.release_lease(store, lease, owner)
+
+
+def generation_lease(query_set_id: int) -> str:
+    """The name of the lease (:func:`db.take_lease`) a generation into ``query_set_id`` holds while it runs."""
+    return f"querygen:{int(query_set_id)}"
+
+
+def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan], docs: list[db.DocumentRow], *,
+                      client: Any | None, want_fusion: bool, n_fusion: int, progress: ProgressFn | None,
+                      cancel: threading.Event, batch_size: int, offline: bool, warnings: list[str]
+                      ) -> GenerationReport:
+    """:func:`generate_query_set`'s body once the set exists and its lease is held: generate the plans that have
+    no stored query yet, a batch per transaction."""
     done_keys = {tuple(q.ground_truth) for q in db.list_queries(store, query_set_id)}
     done = {i for i, plan in enumerate(plans) if tuple(int(d) for d in plan.doc_ids) in done_keys}
     if len(done) < len(done_keys):
@@ -202,7 +229,7 @@ def generate_query_set(
     if progress is not None:
         progress(finished, total)
     for start in range(0, len(todo), batch_size):
-        if cancel is not None and cancel.is_set():
+        if cancel.is_set():
             cancelled = True
             break
         batch = set(todo[start:start + batch_size])
