@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_eval_parser(sub)
     from mrag_core.cli_annotate import add_annotate_parser
     from mrag_core.cli_corpora import add_corpora_parser
+    from mrag_core.cli_export import add_export_parser
     from mrag_core.cli_generate import add_generate_parser
     from mrag_core.cli_import import add_import_parsers
     from mrag_core.cli_index import add_index_parser
@@ -160,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_annotate_parser(sub)
     add_generate_parser(sub)
     add_index_parser(sub)
+    add_export_parser(sub)
     add_corpora_parser(sub)
     return p
 
@@ -385,6 +387,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mrag_core.cli_index import cmd_index
 
             return cmd_index(args)
+        if args.command == "export":
+            from mrag_core.cli_export import cmd_export
+
+            return cmd_export(args)
         if args.command == "generate":
             from mrag_core.cli_generate import cmd_generate
 

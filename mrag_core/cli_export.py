@@ -1,0 +1,101 @@
+"""``python -m mrag_core export``: write a stored corpus, or one of its query sets, to a file headless, as the
+Agreement & Export and Query Builder pages do.
+
+A corpus: JSON Lines, CSV, Parquet or the MRAG benchmark's article JSON (``--format``; by default from the file's
+extension), each document with its human label, else (unless ``--no-suggestions``) its machine suggestion marked
+``label_source = "suggestion"``. A query set (``--query-set``): the MRAG benchmark's query JSON with each topic's
+category and document id, which ``queries`` imports back. The file is written whole or not at all (a temporary file
+beside it, renamed at the end). Bad input ends with one line ``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mrag_core.cli import CLIError, fail, named_corpus, store_command
+from mrag_core.export import EXPORT_FORMATS
+
+_BY_EXTENSION = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".json": "benchmark"}
+
+
+def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``export`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
+    e = subparsers.add_parser("export", help="write a stored corpus (or one of its query sets) to a file")
+    e.add_argument("path", metavar="PATH", help="the file to write (replaced if it exists)")
+    e.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    e.add_argument("--format", choices=list(EXPORT_FORMATS), default=None,
+                   help="jsonl, csv, parquet or benchmark (article JSON); default: from PATH's extension")
+    e.add_argument("--no-suggestions", action="store_true",
+                   help="documents nobody has decided on stay unlabelled (default: their machine suggestion)")
+    e.add_argument("--skip-unlabeled", action="store_true",
+                   help="benchmark format: leave unlabelled documents out (default: refuse the export)")
+    e.add_argument("--query-set", metavar="NAME", default=None,
+                   help="write this query set of the corpus instead, as MRAG benchmark query JSON")
+    e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    return e
+
+
+def write_whole(data: bytes, path: Path) -> None:
+    """Write ``data`` to ``path`` whole or not at all: into a temporary file in the same folder, then renamed over
+    ``path`` (an interrupted or failed write leaves an existing ``path`` as it was). Raises :class:`CLIError`."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise CLIError(f"cannot write {path}: folder {folder} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=folder)
+    except OSError as exc:
+        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@store_command
+def cmd_export(args: argparse.Namespace, store: Any) -> int:
+    """Export a corpus or a query set; returns the exit status (0 written, 2 bad input)."""
+    import db
+    from mrag_core.workflows import corpus as cw
+    from mrag_core.workflows import querysets as qw
+    from mrag_core.wording import counted
+
+    corpus = named_corpus(store, args.corpus)
+    path = Path(args.path)
+    if path.is_dir():
+        return fail(f"{path} is a folder: give the file to write")
+    if args.query_set is not None:
+        if args.format not in (None, "benchmark") or args.no_suggestions or args.skip_unlabeled:
+            return fail("--query-set writes MRAG benchmark query JSON: --format, --no-suggestions and "
+                        "--skip-unlabeled go with a corpus export")
+        sets = [q for q in db.list_query_sets(store, corpus.id) if q.name == args.query_set.strip()]
+        if not sets:
+            names = ", ".join(repr(q.name) for q in db.list_query_sets(store, corpus.id)) or "none"
+            return fail(f"unknown query set {args.query_set!r} in corpus {corpus.name!r} (query sets: {names})")
+        text = qw.export_benchmark_json(store, sets[0].id)
+        write_whole(text.encode("utf-8"), path)
+        n = len(json.loads(text))
+        print(f"wrote {path}: {counted(n, 'query', 'queries')} of query set {sets[0].name!r}")
+        return 0
+    fmt = args.format or _BY_EXTENSION.get(path.suffix.lower())
+    if fmt is None:
+        return fail(f"cannot tell the format from {path.name!r}: give --format ({', '.join(EXPORT_FORMATS)})")
+    try:
+        data = cw.export_documents(store, corpus.id, fmt, include_suggestions=not args.no_suggestions,
+                                   unlabeled="skip" if args.skip_unlabeled else "error")
+    except cw.ExportError as exc:
+        return fail(f"cannot export {corpus.name!r}: {exc}")
+    write_whole(data, path)
+    print(f"wrote {path}: {counted(corpus.n_documents, 'document')} of {corpus.name!r} as "
+          f"{EXPORT_FORMATS[fmt].name} ({len(data):,} bytes)")
+    return 0

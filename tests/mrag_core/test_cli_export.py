@@ -1,0 +1,92 @@
+"""`python -m mrag_core export`: corpus and query-set files written headless and read back by `import` and
+`queries` (round trips through the CLI), written whole or not at all, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import db
+from mrag_core.cli import main
+from tests.support.mini_corpus import MINI_DOCS, mini_store
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Mini (4 labelled documents) plus one document without a label, and a query set of two queries."""
+    u, store, corpus_id, ids = mini_store(tmp_path, monkeypatch)
+    db.add_documents(store, corpus_id, [{"title": "Note", "text": "An unlabelled note about tea."}])
+    qs = db.create_query_set(store, corpus_id, "Set A")
+    db.add_queries(store, qs.id, [{"text": "red planet storms", "ground_truth": [ids[1]]},
+                                  {"text": "moon orbit and yeast bread", "ground_truth": [ids[0], ids[2]]}])
+    store.close()
+    return u
+
+
+def _docs(url: str, name: str) -> list[tuple[str, str, str | None]]:
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, name)
+    out = sorted((d.title, d.text, d.label) for d in db.list_documents(store, corpus.id, limit=None).items)
+    store.close()
+    return out
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_a_corpus_written_and_imported_again_is_the_same(url: str, tmp_path: Path, capsys, suffix: str) -> None:
+    out = tmp_path / f"mini{suffix}"
+    assert main(["export", str(out), "--corpus", "Mini", "--database", url]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {out}: 5 documents of 'Mini' as ")
+    assert main(["import", str(out), "--corpus", "Copy", "--database", url]) == 0
+    assert _docs(url, "Copy") == _docs(url, "Mini")
+    assert ("Note", "An unlabelled note about tea.", None) in _docs(url, "Copy")
+
+
+def test_benchmark_articles_need_labels_unless_skipped(url: str, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "articles.json"
+    out.write_text("keep me")
+    assert main(["export", str(out), "--corpus", "Mini", "--database", url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cannot export 'Mini': ") and "'Note'" in err
+    assert out.read_text() == "keep me"  # a refused export leaves the file as it was
+    assert main(["export", str(out), "--corpus", "Mini", "--skip-unlabeled", "--database", url]) == 0
+    articles = json.loads(out.read_text())
+    assert sorted((a["title"], a["label"]) for a in articles) == sorted((d["title"], d["label"]) for d in MINI_DOCS)
+    assert not list(tmp_path.glob(".articles.json.*.part"))  # no temporary file left
+
+
+def test_a_query_set_written_and_imported_again_names_the_same_documents(url: str, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "queries.json"
+    assert main(["export", str(out), "--corpus", "Mini", "--query-set", "Set A", "--database", url]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {out}: 2 queries of query set 'Set A'"
+    assert [q["topics"] for q in json.loads(out.read_text())] == [["Mars"], ["Moon", "Bread"]]
+    assert main(["queries", str(out), "--corpus", "Mini", "--name", "Set B", "--database", url]) == 0
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    a, b = (db.list_queries(store, q.id) for q in sorted(db.list_query_sets(store, corpus.id), key=lambda q: q.name))
+    store.close()
+    assert [(q.text, q.ground_truth) for q in a] == [(q.text, q.ground_truth) for q in b]
+
+
+def test_bad_input_is_one_line(url: str, tmp_path: Path, capsys) -> None:
+    assert main(["export", str(tmp_path / "x.txt"), "--corpus", "Mini", "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == ("error: cannot tell the format from 'x.txt': give --format (jsonl, "
+                                               "csv, parquet, benchmark)")
+    assert main(["export", str(tmp_path / "nowhere" / "x.csv"), "--corpus", "Mini", "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: cannot write {tmp_path / 'nowhere' / 'x.csv'}: folder "
+                                               f"{tmp_path / 'nowhere'} does not exist")
+    assert main(["export", str(tmp_path), "--corpus", "Mini", "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path} is a folder: give the file to write"
+    assert main(["export", str(tmp_path / "q.json"), "--corpus", "Mini", "--query-set", "Nope", "--database",
+                 url]) == 2
+    assert capsys.readouterr().err.strip() == "error: unknown query set 'Nope' in corpus 'Mini' (query sets: 'Set A')"
+    assert main(["export", str(tmp_path / "q.json"), "--corpus", "Mini", "--query-set", "Set A", "--format", "csv",
+                 "--database", url]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --query-set writes MRAG benchmark query JSON")
+    store = db.open_store(url)
+    db.create_corpus(store, "Empty")
+    store.close()
+    assert main(["export", str(tmp_path / "e.csv"), "--corpus", "Empty", "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == "error: cannot export 'Empty': the corpus has no documents to export"
+    assert not list(tmp_path.glob("*.csv")) and not list(tmp_path.glob("*.txt"))
