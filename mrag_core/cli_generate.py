@@ -90,13 +90,14 @@ def cmd_generate(args: argparse.Namespace, store: Any) -> int:
         planned = int(existing.params.get("planned", 0))
         if not existing.source.startswith("generated") or not planned:
             return fail(f"query set {existing.name!r} exists and was not generated here: choose another --name")
-        if existing.n_queries >= planned:
+        missing = qw.generation_missing(store, existing)
+        if not missing:
             print(f"query set {existing.name!r} (#{existing.id}) is complete: {counted(planned, 'query', 'queries')}")
             return 0
         stored = str(existing.params.get("generator", ""))
         kind = "offline" if stored.startswith("offline") else "llm"  # the generator it was started with
-        print(f"resuming query set {existing.name!r} (#{existing.id}): {existing.n_queries} of {planned} stored, "
-              f"with its own settings", file=sys.stderr)
+        print(f"resuming query set {existing.name!r} (#{existing.id}): {planned - missing} of {planned} stored "
+              "(failed ones are asked again), with its own settings", file=sys.stderr)
     else:
         kind = args.generator
     client = _client(kind)

@@ -121,11 +121,13 @@ with tab_gen:
                 st.error(md_plain(str(exc)))
             else:
                 _finished(rep)
-    unfinished = [q for q in query_sets if q.source.startswith("generated")
-                  and q.n_queries < int(q.params.get("planned", 0))]
-    for q in unfinished:
+    unfinished = [(q, n) for q in query_sets if (n := qw.generation_missing(store, q))]
+    for q, missing in unfinished:
+        planned = int(q.params["planned"])
         cols = st.columns([4, 1])
-        cols[0].write(f"'{md_plain(q.name)}': {q.n_queries} of {q.params['planned']} generated")
+        cols[0].write(f"'{md_plain(q.name)}': {planned - missing} of {planned} generated"
+                      + (f" ({q.n_queries - planned + missing} failed, asked again)"
+                         if q.n_queries > planned - missing else ""))
         if cols[1].button("Resume", key=f"qb_resume_{q.id}"):
             stop_slot = stop_button(f"qb_resume_stop_{q.id}", STOP_HELP)
             bar, progress = _progress()

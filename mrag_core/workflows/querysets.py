@@ -125,6 +125,11 @@ def _plans(docs: Sequence[db.DocumentRow], counts: Sequence[int], per_count: int
         raise QuerySetError(str(exc)) from exc
 
 
+def _key(g: GeneratedQuery) -> tuple[int, ...]:
+    """The ground truth a generated query was planned with (what identifies its plan among the stored queries)."""
+    return tuple(int(d) for d in g.plan.doc_ids)
+
+
 def _row(g: GeneratedQuery) -> dict[str, Any]:
     error = g.error or ""
     if g.missing_titles:
@@ -205,6 +210,16 @@ def generate_query_set(
         db.release_lease(store, lease, owner)
 
 
+def generation_missing(store: db.Store, info: db.QuerySetInfo) -> int:
+    """How many of a generated set's planned queries are not stored yet or failed (what a resume generates);
+    0 for a set that was not generated."""
+    planned = int(info.params.get("planned", 0)) if info.source.startswith("generated") else 0
+    if not planned:
+        return 0
+    usable = sum(1 for q in db.list_queries(store, info.id) if q.status != "failed")
+    return max(planned - usable, 0)
+
+
 def generation_lease(query_set_id: int) -> str:
     """The name of the lease (:func:`db.take_lease`) a generation into ``query_set_id`` holds while it runs."""
     return f"querygen:{int(query_set_id)}"
@@ -215,10 +230,13 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
                       cancel: threading.Event, batch_size: int, offline: bool, warnings: list[str]
                       ) -> GenerationReport:
     """:func:`generate_query_set`'s body once the set exists and its lease is held: generate the plans that have
-    no stored query yet, a batch per transaction."""
-    done_keys = {tuple(q.ground_truth) for q in db.list_queries(store, query_set_id)}
+    no stored query yet, or only a failed one (which is replaced), a batch per transaction."""
+    stored = db.list_queries(store, query_set_id)
+    done_keys = {tuple(q.ground_truth) for q in stored if q.status != "failed"}
+    failed_ids = {tuple(q.ground_truth): q.id for q in stored if q.status == "failed"}  # asked again
+    plan_keys = {tuple(int(d) for d in plan.doc_ids) for plan in plans}
     done = {i for i, plan in enumerate(plans) if tuple(int(d) for d in plan.doc_ids) in done_keys}
-    if len(done) < len(done_keys):
+    if any(tuple(q.ground_truth) not in plan_keys for q in stored):
         warnings.append("Some stored queries match no plan (the corpus changed since generation started).")
     docs_by_id = {str(d.id): d for d in docs}
     todo = [i for i in range(len(plans)) if i not in done]
@@ -242,8 +260,14 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
 
         results = generate_queries(plans, docs_by_id, client=client, want_fusion=want_fusion, n_fusion=n_fusion,
                                    skip=skip, cancel=cancel, progress=batch_progress)
-        if results:
-            db.add_queries(store, query_set_id, [_row(g) for g in sorted(results, key=lambda g: g.index)])
+        fresh = [g for g in sorted(results, key=lambda g: g.index) if _key(g) not in failed_ids]
+        if fresh:
+            db.add_queries(store, query_set_id, [_row(g) for g in fresh])
+        for g in results:  # a plan whose stored query had failed: that row gets the new answer
+            if _key(g) in failed_ids:
+                row = _row(g)
+                db.update_query(store, failed_ids[_key(g)], text=row["text"] or None, status=row["status"],
+                                fusion=row["fusion"], error=row["error"])
         for g in results:
             counts[g.status] += 1
         finished += len(results)

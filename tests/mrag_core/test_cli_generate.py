@@ -83,7 +83,8 @@ def test_an_unfinished_set_is_resumed_with_its_own_settings(url: str, capsys) ->
     # other settings on the command line do not change a resumed set's plan
     assert _generate(url, "--name", "Half", "--aspects", "3", "--per-count", "1") == 0
     captured = capsys.readouterr()
-    assert f"resuming query set 'Half' (#{first.query_set_id}): 1 of 4 stored, with its own settings" in captured.err
+    assert (f"resuming query set 'Half' (#{first.query_set_id}): 1 of 4 stored (failed ones are asked again), with "
+            "its own settings") in captured.err
     assert captured.out.strip().endswith("now; 4 of 4 stored")
     store = db.open_store(url)
     assert sorted(q.n_aspects for q in db.list_queries(store, first.query_set_id)) == [1, 1, 2, 2]

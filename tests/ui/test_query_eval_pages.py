@@ -269,6 +269,31 @@ def test_query_builder_resumes_a_stopped_generation() -> None:
     store.close()
 
 
+def test_query_builder_offers_to_ask_again_for_failed_queries() -> None:
+    """A generated set whose every plan is stored, one of them failed (the endpoint erred), is listed as unfinished
+    with Resume (it was not: the failed row counted as generated); Resume replaces the failed row."""
+    from mrag_core.workflows import querysets as qw
+
+    at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus
+    store = _store()
+    corpus_id, _ = _demo_set_ids(store)
+    rep = qw.generate_query_set(store, corpus_id=corpus_id, name="One failed", aspect_counts=[2], per_count=2,
+                                seed=1, want_fusion=False)
+    assert (rep.ok + rep.flagged, rep.planned) == (2, 2)
+    victim = db.list_queries(store, rep.query_set_id)[0]
+    db.update_query(store, victim.id, status="failed", error="HTTP 500: model overloaded")
+    at.run()
+    assert not at.exception, at.exception
+    assert any(m.value == "'One failed': 1 of 2 generated (1 failed, asked again)" for m in at.markdown)
+    at.button(key=f"qb_resume_{rep.query_set_id}").click().run()
+    assert not at.exception, at.exception
+    rows = db.list_queries(store, rep.query_set_id)
+    assert len(rows) == 2 and all(q.status != "failed" for q in rows)
+    assert next(q for q in rows if q.id == victim.id).text.strip()
+    assert not [b for b in at.button if b.key == f"qb_resume_{rep.query_set_id}"]
+    store.close()
+
+
 def test_evaluation_page_resumes_a_stopped_run() -> None:
     """A run stopped after its first stored batch is listed under Unfinished runs; Resume scores the rest,
     and the rerun reports it and drops the row (no Stop or Resume button left)."""

@@ -252,3 +252,37 @@ def test_export_and_import_round_trip_exactly_with_shared_titles(store) -> None:
     rep = qw.import_benchmark_queries(store, corpus_id, titles_only, name="old", file_name="old.json")
     assert _stored(store, rep.query_set_id) == [
         ("What does Doc 1 say?", [], "flagged", ambiguity + " (none was taken)")]
+
+
+def test_a_resume_asks_again_for_failed_queries_and_replaces_their_rows(store, corpus) -> None:
+    """A query whose story failed (HTTP 500) was stored as failed and counted as done, so Resume never asked
+    again; now a resume asks only for it and the failed row gets the new story (no second row)."""
+    down = {"Cheese": True}
+
+    def story(prompt: str) -> Reply | str:
+        titles = _titles(prompt)
+        if titles and "Cheese" in titles and down["Cheese"]:
+            return Reply.error(500, "model overloaded")
+        if not titles:
+            return "first sub-query about the story\nsecond sub-query about the story"
+        return "Once upon a time " + " and ".join(titles) + " met in a long story with many words and details."
+
+    with FakeOpenAIServer(by_content(story)) as server:
+        client = LLMClient(server.llm_config(max_retries=0), sleep=lambda s: None)
+        rep = qw.generate_query_set(store, corpus_id=corpus.id, name="Retry", aspect_counts=[1, 2], per_count=2,
+                                    seed=3, client=client, want_fusion=False)
+        before = {q.id: q for q in db.list_queries(store, rep.query_set_id)}
+        failed = [q for q in before.values() if q.status == "failed"]
+        assert len(failed) == 1 and len(before) == 4
+        info = db.get_query_set(store, rep.query_set_id)
+        assert qw.generation_missing(store, info) == 1
+        down["Cheese"] = False
+        sent = len(server.requests)
+        rep2 = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=rep.query_set_id, client=client)
+        assert (rep2.done_before, rep2.ok, rep2.failed, rep2.remaining) == (3, 1, 0, 0)
+        assert len(server.requests) == sent + 1  # only the failed plan was asked again
+    after = {q.id: q for q in db.list_queries(store, rep.query_set_id)}
+    assert set(after) == set(before)  # the same rows
+    again = after[failed[0].id]
+    assert again.status == "ok" and "Cheese" in again.text and again.error == ""
+    assert qw.generation_missing(store, db.get_query_set(store, rep.query_set_id)) == 0
