@@ -100,6 +100,9 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
                                      cancel=cancel, undecided_only=args.undecided_only)
     except ValueError as exc:  # the corpus' categories cannot be offered (e.g. two differing only in case)
         return fail(str(exc))
+    finally:
+        if isinstance(annotator, aw.LLMAnnotator):
+            annotator.close()
     who = f"{summary.agent} ({summary.model_version})"
     if summary.todo == 0:
         which = "every document without a label decision" if args.undecided_only else "every document"
@@ -110,8 +113,9 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
     for error in summary.errors:
         print(f"failed: {error}", file=sys.stderr)
     if summary.cancelled:
-        print(f"stopped with {counted(summary.remaining, 'document')} left; run the same command again to resume",
-              file=sys.stderr)
+        why = "" if cancel.is_set() else "the endpoint failed for every request (see 'failed:' above); fix it, then "
+        print(f"stopped with {counted(summary.remaining, 'document')} left; {why}run the same command again to "
+              "resume", file=sys.stderr)
         return 1
     if summary.failed:
         print("the same command asks again for the failed ones", file=sys.stderr)

@@ -119,18 +119,27 @@ def preannotate_view() -> None:
         def progress(done: int, total: int) -> None:
             bar.progress(done / total if total else 1.0, text=f"{done} / {total} documents annotated")
 
+        annotator = make_annotator(use_llm)
         try:
-            summary = aw.preannotate(store, corpus.id, make_annotator(use_llm), batch_size=int(batch_size),
+            summary = aw.preannotate(store, corpus.id, annotator, batch_size=int(batch_size),
                                      progress=progress, undecided_only=undecided_only)
         except (ValueError, db.StoreError) as exc:
             st.session_state.pop("pa_running", None)
             st.error(f"Pre-annotation stopped: {md_plain(str(exc))}")
             return
+        finally:
+            if isinstance(annotator, aw.LLMAnnotator):
+                annotator.close()
         st.session_state.pop("pa_running", None)
     finally:
         lock.release()  # also when the page stops the run (Streamlit raises inside the progress callback)
-    flash("success", f"Pre-annotation finished: {counted(summary.ok, 'suggestion')}, {summary.failed} failed "
-                     f"({counted(summary.already_done, 'document')} already had one).")
+    if summary.cancelled:  # not this page's Cancel (that reruns the page): the endpoint failed for every request
+        cause = summary.errors[-1] if summary.errors else "the endpoint stopped answering"
+        flash("warning", f"Pre-annotation stopped: {md_plain(cause)}. {counted(summary.ok, 'suggestion')} stored, "
+                         f"{counted(summary.remaining, 'document')} left: fix the endpoint, then press Resume.")
+    else:
+        flash("success", f"Pre-annotation finished: {counted(summary.ok, 'suggestion')}, {summary.failed} failed "
+                         f"({counted(summary.already_done, 'document')} already had one).")
     if summary.errors:
         st.session_state["pa_errors"] = summary.errors
     st.rerun()

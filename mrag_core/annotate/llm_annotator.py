@@ -375,6 +375,7 @@ def annotate_documents(
     skip: Collection[DocKey] = frozenset(),
     char_budget: int = DEFAULT_CHAR_BUDGET,
     cache: LLMCache | None = None,
+    breaker: Breaker | None = None,
 ) -> list[Suggestion]:
     """Pre-annotate ``docs`` in parallel; returns one suggestion per finished document, in input order.
 
@@ -388,7 +389,8 @@ def annotate_documents(
     When a request fails in a way every other would too (the endpoint unreachable or hanging, the key refused,
     the model unknown, 429 / 5xx through all retries, an answer that is not a chat completion: see
     :mod:`mrag_core.llm.breaker`), documents not sent yet are not sent and are left out, as after a cancel:
-    the failed ones come back failed, and a resume asks for all of them.
+    the failed ones come back failed, and a resume asks for all of them. Pass one ``breaker`` to every batch of
+    a run (built on its ``cancel``) so that a later batch sends nothing once an earlier one tripped it.
 
     Raises ``ValueError`` for an empty or ambiguous category list.
     """
@@ -396,7 +398,7 @@ def annotate_documents(
     skipped = set(skip)
     todo = [doc for doc in docs if doc.key not in skipped]
     agent, model_version = llm_identity(client.config.model)
-    breaker = Breaker(cancel)
+    breaker = breaker if breaker is not None else Breaker(cancel)
     outcomes = run_concurrent(
         todo,
         lambda doc: annotate_document(client, doc, categories, char_budget=char_budget, cache=cache, breaker=breaker),

@@ -242,6 +242,7 @@ def generate_queries(
     skip: Collection[int] = (),
     temperature: float = 0.7,
     max_article_chars: int | None = 4000,
+    breaker: Breaker | None = None,
 ) -> list[GeneratedQuery]:
     """Generate one query per plan not in ``skip`` (see module docstring for statuses/resume).
 
@@ -252,7 +253,8 @@ def generate_queries(
     endpoint unreachable or hanging, the key refused, the model unknown...: see
     :mod:`mrag_core.llm.breaker`), so a resume asks for them. Never raises for
     a single plan's failure; raises ``ValueError`` for ``want_fusion`` with
-    ``n_fusion < 1`` or ``limit < 1``.
+    ``n_fusion < 1`` or ``limit < 1``. Pass one ``breaker`` (built on ``cancel``) to every batch of a run so
+    that a later batch sends nothing once an earlier one tripped it.
     """
     settings = _settings(want_fusion, n_fusion, temperature, max_article_chars)
     skip_set = set(skip)
@@ -267,7 +269,7 @@ def generate_queries(
                 progress(done, len(todo))
         return results
     llm = client
-    breaker = Breaker(cancel)
+    breaker = breaker if breaker is not None else Breaker(cancel)
 
     def work(item: tuple[int, QueryPlan]) -> GeneratedQuery:
         return _llm_one(item[0], item[1], docs_by_id, llm, settings, breaker)

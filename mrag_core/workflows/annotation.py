@@ -31,6 +31,7 @@ from mrag_core.annotate import (
 )
 from mrag_core.annotate.types import validate_categories
 from mrag_core.heartbeat import Heartbeat
+from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
 
@@ -112,6 +113,8 @@ class LLMAnnotator:
     agent: str = field(init=False)
     model_version: str = field(init=False)
 
+    _breaker: Breaker | None = field(default=None, init=False, repr=False)
+
     def __post_init__(self) -> None:
         self.agent, self.model_version = llm_identity(self.client.config.model)
 
@@ -119,9 +122,17 @@ class LLMAnnotator:
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
         progress: ProgressFn | None = None,
     ) -> list[Suggestion]:
-        """The batch's requests in parallel; ``progress`` after each answer."""
+        """The batch's requests in parallel; ``progress`` after each answer. One breaker for all of this
+        annotator's batches: once the endpoint failed for good (:mod:`mrag_core.llm.breaker`), later batches send
+        nothing (their documents stay to do, as after a cancel)."""
+        if self._breaker is None:
+            self._breaker = Breaker(cancel)
         return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel, cache=self.cache,
-                                  progress=progress)
+                                  progress=progress, breaker=self._breaker)
+
+    def close(self) -> None:
+        """Close the client's connections (after the run)."""
+        self.client.close()
 
 
 # --------------------------------------------------------------------------- pre-annotation

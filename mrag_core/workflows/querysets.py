@@ -34,6 +34,7 @@ from mrag_core.benchmark import (
     resolve_ground_truth,
 )
 from mrag_core.heartbeat import Heartbeat
+from mrag_core.llm.breaker import Breaker
 from mrag_core.ingest.benchmarks import topic_of_source
 from mrag_core.querygen import (
     OFFLINE_GENERATOR,
@@ -242,6 +243,7 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
     todo = [i for i in range(len(plans)) if i not in done]
     counts = {"ok": 0, "flagged": 0, "failed": 0}
     cancelled = False
+    breaker = Breaker(cancel) if client is not None else None  # one for all batches: see mrag_core.llm.breaker
     total = len(plans)
     finished = len(done)
     if progress is not None:
@@ -259,7 +261,7 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
                 progress(_base + d, total)
 
         results = generate_queries(plans, docs_by_id, client=client, want_fusion=want_fusion, n_fusion=n_fusion,
-                                   skip=skip, cancel=cancel, progress=batch_progress)
+                                   skip=skip, cancel=cancel, progress=batch_progress, breaker=breaker)
         fresh = [g for g in sorted(results, key=lambda g: g.index) if _key(g) not in failed_ids]
         if fresh:
             db.add_queries(store, query_set_id, [_row(g) for g in fresh])
@@ -271,8 +273,12 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
         for g in results:
             counts[g.status] += 1
         finished += len(results)
-        if len(results) < len(batch):
+        stopped = breaker is not None and breaker.tripped and start + batch_size < len(todo)  # plans are left
+        if len(results) < len(batch) or stopped:
             cancelled = True
+            if breaker is not None and breaker.tripped:
+                warnings.append(f"Stopped: the endpoint failed for every request ({breaker.error}); fix it, then "
+                                "resume.")
             break
     return GenerationReport(query_set_id, len(plans), len(done), counts["ok"], counts["flagged"], counts["failed"],
                             cancelled, offline, warnings)

@@ -146,3 +146,19 @@ def test_bad_input_is_one_line_and_writes_nothing(url: str, capsys, monkeypatch)
     assert main(["annotate", "--corpus", "Unlabelled", "--database", url]) == 2
     assert capsys.readouterr().err.strip().startswith("error: corpus 'Unlabelled' has no categories")
     assert _suggestions(url) == {}
+
+
+def test_an_endpoint_that_fails_for_every_request_stops_the_run_across_batches(url: str, capsys, monkeypatch,
+                                                                               fake_openai) -> None:
+    """A refused key: one request is sent, not one per batch, and the message says the endpoint failed (not that
+    the user stopped it)."""
+    server = fake_openai(lambda body: Reply.error(401, "Incorrect API key provided"))
+    server.set_env(monkeypatch)
+    assert _annotate(url, "--batch-size", "1") == 1
+    captured = capsys.readouterr()
+    assert len(server.requests) == 1
+    assert captured.out.strip().startswith("Mini: 0 suggestions stored, 1 failed")
+    assert any(line.startswith("failed: document ") and "HTTP 401" in line for line in captured.err.splitlines())
+    assert captured.err.strip().splitlines()[-1] == (
+        "stopped with 3 documents left; the endpoint failed for every request (see 'failed:' above); fix it, then "
+        "run the same command again to resume")

@@ -286,3 +286,16 @@ def test_a_resume_asks_again_for_failed_queries_and_replaces_their_rows(store, c
     again = after[failed[0].id]
     assert again.status == "ok" and "Cheese" in again.text and again.error == ""
     assert qw.generation_missing(store, db.get_query_set(store, rep.query_set_id)) == 0
+
+
+def test_an_endpoint_down_for_every_request_stops_generation_across_batches(store, corpus) -> None:
+    """A refused key trips the breaker in the first batch: later batches send nothing, the run stops resumable,
+    and the report says why (each batch used to send one failing request more)."""
+    with FakeOpenAIServer(lambda body: Reply.error(401, "Incorrect API key provided")) as server:
+        client = LLMClient(server.llm_config(max_retries=0, concurrency=1), sleep=lambda s: None)
+        rep = qw.generate_query_set(store, corpus_id=corpus.id, name="Down", aspect_counts=[1, 2], per_count=2,
+                                    seed=3, client=client, want_fusion=False, batch_size=1)
+        assert len(server.requests) == 1
+    assert rep.cancelled and (rep.failed, rep.remaining) == (1, 3)
+    assert any(w.startswith("Stopped: the endpoint failed for every request (") and "401" in w for w in rep.warnings)
+    assert qw.generation_missing(store, db.get_query_set(store, rep.query_set_id)) == 4
