@@ -284,6 +284,9 @@ if any(s in FUSION_STRATEGIES for s in strategies):
         except Exception as exc:  # noqa: BLE001 - LLM or parsing trouble is shown, never hidden
             st.error(f"Sub-queries could not be generated: {md_plain(str(exc))}. Falling back to one per sentence.")
             cached = resolve_subqueries(query_text, [], prefer="sentences")
+        finally:
+            if client is not None:
+                client.close()
         st.session_state.setdefault("compare_subq_cache", {})[cache_key] = cached
     subqueries, sub_source = cached
     if sub_pref == "stored" and sub_source != "stored":

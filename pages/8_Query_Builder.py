@@ -5,6 +5,10 @@ Thin page: the work is in :mod:`mrag_core.workflows.querysets`; query sets live 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import streamlit as st
 
 import db
@@ -27,13 +31,17 @@ def _text_block(text: str) -> None:
     st.markdown(text_block(text), unsafe_allow_html=True)
 
 
-def _client():
+@contextmanager
+def _client() -> Iterator[Any]:
+    """The configured endpoint's LLM client for one action (closed after it), or None: the offline composer."""
     cfg = llm_config()
     if cfg is None:
-        return None
+        yield None
+        return
     from mrag_core.llm.client import LLMClient
 
-    return LLMClient(cfg)
+    with LLMClient(cfg) as client:
+        yield client
 
 
 def _progress():
@@ -112,9 +120,10 @@ with tab_gen:
             stop_slot = stop_button("qb_gen_stop", STOP_HELP)
             bar, progress = _progress()
             try:
-                rep = qw.generate_query_set(store, corpus_id=corpus.id, name=name, aspect_counts=counts,
-                                            per_count=int(per_count), seed=int(seed), client=_client(),
-                                            want_fusion=want_fusion, n_fusion=int(n_fusion), progress=progress)
+                with _client() as client:
+                    rep = qw.generate_query_set(store, corpus_id=corpus.id, name=name, aspect_counts=counts,
+                                                per_count=int(per_count), seed=int(seed), client=client,
+                                                want_fusion=want_fusion, n_fusion=int(n_fusion), progress=progress)
             except qw.QuerySetError as exc:
                 stop_slot.empty()
                 bar.empty()
@@ -132,8 +141,9 @@ with tab_gen:
             stop_slot = stop_button(f"qb_resume_stop_{q.id}", STOP_HELP)
             bar, progress = _progress()
             try:
-                rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=_client(),
-                                            progress=progress)
+                with _client() as client:
+                    rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=client,
+                                                progress=progress)
             except qw.QuerySetError as exc:
                 stop_slot.empty()
                 bar.empty()
@@ -237,7 +247,8 @@ with tab_review:
                     _text_block(q.text or "(no text)")
                     if st.button("Regenerate", key=f"qb_regen_{q.id}"):
                         try:
-                            new = qw.regenerate_query(store, q.id, client=_client(), want_fusion=bool(q.fusion))
+                            with _client() as client:
+                                new = qw.regenerate_query(store, q.id, client=client, want_fusion=bool(q.fusion))
                         except qw.QuerySetError as exc:
                             st.error(md_plain(str(exc)))
                         else:
