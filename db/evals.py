@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError
-from db.liveness import beat_row, claim_row, is_live, owns
+from db.liveness import beat_row, claim_row, clear_stop_row, is_live, owns, request_stop_row, stop_requested_row
 from db.models import Corpus, EmbeddingRun, EvalResult, EvalRun, Query, QuerySet, utcnow
 
 EVAL_STATUSES = ("running", "done", "cancelled", "failed")
@@ -126,6 +126,7 @@ def create_eval_run(
         )
         session.add(run)
         session.flush()
+        clear_stop_row(session, EvalRun, run.id)  # a stop asked of a deleted run that had this id
         return _info(session, run)
 
 
@@ -258,6 +259,8 @@ def finish_eval_run(
         run = require(session, EvalRun, run_id, "Evaluation run")
         if not owns(run, owner):
             return _info(session, run)
+        if status != "running":
+            clear_stop_row(session, EvalRun, run_id)
         run.status = status
         run.error = error
         run.finished_at = None if status == "running" else utcnow()
@@ -278,6 +281,19 @@ def claim_eval_run(store: Store, run_id: int, owner: str) -> EvalRunInfo:
         claim_row(session, run, "Evaluation run", owner)
         session.flush()
         return _info(session, run)
+
+
+def request_eval_stop(store: Store, run_id: int) -> bool:
+    """Ask whichever process runs evaluation ``run_id`` to stop it after its current batch (it stores ``cancelled``,
+    resumable); returns whether it was running (else there is nothing to stop)."""
+    with store.session() as session:
+        return request_stop_row(session, EvalRun, run_id)
+
+
+def eval_stop_requested(store: Store, run_id: int) -> bool:
+    """Whether a stop of evaluation ``run_id`` was asked and not yet carried out."""
+    with store.session(readonly=True) as session:
+        return stop_requested_row(session, EvalRun, run_id)
 
 
 def beat_eval_run(store: Store, run_id: int, owner: str) -> bool:

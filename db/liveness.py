@@ -76,12 +76,43 @@ def claim_row(session: Session, run: EmbeddingRun | EvalRun, kind: str, owner: s
     run.owner = owner
     run.heartbeat_at = now
     run.finished_at = None
+    clear_stop_row(session, type(run), run.id)  # a stop asked of an earlier claim is not this one's
+
+
+def stop_marker(model: type[EmbeddingRun] | type[EvalRun], run_id: int) -> str:
+    """The ``app_markers`` name of a stop request for run ``run_id`` (:func:`request_stop_row`)."""
+    return f"stop:{'index' if model is EmbeddingRun else 'eval'}:{int(run_id)}"
+
+
+def request_stop_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id: int) -> bool:
+    """Inside a write transaction: ask the process that runs ``run_id`` (whichever it is) to stop it after its
+    current batch: a stop marker its next heartbeat finds (:func:`beat_row` then reports the run lost, and the
+    run stores ``cancelled``, resumable). Returns whether the run is live (else there is nothing to stop)."""
+    run = session.get(model, run_id)
+    if run is None or not is_live(run.status, run.heartbeat_at):
+        return False
+    name = stop_marker(model, run_id)
+    if session.get(AppMarker, name) is None:
+        session.add(AppMarker(name=name, value=run.owner, created_at=utcnow(), updated_at=utcnow()))
+    return True
+
+
+def stop_requested_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id: int) -> bool:
+    """Whether a stop of run ``run_id`` was asked and not yet carried out."""
+    return session.get(AppMarker, stop_marker(model, run_id)) is not None
+
+
+def clear_stop_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id: int) -> None:
+    """Inside a write transaction: forget a stop request of run ``run_id`` (it was claimed anew, or finished)."""
+    session.execute(delete(AppMarker).where(AppMarker.name == stop_marker(model, run_id)))
 
 
 def beat_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id: int, owner: str) -> bool:
     """Inside a write transaction: store a fresh heartbeat on run ``run_id`` if it is still ``running`` and
-    still ``owner``'s; returns whether it was (``False``: finished, deleted, or claimed by another process
-    after this one fell silent)."""
+    still ``owner``'s and nobody asked it to stop; returns whether it was (``False``: finished, deleted, claimed
+    by another process after this one fell silent, or a stop was requested: the caller stops after its batch)."""
+    if stop_requested_row(session, model, run_id):
+        return False
     result = session.execute(
         update(model)
         .where(model.id == run_id, model.owner == owner, model.status == "running")

@@ -5,7 +5,8 @@ else the default SQLite file), so it shows up on the Evaluation Runs page. Print
 and a summary table (mean RSR / CSR / weighted at k = n and k = 2n per aspect count); with LLM
 strategies (``multi-query``, ``hyde``, ``intent`` and their ``-mrag`` forms, endpoint from
 ``MRAG_LLM_*`` as elsewhere) also their token cost per strategy.
-``--resume ID`` continues a cancelled or interrupted run; ``--list`` prints the stored runs (of
+``--resume ID`` continues a cancelled or interrupted run; ``--stop ID`` asks the process that runs it (the app,
+another ``eval``) to stop after its current batch; ``--list`` prints the stored runs (of
 ``--corpus`` when given) with their state as the Evaluation Runs page says it: ``done``, ``stopped``,
 ``failed``, ``running elsewhere`` (another process keeps its heartbeat fresh: the app, or another
 ``eval``) or ``interrupted`` (resumable). Bad input ends with one line ``error: ...`` and exit status 2.
@@ -59,6 +60,8 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     e.add_argument("--resume", type=int, default=None, metavar="RUN_ID", help="continue an unfinished run")
     e.add_argument("--list", action="store_true",
                    help="list the stored runs (of --corpus when given) with their state and exit")
+    e.add_argument("--stop", type=int, default=None, metavar="RUN_ID",
+                   help="ask the process that runs RUN_ID (the app, another eval) to stop after its current batch")
     e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
     e.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return e
@@ -110,6 +113,16 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
 
     if getattr(args, "list", False):
         return list_runs(store, args.corpus)
+    if getattr(args, "stop", None) is not None:
+        try:
+            info = db.get_eval_run(store, args.stop)
+        except db.NotFoundError:
+            return fail(f"evaluation run {args.stop} does not exist")
+        if not db.request_eval_stop(store, info.id):
+            return fail(f"evaluation run {info.id} is not running ({er.status_label(info)}): nothing to stop")
+        where = info.owner.split(" #")[0] or "another process"
+        print(f"asked run {info.id} ({where}) to stop after its current batch; eval --resume {info.id} continues it")
+        return 0
     resume = getattr(args, "resume", None)
     if resume is None:
         if not args.corpus or not args.query_set:

@@ -171,8 +171,13 @@ def building_elsewhere(run_id: int) -> None:
     if not info.live:
         st.rerun(scope="app")
     where = info.owner.split(" #")[0] or "another process"
+    asked = db.embedding_stop_requested(store, info.id)
     st.info(f"Index #{info.id} is being built by another process ({md_plain(where)}). This page follows it and "
-            "shows the index when it is done; Cancel it where it runs.")
+            "shows the index when it is done." + (" Asked to stop: it stops after its current batch." if asked else ""))
+    st.button("Stop that build", key="index_stop_elsewhere", disabled=asked,
+              on_click=db.request_embedding_stop, args=(store, info.id),  # before the rerun that shows it
+              help="asks the process that builds it to stop after its current batch (within a few seconds); the "
+                   "vectors it saved are kept and the build can be resumed")
     frac = info.n_saved / info.n_docs if info.n_docs else 0.0
     st.progress(min(frac, 1.0), text=f"Embedded {info.n_saved} / {info.n_docs} documents · last heard from "
                                      f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago")

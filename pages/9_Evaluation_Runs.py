@@ -150,9 +150,16 @@ def follow_elsewhere(run_ids: list[int]) -> None:
     for info in infos:
         expected = int(info.config.get("n_queries", 0)) * len(info.config.get("strategies", []))
         where = info.owner.split(" #")[0] or "another process"
-        st.caption(f"#{info.id} is running elsewhere ({md_plain(where)}): {info.n_results}"
-                   f"{f' of {expected}' if expected else ''} results stored, last heard from "
-                   f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago. Stop it where it runs.")
+        asked = db.eval_stop_requested(store, info.id)
+        cols = st.columns([5, 1])
+        cols[0].caption(f"#{info.id} is running elsewhere ({md_plain(where)}): {info.n_results}"
+                        f"{f' of {expected}' if expected else ''} results stored, last heard from "
+                        f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago."
+                        + (" Asked to stop: it stops after its current batch." if asked else ""))
+        cols[1].button("Stop", key=f"ev_stop_elsewhere_{info.id}", disabled=asked,
+                       on_click=db.request_eval_stop, args=(store, info.id),  # before the rerun that shows it
+                       help="asks the process that runs it to stop after its current batch (within a few "
+                            "seconds); its saved results are kept and the run can be resumed")
 
 
 tab_run, tab_view, tab_compare, tab_sweep = st.tabs(["New run", "Runs", "Compare runs", "Layer sweep"])

@@ -115,3 +115,34 @@ def test_the_message_for_this_process_says_this_app(sqlite_store: Store) -> None
     run_id = _make(sqlite_store, "evaluation", owner=db.new_owner())
     with pytest.raises(db.RunInProgressError, match=f"Evaluation run {run_id} is already running in this app"):
         db.claim_eval_run(sqlite_store, run_id, db.new_owner())
+
+
+def _request_stop(store: Store, kind: str, run_id: int) -> bool:
+    return (db.request_embedding_stop if kind == "index" else db.request_eval_stop)(store, run_id)
+
+
+def _stop_requested(store: Store, kind: str, run_id: int) -> bool:
+    return (db.embedding_stop_requested if kind == "index" else db.eval_stop_requested)(store, run_id)
+
+
+@pytest.mark.parametrize("kind", ["index", "evaluation"])
+def test_a_stop_request_reaches_the_next_heartbeat_and_is_forgotten_after(store: Store, kind: str) -> None:
+    run_id = _make(store, kind, owner=OTHER)
+    assert _beat(store, kind, run_id, OTHER) and not _stop_requested(store, kind, run_id)
+    assert _request_stop(store, kind, run_id) and _stop_requested(store, kind, run_id)
+    assert _request_stop(store, kind, run_id)  # asked twice: still one request
+    assert not _beat(store, kind, run_id, OTHER)  # its process learns it at the next beat ...
+    done = _finish(store, kind, run_id, OTHER)  # ... and stores that it stopped
+    assert done.status == "cancelled" and not _stop_requested(store, kind, run_id)
+    assert not _request_stop(store, kind, run_id)  # not running: nothing to stop
+    assert not _stop_requested(store, kind, run_id)
+    assert _claim(store, kind, run_id, MINE).live and _beat(store, kind, run_id, MINE)  # a resume runs on
+
+
+@pytest.mark.parametrize("kind", ["index", "evaluation"])
+def test_a_stop_asked_of_an_earlier_claim_does_not_stop_the_next(store: Store, kind: str) -> None:
+    run_id = _make(store, kind, owner=OTHER)
+    assert _request_stop(store, kind, run_id)
+    _age(store, kind, run_id, db.LIVE_WINDOW_S + 5)  # that process died before it saw the request
+    assert _claim(store, kind, run_id, MINE).owner == MINE
+    assert not _stop_requested(store, kind, run_id) and _beat(store, kind, run_id, MINE)

@@ -262,3 +262,21 @@ def test_progress_is_shown_every_few_seconds_and_at_the_end() -> None:
     for done in range(1, 4):
         every("queries", done, 9)
     assert shown == [("queries", 1, 9), ("queries", 2, 9), ("queries", 3, 9)]
+
+
+def test_stop_asks_the_process_that_runs_it(url: str, capsys) -> None:
+    parser = _parser()
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    qs = db.list_query_sets(store, corpus.id)[0]
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, owner="gpu-box pid 4242 #0badc0de")
+    assert cmd_eval(parser.parse_args(["eval", "--stop", str(run.id), "--database", url])) == 0
+    assert capsys.readouterr().out.strip() == (f"asked run {run.id} (gpu-box pid 4242) to stop after its current "
+                                               f"batch; eval --resume {run.id} continues it")
+    assert db.eval_stop_requested(store, run.id)
+    db.finish_eval_run(store, run.id, status="cancelled", owner="gpu-box pid 4242 #0badc0de")  # it stopped
+    assert cmd_eval(parser.parse_args(["eval", "--stop", str(run.id), "--database", url])) == 2
+    assert capsys.readouterr().err.strip() == f"error: evaluation run {run.id} is not running (stopped): nothing to stop"
+    assert cmd_eval(parser.parse_args(["eval", "--stop", "999", "--database", url])) == 2
+    assert capsys.readouterr().err.strip() == "error: evaluation run 999 does not exist"
+    store.close()

@@ -117,6 +117,11 @@ def test_a_run_another_process_works_on_is_followed_not_resumed_or_deleted() -> 
     assert at.button(key=f"ev_resume_{run.id}").disabled
     assert any(c.value.startswith(rf"#{run.id} is running elsewhere (gpu\-box pid 4242): 0 of 48 results stored, "
                                   "last heard from ") for c in at.caption)
+    assert not db.eval_stop_requested(store, run.id)
+    ok(at.button(key=f"ev_stop_elsewhere_{run.id}").click().run())  # asks that process, through the database
+    assert db.eval_stop_requested(store, run.id) and at.button(key=f"ev_stop_elsewhere_{run.id}").disabled
+    assert any(c.value.startswith(f"#{run.id} is running elsewhere") and c.value.endswith(
+        "Asked to stop: it stops after its current batch.") for c in at.caption)
     ok(at.selectbox(key="ev_view_run").set_value(run.id).run())
     assert at.button(key="ev_delete").disabled
     with store.session() as session:  # that process died

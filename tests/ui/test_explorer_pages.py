@@ -163,6 +163,9 @@ def test_index_page_follows_a_build_another_process_runs(built):
         assert [p.proto.text for p in at.get("progress")][0].startswith(
             f"Embedded 0 / {corpus.n_documents} documents · last heard from ")
         assert not any(b.key in ("index_build", "index_resume", "index_force") for b in at.button)
+        ok(at.button(key="index_stop_elsewhere").click().run())  # asks that process, through the database
+        assert db.embedding_stop_requested(store, run.id) and at.button(key="index_stop_elsewhere").disabled
+        assert any(m.endswith("Asked to stop: it stops after its current batch.") for m in texts(at.info))
         assert not any(o.startswith(f"#{run.id} ") for o in at.multiselect(key="index_delete_ids").options)
         with store.session() as session:  # that process died
             session.execute(update(EmbeddingRun).where(EmbeddingRun.id == run.id)

@@ -629,3 +629,32 @@ def test_a_run_another_process_works_on_runs_elsewhere_until_that_process_dies(s
     er.resume_evaluation(store, run_id, lm=lm)
     done = db.get_eval_run(store, run_id)
     assert done.status == "done" and done.n_results == 6 and done.owner != owner
+
+
+def test_a_stop_asked_through_the_database_stops_the_run_after_its_batch(store, setup, lm, monkeypatch) -> None:
+    """Another process (the app's Stop beside a CLI run, or `eval --stop`) asks through the database: the run's
+    next heartbeat sees it, the run stops after its current batch, stores 'cancelled' with what it saved, and
+    resumes to the end."""
+    monkeypatch.setattr(db, "BEAT_EVERY_S", 0.05)
+    corpus, qs, _ = setup
+    started, out = threading.Event(), {}
+
+    def slow(stage: str, done: int, total: int) -> None:
+        if stage == "evaluation":
+            started.set()
+            time.sleep(0.3)  # a batch that takes its time
+
+    worker = threading.Thread(target=lambda: out.setdefault("id", er.run_evaluation(
+        store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8, k_max=5, lm=lm,
+        batch_size=1, progress=slow)))
+    worker.start()
+    assert started.wait(120)
+    (running,) = [r for r in db.list_eval_runs(store) if r.status == "running"]
+    assert db.request_eval_stop(store, running.id)
+    worker.join(60)
+    assert not worker.is_alive()
+    info = db.get_eval_run(store, out["id"])
+    assert info.status == "cancelled" and 0 < info.n_results < 12
+    assert not db.eval_stop_requested(store, info.id)
+    er.resume_evaluation(store, info.id, lm=lm)
+    assert (db.get_eval_run(store, info.id).status, db.get_eval_run(store, info.id).n_results) == ("done", 12)
