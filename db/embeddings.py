@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError, NotFoundError, StoreError
-from db.liveness import beat_row, claim_row, clear_stop_row, is_live, owns, request_stop_row, stop_requested_row
+from db.liveness import beat, claim_row, clear_stop_row, is_live, owns, request_stop, stop_requested
 from db.models import Corpus, Document, EmbeddingRun, EmbeddingVector, utcnow
 
 RUN_STATUSES = ("running", "done", "cancelled", "failed")
@@ -416,21 +416,18 @@ def claim_embedding_run(store: Store, run_id: int, owner: str) -> EmbeddingRunIn
 def request_embedding_stop(store: Store, run_id: int) -> bool:
     """Ask whichever process runs index build ``run_id`` to stop it after its current batch (it stores ``cancelled``,
     resumable); returns whether it was running (else there is nothing to stop)."""
-    with store.session() as session:
-        return request_stop_row(session, EmbeddingRun, run_id)
+    return request_stop(store, EmbeddingRun, run_id)
 
 
 def embedding_stop_requested(store: Store, run_id: int) -> bool:
     """Whether a stop of index build ``run_id`` was asked and not yet carried out."""
-    with store.session(readonly=True) as session:
-        return stop_requested_row(session, EmbeddingRun, run_id)
+    return stop_requested(store, EmbeddingRun, run_id)
 
 
 def beat_embedding_run(store: Store, run_id: int, owner: str) -> bool:
     """Store a fresh heartbeat on run ``run_id`` while it is ``running`` and ``owner``'s; returns whether it
     was (:func:`db.liveness.beat_row`)."""
-    with store.session() as session:
-        return beat_row(session, EmbeddingRun, run_id, owner)
+    return beat(store, EmbeddingRun, run_id, owner)
 
 
 def finish_embedding_run(

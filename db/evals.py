@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError
-from db.liveness import beat_row, claim_row, clear_stop_row, is_live, owns, request_stop_row, stop_requested_row
+from db.liveness import beat, claim_row, clear_stop_row, is_live, owns, request_stop, stop_requested
 from db.models import Corpus, EmbeddingRun, EvalResult, EvalRun, Query, QuerySet, utcnow
 
 EVAL_STATUSES = ("running", "done", "cancelled", "failed")
@@ -286,21 +286,18 @@ def claim_eval_run(store: Store, run_id: int, owner: str) -> EvalRunInfo:
 def request_eval_stop(store: Store, run_id: int) -> bool:
     """Ask whichever process runs evaluation ``run_id`` to stop it after its current batch (it stores ``cancelled``,
     resumable); returns whether it was running (else there is nothing to stop)."""
-    with store.session() as session:
-        return request_stop_row(session, EvalRun, run_id)
+    return request_stop(store, EvalRun, run_id)
 
 
 def eval_stop_requested(store: Store, run_id: int) -> bool:
     """Whether a stop of evaluation ``run_id`` was asked and not yet carried out."""
-    with store.session(readonly=True) as session:
-        return stop_requested_row(session, EvalRun, run_id)
+    return stop_requested(store, EvalRun, run_id)
 
 
 def beat_eval_run(store: Store, run_id: int, owner: str) -> bool:
     """Store a fresh heartbeat on evaluation ``run_id`` while it is ``running`` and ``owner``'s; returns
     whether it was (:func:`db.liveness.beat_row`)."""
-    with store.session() as session:
-        return beat_row(session, EvalRun, run_id, owner)
+    return beat(store, EvalRun, run_id, owner)
 
 
 def link_eval_index(store: Store, run_id: int, embedding_run_id: int) -> EvalRunInfo:

@@ -121,6 +121,24 @@ def beat_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id
     return bool(result.rowcount)
 
 
+def beat(store: Store, model: type[EmbeddingRun] | type[EvalRun], run_id: int, owner: str) -> bool:
+    """:func:`beat_row` in a transaction of its own (what a :class:`~mrag_core.heartbeat.Heartbeat` calls)."""
+    with store.session() as session:
+        return beat_row(session, model, run_id, owner)
+
+
+def request_stop(store: Store, model: type[EmbeddingRun] | type[EvalRun], run_id: int) -> bool:
+    """:func:`request_stop_row` in a transaction of its own."""
+    with store.session() as session:
+        return request_stop_row(session, model, run_id)
+
+
+def stop_requested(store: Store, model: type[EmbeddingRun] | type[EvalRun], run_id: int) -> bool:
+    """:func:`stop_requested_row` in a read-only transaction of its own."""
+    with store.session(readonly=True) as session:
+        return stop_requested_row(session, model, run_id)
+
+
 def owns(run: EmbeddingRun | EvalRun, owner: str | None) -> bool:
     """Whether a final status from ``owner`` may be stored on ``run``: always without an owner (callers that
     do not claim), else only while ``run`` is ``owner``'s."""

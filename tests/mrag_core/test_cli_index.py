@@ -62,7 +62,8 @@ def test_build_reuse_update_and_list(url: str, capsys) -> None:
     assert float(rows[1][7]) == pytest.approx(5 * (384 + 12 * 32) * 4 / 1e6, abs=0.05)
 
 
-def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys, monkeypatch) -> None:
+def _ctrl_c_in_the_first_batch(monkeypatch) -> None:
+    """Make the next build's first batch end with a Ctrl+C (SIGINT to this process), as a user pressing it."""
     real = indexing.embed_texts
     calls: list[int] = []
 
@@ -70,10 +71,15 @@ def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys
         calls.append(len(texts))
         out = real(lm, texts, **kw)
         if len(calls) == 1:
-            os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl+C during the first batch
+            os.kill(os.getpid(), signal.SIGINT)
         return out
 
     monkeypatch.setattr(indexing, "embed_texts", embed_then_interrupt)
+
+
+def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys, monkeypatch) -> None:
+    real = indexing.embed_texts
+    _ctrl_c_in_the_first_batch(monkeypatch)
     before = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN when pytest runs as a background job
     assert _index(url, "--batch-size", "1") == 1
     captured = capsys.readouterr()
@@ -111,16 +117,7 @@ def test_bad_input_is_one_line(url: str, capsys, tmp_path: Path) -> None:
 
 def test_an_index_another_process_builds_is_left_alone(url: str, capsys, monkeypatch) -> None:
     real = indexing.embed_texts
-    calls: list[int] = []
-
-    def embed_then_interrupt(lm, texts, **kw):
-        calls.append(len(texts))
-        out = real(lm, texts, **kw)
-        if len(calls) == 1:
-            os.kill(os.getpid(), signal.SIGINT)
-        return out
-
-    monkeypatch.setattr(indexing, "embed_texts", embed_then_interrupt)
+    _ctrl_c_in_the_first_batch(monkeypatch)
     assert _index(url, "--batch-size", "1") == 1  # index #1 stopped after one document
     monkeypatch.setattr(indexing, "embed_texts", real)
     capsys.readouterr()

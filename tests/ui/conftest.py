@@ -8,7 +8,9 @@ server, each skipped where its server cannot be had), so the pages' write paths 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,42 @@ LLM_ENV = ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "OPENAI_BA
 ON_EVERY_BACKEND = pytest.mark.parametrize("fresh_env", BACKENDS, indirect=True)
 """Runs a page test on every backend: the test's ``fresh_env`` database is a SQLite file, then a new database
 on each server."""
+
+
+@contextmanager
+def module_env(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """For a module's shared pages (a module-scoped fixture): a new SQLite file and caches in a temporary folder
+    called ``name``, no LLM endpoint, Streamlit's resource cache empty before and after. Yields the folder."""
+    import streamlit as st
+
+    tmp = tmp_path_factory.mktemp(name)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
+    mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
+    mp.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    for var in LLM_ENV:
+        mp.delenv(var, raising=False)
+    st.cache_resource.clear()
+    try:
+        yield tmp
+    finally:
+        st.cache_resource.clear()
+        mp.undo()
+
+
+def build_through_index_page(at: Any, timeout: float = 300) -> Any:
+    """Click the Index page's Build (``at``: the page, run) and rerun it until the build reports success; returns
+    the page. Fails on an exception on the page or when the build has not finished within ``timeout`` s."""
+    import time
+
+    at.button(key="index_build").click().run()
+    deadline = time.time() + timeout
+    while not at.success and time.time() < deadline:
+        assert not at.exception, [e.value for e in at.exception]
+        time.sleep(1.0)
+        at.run()
+    assert at.success, "the index was not built"
+    return at
 
 
 @pytest.fixture

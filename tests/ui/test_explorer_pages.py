@@ -19,6 +19,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.ui.conftest import build_through_index_page, module_env  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "pages"
 TIMEOUT = 120
@@ -26,19 +28,8 @@ TIMEOUT = 120
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    import streamlit as st
-
-    tmp = tmp_path_factory.mktemp("explorer")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
-    mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
-    mp.setenv("OMP_WAIT_POLICY", "PASSIVE")
-    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        mp.delenv(name, raising=False)
-    st.cache_resource.clear()
-    yield tmp
-    st.cache_resource.clear()
-    mp.undo()
+    with module_env(tmp_path_factory, "explorer") as tmp:
+        yield tmp
 
 
 def page(name: str) -> AppTest:
@@ -59,15 +50,7 @@ def built(env):
     """Build the demo index through the Index page's button; returns the finished page."""
     at = ok(page("4_Index.py").run())
     assert "No index for these settings yet." in texts(at.info)
-    at.button(key="index_build").click().run()
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        ok(at)
-        if at.success:
-            break
-        time.sleep(1.0)
-        at.run()
-    return at
+    return build_through_index_page(at)
 
 
 def test_index_page_builds_and_shows_importance(built):

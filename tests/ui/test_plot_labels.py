@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,8 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.ui.conftest import build_through_index_page, module_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120
@@ -66,39 +67,23 @@ def _no_markup_from_data(spec: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpus_id(tmp_path_factory) -> int:
-    import streamlit as st
-
     import db
 
-    tmp = tmp_path_factory.mktemp("plot_labels")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
-    mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
-    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        mp.delenv(name, raising=False)
-    st.cache_resource.clear()
-    store = db.open_store()
-    c = db.create_corpus(store, "Markup")
-    db.add_documents(store, c.id, [
-        {"title": LINK, "text": TEXTS[0], "label": CAT},
-        {"title": BOLD, "text": TEXTS[1], "label": CAT},
-        {"title": "Glaciers", "text": TEXTS[2], "label": "earth"},
-        {"title": "Volcanoes", "text": TEXTS[3], "label": "earth"},
-    ])
-    ids = db.document_ids(store, c.id)
-    db.add_suggestions(store, [{"document_id": d, "agent": "test", "category": cat}
-                               for d, cat in zip(ids, (CAT, "earth", "earth", "earth"))])
-    store.close()
-    at = _page("4_Index.py", c.id).run()
-    _ok(at.button(key="index_build").click().run())
-    deadline = time.time() + 300
-    while not at.success and time.time() < deadline:
-        time.sleep(1.0)
-        _ok(at.run())
-    assert at.success, "the index was not built"
-    yield c.id
-    st.cache_resource.clear()
-    mp.undo()
+    with module_env(tmp_path_factory, "plot_labels"):
+        store = db.open_store()
+        c = db.create_corpus(store, "Markup")
+        db.add_documents(store, c.id, [
+            {"title": LINK, "text": TEXTS[0], "label": CAT},
+            {"title": BOLD, "text": TEXTS[1], "label": CAT},
+            {"title": "Glaciers", "text": TEXTS[2], "label": "earth"},
+            {"title": "Volcanoes", "text": TEXTS[3], "label": "earth"},
+        ])
+        ids = db.document_ids(store, c.id)
+        db.add_suggestions(store, [{"document_id": d, "agent": "test", "category": cat}
+                                   for d, cat in zip(ids, (CAT, "earth", "earth", "earth"))])
+        store.close()
+        build_through_index_page(_page("4_Index.py", c.id).run())
+        yield c.id
 
 
 def test_compare_evidence_shows_titles_verbatim(corpus_id):

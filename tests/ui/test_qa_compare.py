@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -14,32 +13,17 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.ui.conftest import build_through_index_page, module_env  # noqa: E402
+
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    import streamlit as st
-
-    tmp = tmp_path_factory.mktemp("qa_compare")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
-    mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
-    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        mp.delenv(name, raising=False)
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(PAGES / "4_Index.py"), default_timeout=TIMEOUT).run()
-    at.button(key="index_build").click().run()
-    deadline = time.time() + 300
-    while not at.success and time.time() < deadline:
-        assert not at.exception, [e.value for e in at.exception]
-        time.sleep(1.0)
-        at.run()
-    assert at.success, "the demo index was not built"
-    yield
-    st.cache_resource.clear()
-    mp.undo()
+    with module_env(tmp_path_factory, "qa_compare"):
+        build_through_index_page(AppTest.from_file(str(PAGES / "4_Index.py"), default_timeout=TIMEOUT).run())
+        yield
 
 
 def test_evidence_caption_matches_the_votes_shown(built):
