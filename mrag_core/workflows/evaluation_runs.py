@@ -1006,22 +1006,31 @@ def _k_for(n: int, k: int | None, k_max: int) -> int:
 
 def relative_improvement(metrics: RunMetrics, *, baseline: str = "standard", k: int | None = None) -> pd.DataFrame:
     """Per (strategy, n_aspects): mean weighted ratio at ``k`` (default k = n_aspects) and its relative
-    improvement over ``baseline``: ``weighted / weighted_baseline - 1`` (NaN when the baseline is 0)."""
-    s = metrics.summary
+    improvement over ``baseline``: ``weighted / weighted_baseline - 1`` (NaN when the baseline is 0).
+
+    Both means are over the queries that the strategy and the baseline both scored (``queries``): in a stopped
+    run one strategy may have more queries than the other, and an aspect count the baseline has not reached
+    yet has no row (it raised KeyError)."""
+    columns = ["strategy", "n_aspects", "k", "weighted", "baseline", "improvement", "queries"]
+    pq = metrics.per_query
+    if baseline not in set(pq["strategy"]):
+        return pd.DataFrame(columns=columns)
     rows = []
-    if baseline not in set(s["strategy"]):
-        return pd.DataFrame(columns=["strategy", "n_aspects", "k", "weighted", "baseline", "improvement"])
-    for n in sorted(set(s["n_aspects"])):
+    for n in sorted(set(pq["n_aspects"])):
         kk = _k_for(int(n), k, metrics.k_max)
-        at = s[(s["n_aspects"] == n) & (s["k"] == kk)].set_index("strategy")
-        base = float(at.loc[baseline, "weighted"])
+        at = pq[(pq["n_aspects"] == n) & (pq["k"] == kk)]
+        base_q = at[at["strategy"] == baseline].set_index("query_id")["weighted"]
         for strat in metrics.strategies:
-            if strat == baseline or strat not in at.index:
+            if strat == baseline:
                 continue
-            val = float(at.loc[strat, "weighted"])
+            own = at[at["strategy"] == strat].set_index("query_id")["weighted"]
+            common = sorted(set(base_q.index) & set(own.index))
+            if not common:
+                continue
+            base, val = float(base_q.loc[common].mean()), float(own.loc[common].mean())
             rows.append({"strategy": strat, "n_aspects": int(n), "k": kk, "weighted": val, "baseline": base,
-                         "improvement": (val / base - 1.0) if base > 0 else float("nan")})
-    return pd.DataFrame(rows, columns=["strategy", "n_aspects", "k", "weighted", "baseline", "improvement"])
+                         "improvement": (val / base - 1.0) if base > 0 else float("nan"), "queries": len(common)})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def single_aspect_table(metrics: RunMetrics, ks: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:

@@ -1,0 +1,80 @@
+"""QA of the Evaluation Runs views on hand-made stored results (a real SQLite store, no model): every number
+below is worked out by hand from the stored per-query values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import db
+from mrag_core.workflows import evaluation_runs as er
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    yield s
+    s.close()
+
+
+def make_corpus(store: db.Store):
+    """4 documents in 2 categories; queries q1 (1 aspect), q2 and q3 (2 aspects)."""
+    corpus = db.create_corpus(store, "QA")
+    docs = [{"title": f"d{i}", "text": f"document {i}", "label": lab} for i, lab in enumerate("aabb")]
+    ids = db.add_documents(store, corpus.id, docs).document_ids
+    qs = db.create_query_set(store, corpus.id, "Q")
+    qids = db.add_queries(store, qs.id, [
+        {"text": "one", "ground_truth": [ids[0]]},
+        {"text": "two", "ground_truth": [ids[0], ids[2]]},
+        {"text": "three", "ground_truth": [ids[1], ids[3]]},
+    ])
+    return corpus, qs, ids, qids
+
+
+def make_run(store: db.Store, corpus, qs, results: dict[tuple[str, int], tuple[list[float], list[float]]],
+             strategies: list[str], status: str = "done", k_max: int = 2, config: dict | None = None) -> int:
+    """A run of ``strategies`` whose stored (strategy, query) results are ``results``: (rsr per k, csr per k)."""
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, name="hand",
+                             config={"model": "minilm", "layer": 5, "strategies": strategies, "c": 4,
+                                     "k_max": k_max, "w": 2.0, **(config or {})}, seed=0)
+    db.save_eval_results(store, run.id, [
+        {"strategy": s, "query_id": q, "retrieved": [], "rsr": rsr, "csr": csr}
+        for (s, q), (rsr, csr) in results.items()])
+    db.finish_eval_run(store, run.id, status=status)
+    return run.id
+
+
+def test_relative_improvement_of_a_stopped_run_pairs_queries_and_skips_missing_aspects(store) -> None:
+    """A run stopped while its second strategy (standard, the baseline) had scored only the 1-aspect query:
+    the Runs tab raised KeyError 'standard' (a traceback) for the 2-aspect group."""
+    corpus, qs, _, (q1, q2, q3) = make_corpus(store)
+    rid = make_run(store, corpus, qs, {
+        ("mrag", q1): ([1.0, 1.0], [1.0, 1.0]),
+        ("mrag", q2): ([0.5, 1.0], [0.5, 1.0]),
+        ("mrag", q3): ([0.0, 0.5], [0.5, 0.5]),
+        ("standard", q1): ([0.0, 1.0], [1.0, 1.0]),
+    }, ["mrag", "standard"], status="cancelled")
+    imp = er.relative_improvement(er.load_run_metrics(store, rid))
+    # Only n = 1 has a baseline: at k = 1 mrag's weighted (2*1 + 1)/3 = 1, standard's (2*0 + 1)/3 = 1/3.
+    assert imp[["strategy", "n_aspects", "k", "queries"]].values.tolist() == [["mrag", 1, 1, 1]]
+    assert imp.loc[0, "weighted"] == pytest.approx(1.0)
+    assert imp.loc[0, "baseline"] == pytest.approx(1 / 3)
+    assert imp.loc[0, "improvement"] == pytest.approx(2.0)
+
+
+def test_relative_improvement_is_over_the_queries_both_strategies_scored(store) -> None:
+    corpus, qs, _, (q1, q2, q3) = make_corpus(store)
+    rid = make_run(store, corpus, qs, {
+        ("standard", q1): ([1.0, 1.0], [1.0, 1.0]),
+        ("standard", q2): ([0.5, 0.5], [0.5, 0.5]),  # weighted at k=2: 0.5
+        ("mrag", q1): ([1.0, 1.0], [1.0, 1.0]),
+        ("mrag", q2): ([0.5, 1.0], [1.0, 1.0]),  # weighted at k=2: 1.0
+        ("mrag", q3): ([0.0, 0.0], [0.0, 0.0]),  # not scored by standard (stopped run): left out
+    }, ["standard", "mrag"], status="cancelled")
+    imp = er.relative_improvement(er.load_run_metrics(store, rid)).set_index("n_aspects")
+    assert imp.loc[2, "queries"] == 1
+    assert (imp.loc[2, "weighted"], imp.loc[2, "baseline"]) == (pytest.approx(1.0), pytest.approx(0.5))
+    assert imp.loc[2, "improvement"] == pytest.approx(1.0)  # +100 %, not (0.5 / 0.5 - 1) = 0 over q2 and q3
