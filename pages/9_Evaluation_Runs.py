@@ -318,6 +318,8 @@ with tab_view:
         if m.per_query.empty:
             st.info("This run has no stored results yet.")
         else:
+            if note := er.edited_note(m):
+                st.warning(note)
             cost = er.without_unused_cost(er.accuracy_and_cost(m))
             spent = "tokens" in cost.columns
             st.subheader("Accuracy and cost" if spent else "Accuracy")
@@ -410,6 +412,9 @@ with tab_compare:
             except er.EvaluationInputError as exc:
                 st.error(str(exc))
             else:
+                for rid in loaded:
+                    if note := er.edited_note(loaded[rid]):
+                        st.warning(note)
                 if tests.empty or int(tests["queries"].max()) == 0:
                     st.warning("The selected runs share no scored query (different query sets?).")
                 st.markdown(f"**Mean {metric} per aspect count**")

@@ -37,6 +37,7 @@ No Streamlit here.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import threading
@@ -93,6 +94,7 @@ __all__ = [
     "authors_json",
     "compare_runs",
     "drilldown",
+    "edited_note",
     "evaluable_queries",
     "layer_sweep",
     "layer_sweep_frame",
@@ -196,6 +198,14 @@ def evaluable_queries(store: db.Store, query_set_id: int) -> list[db.QueryRow]:
     """Queries that can be scored: status ok/flagged, non-empty text and ground truth."""
     return [q for q in db.list_queries(store, query_set_id)
             if q.status in ("ok", "flagged") and q.text.strip() and q.ground_truth]
+
+
+def query_fingerprint(query: db.QueryRow) -> str:
+    """``"<n_aspects>:<hash>"``: a query as a run scores it (aspect count; hash of its text and ground truth).
+    A run stores one per scored query (``config["queries"]``), so that a query edited after the run is told
+    apart (:attr:`RunMetrics.edited`) and grouped by the aspect count it was scored with."""
+    digest = hashlib.sha256(json.dumps([query.text, sorted(query.ground_truth)]).encode()).hexdigest()[:12]
+    return f"{query.n_aspects}:{digest}"
 
 
 def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategies: Sequence[str],
@@ -490,6 +500,7 @@ def run_evaluation(
             "model": model_name, "layer": layer_idx, "layer_requested": layer, "pooling": lm.head_pooling,
             "strategies": list(strategies), "variant": variant, "c": min(c, n_docs), "c_requested": c,
             "k_max": k_max, "w": w, "n_queries": len(queries), "corpus_version": corpus.version,
+            "queries": {str(q.id): query_fingerprint(q) for q in queries},
             **({"llm": {"model": endpoint.model, **options.to_dict()}} if endpoint is not None else {}),
             **(extra_config or {}),
         }
@@ -849,7 +860,11 @@ class RunMetrics:
     * ``summary``: means over queries per (strategy, n_aspects, k) with ``n_queries``;
     * ``queries``: ``query_id, text, n_aspects, ground_truth`` of the scored queries;
     * ``retrieved``: ``{(strategy, query_id): [doc ids]}``;
-    * ``details``: ``{(strategy, query_id): details}`` for results that have details (LLM cost, fallbacks).
+    * ``details``: ``{(strategy, query_id): details}`` for results that have details (LLM cost, fallbacks);
+    * ``edited``: scored queries whose text, ground truth or aspect count changed after the run (their stored
+      scores are those of the old version; runs stored before fingerprints were kept report none).
+
+    ``n_aspects`` is the aspect count a query had when the run scored it (its current one for older runs).
     """
 
     run: db.EvalRunInfo
@@ -858,6 +873,7 @@ class RunMetrics:
     queries: pd.DataFrame
     retrieved: dict[tuple[str, int], list[int]]
     details: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    edited: list[int] = field(default_factory=list)
 
     @property
     def strategies(self) -> list[str]:
@@ -880,13 +896,20 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
     w = float(run.config.get("w", 2.0))
     results = db.load_eval_results(store, run_id)
     qrows = {q.id: q for q in db.list_queries(store, run.query_set_id)}
+    saved = run.config.get("queries") if isinstance(run.config.get("queries"), dict) else {}
+
+    def aspects(qid: int) -> int:  # as scored: the run's fingerprint, else the query's current count
+        if fp := saved.get(str(qid)):
+            return int(str(fp).split(":", 1)[0])
+        return qrows[qid].n_aspects if qid in qrows else 0
+
     recs: dict[str, list[Any]] = {k: [] for k in ("strategy", "query_id", "n_aspects", "k", "rsr", "csr")}
     retrieved: dict[tuple[str, int], list[int]] = {}
     details: dict[tuple[str, int], dict[str, Any]] = {}
     for r in results:
         if r.details:
             details[(r.strategy, r.query_id)] = r.details
-        n = qrows[r.query_id].n_aspects if r.query_id in qrows else 0
+        n = aspects(r.query_id)
         kk = len(r.rsr)
         recs["strategy"].extend([r.strategy] * kk)
         recs["query_id"].extend([r.query_id] * kk)
@@ -905,10 +928,24 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
         summary = pd.DataFrame(columns=["strategy", "n_aspects", "k", "rsr", "csr", "weighted", "n_queries"])
     scored = sorted({r.query_id for r in results})
     queries = pd.DataFrame([{"query_id": q, "text": qrows[q].text if q in qrows else "",
-                             "n_aspects": qrows[q].n_aspects if q in qrows else 0,
+                             "n_aspects": aspects(q),
                              "ground_truth": qrows[q].ground_truth if q in qrows else []} for q in scored],
                            columns=["query_id", "text", "n_aspects", "ground_truth"])
-    return RunMetrics(run, per_query, summary, queries, retrieved, details)
+    edited = [q for q in scored if str(q) in saved and (q not in qrows or query_fingerprint(qrows[q]) != saved[str(q)])]
+    return RunMetrics(run, per_query, summary, queries, retrieved, details, edited)
+
+
+def edited_note(metrics: RunMetrics, limit: int = 10) -> str | None:
+    """The warning for a run whose queries were edited after it ran (None when none was)."""
+    ids = metrics.edited
+    if not ids:
+        return None
+    shown = ", ".join(f"#{q}" for q in ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+    one = len(ids) == 1
+    return (f"Run #{metrics.run.id}: {len(ids)} of its {len(metrics.queries)} queries ({shown}) "
+            f"{'was' if one else 'were'} edited after the run (text, ground truth or aspect count): "
+            f"{'its' if one else 'their'} stored scores are those of the version the run searched. Start a new run "
+            "to score the query set as it is now.")
 
 
 COST_COLUMNS = ["llm_queries", "prompt_tokens", "completion_tokens", "tokens", "tokens_per_query", "spent_tokens",

@@ -78,3 +78,42 @@ def test_relative_improvement_is_over_the_queries_both_strategies_scored(store) 
     assert imp.loc[2, "queries"] == 1
     assert (imp.loc[2, "weighted"], imp.loc[2, "baseline"]) == (pytest.approx(1.0), pytest.approx(0.5))
     assert imp.loc[2, "improvement"] == pytest.approx(1.0)  # +100 %, not (0.5 / 0.5 - 1) = 0 over q2 and q3
+
+
+@pytest.fixture(scope="module")
+def lm():
+    import torch
+
+    from mrag_core.models.loader import load_model
+
+    torch.set_num_threads(1)
+    return load_model("minilm")
+
+
+def test_a_query_edited_after_the_run_is_named_and_keeps_the_aspect_count_it_was_scored_with(
+        store, lm, tmp_path, monkeypatch) -> None:
+    """The run scored q2 with 2 ground-truth documents; the user then cut its ground truth to one (1 aspect).
+    The views grouped q2's stored 2-aspect scores with the 1-aspect queries, read at k = 1, and nothing said
+    that the stored scores were of another version of the query."""
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    corpus, qs, ids, (q1, q2, q3) = make_corpus(store)
+    rid = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=4, k_max=2,
+                            lm=lm)
+    before = er.load_run_metrics(store, rid)
+    assert before.edited == [] and er.edited_note(before) is None
+    stored = {r.query_id: r for r in db.load_eval_results(store, rid)}
+    db.update_query(store, q2, ground_truth=[ids[0]], n_aspects=1)
+    m = er.load_run_metrics(store, rid)
+    assert m.edited == [q2]
+    assert dict(zip(m.queries["query_id"], m.queries["n_aspects"])) == {q1: 1, q2: 2, q3: 2}
+    # The 2-aspect mean at k = 2 is still over q2 and q3 as stored (not q3 alone).
+    at = m.summary[(m.summary["n_aspects"] == 2) & (m.summary["k"] == 2)].iloc[0]
+    assert at["n_queries"] == 2
+    assert at["rsr"] == pytest.approx((stored[q2].rsr[1] + stored[q3].rsr[1]) / 2)
+    layout = json.loads(er.authors_json(m))
+    assert len(layout["standard"]["1"]["success_ratio"][0]) == 1  # q1 only
+    assert len(layout["standard"]["2"]["success_ratio"][0]) == 2
+    note = er.edited_note(m)
+    assert note == (f"Run #{rid}: 1 of its 3 queries (#{q2}) was edited after the run (text, ground truth or aspect "
+                    "count): its stored scores are those of the version the run searched. Start a new run to score "
+                    "the query set as it is now.")

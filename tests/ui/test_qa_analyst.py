@@ -1,0 +1,69 @@
+"""The Evaluation Runs page as an analyst reads it, on hand-made stored runs (AppTest, a fresh SQLite store)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import db  # noqa: E402
+from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL_PAGE = str(ROOT / "pages" / "9_Evaluation_Runs.py")
+
+pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
+
+
+def _store() -> db.Store:
+    return db.open_store(os.environ["MRAG_DATABASE_URL"])
+
+
+def _corpus(store: db.Store):
+    """4 documents in 2 categories; q1 (1 aspect), q2 and q3 (2 aspects)."""
+    corpus = db.create_corpus(store, "QA")
+    ids = db.add_documents(store, corpus.id, [{"title": f"d{i}", "text": f"document {i}", "label": lab}
+                                              for i, lab in enumerate("aabb")]).document_ids
+    qs = db.create_query_set(store, corpus.id, "Q")
+    qids = db.add_queries(store, qs.id, [{"text": "one", "ground_truth": [ids[0]]},
+                                         {"text": "two", "ground_truth": [ids[0], ids[2]]},
+                                         {"text": "three", "ground_truth": [ids[1], ids[3]]}])
+    return corpus, qs, ids, qids
+
+
+def _run(store: db.Store, corpus, qs, results, strategies, status="done", config=None) -> int:
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, name="hand",
+                             config={"model": "minilm", "layer": 5, "strategies": strategies, "c": 4, "k_max": 2,
+                                     "w": 2.0, **(config or {})}, seed=0)
+    db.save_eval_results(store, run.id, [{"strategy": s, "query_id": q, "retrieved": [], "rsr": rsr, "csr": csr}
+                                         for (s, q), (rsr, csr) in results.items()])
+    db.finish_eval_run(store, run.id, status=status)
+    return run.id
+
+
+def _page(corpus_id: int) -> AppTest:
+    at = AppTest.from_file(EVAL_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus_id
+    return at.run()
+
+
+def test_a_run_whose_query_was_edited_afterwards_says_so_on_runs_and_compare() -> None:
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, ids, (q1, q2, q3) = _corpus(store)
+    prints = {str(q.id): er.query_fingerprint(q) for q in db.list_queries(store, qs.id)}
+    both = {(s, q): ([1.0, 1.0], [1.0, 1.0]) for s in ("standard", "mrag") for q in (q1, q2, q3)}
+    rid = _run(store, corpus, qs, both, ["standard", "mrag"], config={"queries": prints})
+    db.update_query(store, q3, text="three, reworded")
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    expected = (f"Run #{rid}: 1 of its 3 queries (#{q3}) was edited after the run (text, ground truth or aspect "
+                "count): its stored scores are those of the version the run searched. Start a new run to score the "
+                "query set as it is now.")
+    # once under Runs, once under Compare runs (its default items are this run's two strategies)
+    assert [w.value for w in at.warning].count(expected) == 2, [w.value for w in at.warning]
