@@ -320,6 +320,8 @@ with tab_view:
         else:
             if note := er.edited_note(m):
                 st.warning(note)
+            if note := er.coverage_note(m):
+                st.warning(f"Run #{chosen.id} is {er.status_label(chosen)}. {note}")
             cost = er.without_unused_cost(er.accuracy_and_cost(m))
             spent = "tokens" in cost.columns
             st.subheader("Accuracy and cost" if spent else "Accuracy")

@@ -94,6 +94,7 @@ __all__ = [
     "authors_json",
     "compare_runs",
     "drilldown",
+    "coverage_note",
     "edited_note",
     "evaluable_queries",
     "layer_sweep",
@@ -946,6 +947,20 @@ def edited_note(metrics: RunMetrics, limit: int = 10) -> str | None:
             f"{'was' if one else 'were'} edited after the run (text, ground truth or aspect count): "
             f"{'its' if one else 'their'} stored scores are those of the version the run searched. Start a new run "
             "to score the query set as it is now.")
+
+
+def coverage_note(metrics: RunMetrics) -> str | None:
+    """The warning for a run whose strategies scored different numbers of queries (stopped part-way: the later
+    strategies have fewer), whose per-strategy means are then over different queries; None when all are equal."""
+    pq = metrics.per_query
+    counts = {s: int(pq.loc[pq["strategy"] == s, "query_id"].nunique()) for s in metrics.strategies}
+    if len(set(counts.values())) <= 1:
+        return None
+    listed = ", ".join(f"{s} {n}" for s, n in counts.items())
+    return (f"Its strategies scored different numbers of queries ({listed}), so their means are over different "
+            "queries and do not compare; the JSON export holds only the queries every strategy scored. Resume the "
+            "run to score the rest.")
+
 
 
 COST_COLUMNS = ["llm_queries", "prompt_tokens", "completion_tokens", "tokens", "tokens_per_query", "spent_tokens",

@@ -52,6 +52,25 @@ def _page(corpus_id: int) -> AppTest:
     return at.run()
 
 
+def test_a_stopped_run_without_baseline_for_an_aspect_count_shows_its_figures_and_says_it_is_partial() -> None:
+    """Standard (second in the run) scored only the 1-aspect query when the run stopped: the page showed a
+    KeyError traceback under 'Relative improvement' and means over different queries side by side silently."""
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()  # the demo corpus first, as a first start does
+    corpus, qs, _, (q1, q2, q3) = _corpus(store)
+    rid = _run(store, corpus, qs, {("mrag", q1): ([1.0, 1.0], [1.0, 1.0]), ("mrag", q2): ([0.5, 1.0], [0.5, 1.0]),
+                                   ("mrag", q3): ([0.0, 0.5], [0.5, 0.5]), ("standard", q1): ([0.0, 1.0], [1.0, 1.0])},
+               ["mrag", "standard"], status="cancelled")
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="ev_view_run").value == rid
+    assert any(w.value.startswith(f"Run #{rid} is stopped. Its strategies scored different numbers of queries "
+                                  "(mrag 3, standard 1)") for w in at.warning), [w.value for w in at.warning]
+    imp = next(df.value for df in at.dataframe if "improvement" in df.value.columns)
+    assert imp[["strategy", "n_aspects", "queries"]].values.tolist() == [["mrag", 1, 1]]
+    assert imp.loc[0, "improvement"] == pytest.approx(2.0)  # weighted 1 vs 1/3 at k = 1
+
+
 def test_a_run_whose_query_was_edited_afterwards_says_so_on_runs_and_compare() -> None:
     store = _store()
     AppTest.from_file(EVAL_PAGE, default_timeout=60).run()

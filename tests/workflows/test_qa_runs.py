@@ -80,6 +80,18 @@ def test_relative_improvement_is_over_the_queries_both_strategies_scored(store) 
     assert imp.loc[2, "improvement"] == pytest.approx(1.0)  # +100 %, not (0.5 / 0.5 - 1) = 0 over q2 and q3
 
 
+def test_coverage_note_names_each_strategys_query_count_for_a_stopped_run(store) -> None:
+    corpus, qs, _, (q1, q2, q3) = make_corpus(store)
+    full = {("standard", q): ([1.0, 1.0], [1.0, 1.0]) for q in (q1, q2, q3)}
+    rid = make_run(store, corpus, qs, {**full, ("mrag", q1): ([1.0, 1.0], [1.0, 1.0])}, ["standard", "mrag"],
+                   status="cancelled")
+    note = er.coverage_note(er.load_run_metrics(store, rid))
+    assert note is not None and "(standard 3, mrag 1)" in note
+    done = make_run(store, corpus, qs, {**full, **{("mrag", q): v for (_, q), v in full.items()}},
+                    ["standard", "mrag"])
+    assert er.coverage_note(er.load_run_metrics(store, done)) is None
+
+
 @pytest.fixture(scope="module")
 def lm():
     import torch
