@@ -412,13 +412,13 @@ with tab_compare:
                 loaded = {rid: er.load_run_metrics(store, rid) for rid in dict.fromkeys(r for r, _ in picked)}
                 means, tests = er.compare_runs(store, picked, metric=metric, k=int(k_mode) or None, metrics=loaded)
             except er.EvaluationInputError as exc:
-                st.error(str(exc))
+                st.error(md_plain(str(exc)))
             else:
                 for rid in loaded:
                     if note := er.edited_note(loaded[rid]):
                         st.warning(note)
                 if tests.empty or int(tests["queries"].max()) == 0:
-                    st.warning("The selected runs share no scored query (different query sets?).")
+                    st.warning("The selected runs share no scored query.")
                 st.markdown(f"**Mean {metric} per aspect count**")
                 st.dataframe(er.means_table(means, metric, picked), key="ev_cmp_means")
                 st.markdown(f"**{metric} over all paired queries, next to the LLM cost**")

@@ -1130,6 +1130,12 @@ def compare_runs(
         want = pq["n_aspects"].map(lambda n: _k_for(int(n), k, kmax))
         at = pq[pq["k"] == want].set_index("query_id")
         series.append((f"#{run_id} {strat}", at[metric]))
+    sets = {cache[run_id].run.query_set_id: run_id for run_id, _ in reversed(items)}
+    if len(sets) > 1:
+        names = {q: _query_set_name(store, q) for q in sets}
+        listed = ", ".join(f"#{rid} on {names[q]}" for q, rid in sorted(sets.items(), key=lambda kv: kv[1]))
+        raise EvaluationInputError(f"These runs were scored on different query sets ({listed}) and share no query: "
+                                   "paired tests compare the same queries, so choose runs of one query set.")
     n_of: dict[int, int] = {}
     for m in cache.values():
         n_of.update(dict(zip(m.queries["query_id"], m.queries["n_aspects"])))
@@ -1156,6 +1162,13 @@ def compare_runs(
                               "wilcoxon_p": t.wilcoxon_pvalue, "wilcoxon_sig": significance_mark(t.wilcoxon_pvalue),
                               "wins": t.wins, "ties": t.ties, "losses": t.losses, "note": t.note})
     return pd.DataFrame(means_rows), pd.DataFrame(test_rows)
+
+
+def _query_set_name(store: db.Store, query_set_id: int) -> str:
+    try:
+        return repr(db.get_query_set(store, query_set_id).name)
+    except db.NotFoundError:
+        return f"query set {query_set_id} (deleted)"
 
 
 def _no_negative_zero(x: float, digits: int = 12) -> float:

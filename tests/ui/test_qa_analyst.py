@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
 from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+from ui.render import md_plain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_PAGE = str(ROOT / "pages" / "9_Evaluation_Runs.py")
@@ -86,3 +87,20 @@ def test_a_run_whose_query_was_edited_afterwards_says_so_on_runs_and_compare() -
                 "query set as it is now.")
     # once under Runs, once under Compare runs (its default items are this run's two strategies)
     assert [w.value for w in at.warning].count(expected) == 2, [w.value for w in at.warning]
+
+
+def test_compare_runs_of_two_query_sets_says_why_instead_of_empty_tables() -> None:
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, ids, (q1, _, _) = _corpus(store)
+    other = db.create_query_set(store, corpus.id, "Other *set*")
+    (o1,) = db.add_queries(store, other.id, [{"text": "one", "ground_truth": [ids[0]]}])
+    a = _run(store, corpus, qs, {("standard", q1): ([1.0, 1.0], [1.0, 1.0])}, ["standard"])
+    b = _run(store, corpus, other, {("mrag", o1): ([1.0, 1.0], [1.0, 1.0])}, ["mrag"])
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="ev_cmp_items").value == [(b, "mrag"), (a, "standard")]
+    assert [e.value for e in at.error] == [md_plain(  # the set's name as typed, not as Markdown
+        f"These runs were scored on different query sets (#{a} on 'Q', #{b} on 'Other *set*') and share no "
+        "query: paired tests compare the same queries, so choose runs of one query set.")]
+    assert not any("item" in df.value.columns for df in at.dataframe)  # no empty means / tests tables

@@ -129,3 +129,17 @@ def test_a_query_edited_after_the_run_is_named_and_keeps_the_aspect_count_it_was
     assert note == (f"Run #{rid}: 1 of its 3 queries (#{q2}) was edited after the run (text, ground truth or aspect "
                     "count): its stored scores are those of the version the run searched. Start a new run to score "
                     "the query set as it is now.")
+
+
+def test_runs_of_different_query_sets_are_not_compared(store) -> None:
+    """Compare runs offered runs of every query set of the corpus; two of different sets gave empty tables, NaN
+    means and 'share no scored query (different query sets?)'. Now compare_runs refuses, naming both sets."""
+    corpus, qs, ids, (q1, _, _) = make_corpus(store)
+    other = db.create_query_set(store, corpus.id, "Other")
+    (o1,) = db.add_queries(store, other.id, [{"text": "one", "ground_truth": [ids[0]]}])
+    a = make_run(store, corpus, qs, {("standard", q1): ([1.0, 1.0], [1.0, 1.0])}, ["standard"])
+    b = make_run(store, corpus, other, {("mrag", o1): ([1.0, 1.0], [1.0, 1.0])}, ["mrag"])
+    with pytest.raises(er.EvaluationInputError) as exc:
+        er.compare_runs(store, [(a, "standard"), (b, "mrag")])
+    assert str(exc.value) == (f"These runs were scored on different query sets (#{a} on 'Q', #{b} on 'Other') and "
+                              "share no query: paired tests compare the same queries, so choose runs of one query set.")
