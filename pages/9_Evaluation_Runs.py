@@ -366,9 +366,14 @@ with tab_view:
                                  **strategy_style(m.strategies),
                                  labels={"improvement_pct": "weighted ratio vs standard (%)", "n_aspects": "aspects"},
                                  title="Relative improvement of the weighted ratio at k = aspects")
+                counts = sorted(int(n) for n in imp["n_aspects"].unique())  # whole aspect counts, not 0.5 steps
+                imp_fig.update_xaxes(tickmode="array", tickvals=counts, ticktext=[str(n) for n in counts])
                 st.plotly_chart(imp_fig, key="ev_imp")
                 _html_download(imp_fig, f"run{chosen.id}_improvement", "ev_imp_dl")
-                st.dataframe(imp, hide_index=True)
+                st.dataframe(imp, hide_index=True, key="ev_imp_table", column_config={  # % as in the figure
+                    "weighted": st.column_config.NumberColumn(format="%.3f"),
+                    "baseline": st.column_config.NumberColumn(format="%.3f"),
+                    "improvement": st.column_config.NumberColumn(format="percent")})
 
             if 1 in aspects:
                 st.subheader("Single-aspect queries")

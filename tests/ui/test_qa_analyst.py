@@ -104,3 +104,27 @@ def test_compare_runs_of_two_query_sets_says_why_instead_of_empty_tables() -> No
         f"These runs were scored on different query sets (#{a} on 'Q', #{b} on 'Other *set*') and share no "
         "query: paired tests compare the same queries, so choose runs of one query set.")]
     assert not any("item" in df.value.columns for df in at.dataframe)  # no empty means / tests tables
+
+
+def test_relative_improvement_figure_has_whole_aspect_ticks_and_the_table_percent() -> None:
+    """Plotly's numeric axis put ticks at 0.5, 1.5, 2.5 aspects under the bars, and the table beside the
+    figure in % showed the improvement as a fraction (0.25 next to a 25 % bar)."""
+    import json
+
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, _, (q1, q2, q3) = _corpus(store)
+    rid = _run(store, corpus, qs, {
+        ("standard", q1): ([0.0, 1.0], [1.0, 1.0]), ("standard", q2): ([0.5, 0.5], [0.5, 0.5]),
+        ("standard", q3): ([0.5, 0.5], [0.5, 0.5]), ("mrag", q1): ([1.0, 1.0], [1.0, 1.0]),
+        ("mrag", q2): ([0.5, 1.0], [1.0, 1.0]), ("mrag", q3): ([0.5, 0.5], [0.5, 0.5])}, ["standard", "mrag"])
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="ev_view_run").value == rid
+    chart = next(c for c in at.get("plotly_chart") if "Relative improvement" in c.proto.spec)
+    xaxis = json.loads(chart.proto.spec)["layout"]["xaxis"]
+    assert (xaxis["tickmode"], xaxis["tickvals"], xaxis["ticktext"]) == ("array", [1, 2], ["1", "2"])
+    # n = 1 at k = 1: mrag 1 vs standard 1/3 -> +200 %; n = 2 at k = 2: (1 + 0.5)/2 = 0.75 vs 0.5 -> +50 %.
+    imp = next(df for df in at.dataframe if "improvement" in df.value.columns)
+    assert imp.value["improvement"].tolist() == pytest.approx([2.0, 0.5])
+    assert '"improvement"' in imp.proto.columns and '"percent"' in imp.proto.columns
