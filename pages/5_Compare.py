@@ -184,12 +184,21 @@ seed = int(c3.number_input("Importance seed", 0, 1_000_000, 0, key="compare_seed
                                 "distance). 0: the importance stored with the index; another seed samples the pairs "
                                 "again, as an evaluation run with that seed does."))
 if drilled is not None:
-    if drilled.embedding_run_id is None or drilled.embedding_run_id != run.id:
-        st.warning(f"The index evaluation run #{drilled.run_id} searched no longer exists: this index's numbers "
-                   "can differ from the run's.")
-    st.caption(f"Opened from evaluation run #{drilled.run_id}: its index, exact search, {drilled.variant} voting, "
-               f"c = {drilled.c}, k = {drilled.k if drilled.k else 'the number of aspects'}, importance seed "
-               f"{drilled.seed}.")
+    own_index = drilled.embedding_run_id is not None and drilled.embedding_run_id == run.id
+    if not own_index:
+        try:
+            cfg_run = db.get_eval_run(store, drilled.run_id).config
+            searched = (f"{md_plain(str(cfg_run.get('model', '?')))} layer {cfg_run.get('layer', '?')}, "
+                        f"{cfg_run.get('pooling', '?')} pooling")
+        except db.NotFoundError:
+            searched = "its model and layer"
+        st.warning(f"Evaluation run #{drilled.run_id} searched an index ({searched}) that no longer exists, and no "
+                   f"finished index of those settings does: this page shows index #{run.id} (layer {run.layer}) "
+                   "instead, so its numbers can differ from the run's. Build that index on the **Index** page to "
+                   "see the run's own.")
+    st.caption(f"Opened from evaluation run #{drilled.run_id}: " + ("its index, " if own_index else "")
+               + f"exact search, {drilled.variant} voting, c = {drilled.c}, "
+               f"k = {drilled.k if drilled.k else 'the number of aspects'}, importance seed {drilled.seed}.")
 lm = run_model_or_stop(store, run)
 bundle = index_bundle(store, run, backend, seed)
 index = bundle.index

@@ -500,6 +500,10 @@ with tab_sweep:
             layers = sorted(int(x) for x in frame["layer"].unique())
             sfig.update_xaxes(tickmode="array", tickvals=layers, ticktext=[str(x) for x in layers])  # whole layers
             st.plotly_chart(sfig, key="ev_sweep_fig")
+            if set(frame["strategy"]) & {"standard", "split", "split-weighted", "fusion"}:
+                st.caption("Standard, Split and Fusion RAG search the model's final embedding, whatever the layer: "
+                           "their lines are flat by design. Only the head-based strategies (MRAG and its variants, "
+                           "Fusion MRAG) change with the layer.")
             if note := er.fused_depth_note(frame["strategy"].unique().tolist()):
                 st.caption(note)
             _html_download(sfig, "layer_sweep", "ev_sweep_dl")

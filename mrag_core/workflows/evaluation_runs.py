@@ -547,6 +547,11 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
     t_start = time.perf_counter()
     timing: dict[str, Any] = {}
     expanded: dict[tuple[str, int], ExpansionOutcome] = {}
+    eval_s: dict[str, float] = {}  # search + scoring seconds per strategy in this session (kept when stopped too)
+
+    def stopped_timing() -> dict[str, Any]:
+        """``timing`` for a run that stops here: what it spent searching so far, added to earlier sessions'."""
+        return {**timing, "evaluate": _added_seconds(prior.get("evaluate"), eval_s)} if eval_s else timing
 
     def stage(label: str) -> Callable[[int, int], None] | None:
         return (lambda done, total: progress(label, done, total)) if progress else None
@@ -612,7 +617,6 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                                          progress=stage("expansions"), cancel=cancel)
             timing["embed_queries"] += time.perf_counter() - t0
             qrow = {q.id: i for i, q in enumerate(pending_q)}
-            eval_s: dict[str, float] = {}
             skipped_gt = 0
             for s in strategies:
                 spec = NAMED_STRATEGIES[s]
@@ -657,8 +661,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                     done_count += len(batch)
                     if progress is not None:
                         progress("evaluation", done_count, total)
-            timing["evaluate"] = {k: float(prior.get("evaluate", {}).get(k, 0.0)) + v for k, v in eval_s.items()} \
-                if isinstance(prior.get("evaluate"), dict) else eval_s
+            timing["evaluate"] = _added_seconds(prior.get("evaluate"), eval_s)
             warnings = []
             if skipped_gt:
                 warnings.append(f"{skipped_gt} query result(s) had ground-truth documents missing from the index")
@@ -671,17 +674,25 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
         db.finish_eval_run(store, run_id, status="done", timing=timing, llm_usage=usage(), owner=owner)
         return run_id
     except (EvaluationCancelled, ExtractionCancelled):
-        db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage(), owner=owner)
+        db.finish_eval_run(store, run_id, status="cancelled", timing=stopped_timing(), llm_usage=usage(), owner=owner)
         return run_id
     except Exception as exc:
-        db.finish_eval_run(store, run_id, status="failed", timing=timing, error=f"{type(exc).__name__}: {exc}",
-                           llm_usage=usage(), owner=owner)
+        db.finish_eval_run(store, run_id, status="failed", timing=stopped_timing(),
+                           error=f"{type(exc).__name__}: {exc}", llm_usage=usage(), owner=owner)
         raise
     except BaseException:  # interrupted (Streamlit rerun / stop, Ctrl-C): resumable, not failed
         try:
-            db.finish_eval_run(store, run_id, status="cancelled", timing=timing, llm_usage=usage(), owner=owner)
+            db.finish_eval_run(store, run_id, status="cancelled", timing=stopped_timing(), llm_usage=usage(),
+                               owner=owner)
         finally:
             raise
+
+
+def _added_seconds(prior: Any, now: dict[str, float]) -> dict[str, float]:
+    """Seconds per strategy of this session (``now``) added to an earlier session's (``prior``, when a dict; its
+    strategies this session did not search keep their seconds)."""
+    earlier = {k: float(v) for k, v in prior.items()} if isinstance(prior, dict) else {}
+    return {**earlier, **{k: earlier.get(k, 0.0) + v for k, v in now.items()}}
 
 
 def _details(spec: StrategySpec, query_id: int, fallback: set[int],

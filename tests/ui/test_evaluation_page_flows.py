@@ -213,6 +213,9 @@ def test_compare_tab_views_and_the_drilldown_opens_the_runs_own_index() -> None:
     ok(at.run())
     # the viewed run has a Fusion strategy: its figures say how deep the fused lists are
     assert any(c.value == er.FUSED_RUN_NOTE for c in at.caption)
+    # the sweep's Standard and Fusion lines are flat: the Layer sweep tab says why
+    assert any(c.value.startswith("Standard, Split and Fusion RAG search the model's final embedding, whatever the "
+                                  "layer") for c in at.caption)
     at.multiselect(key="ev_cmp_items").set_value([(first_id, "standard"), (first_id, "mrag")]).run()
     ok(at)
     means = next(d.value for d in at.dataframe if f"#{first_id} mrag" in d.value.columns)

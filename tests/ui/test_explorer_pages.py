@@ -536,6 +536,33 @@ def test_compare_importance_seed_samples_the_head_importance_again(built):
     assert at.number_input(key="compare_seed").value == 5
 
 
+def test_a_drilldown_whose_index_is_gone_says_which_index_it_shows_instead(built):
+    """A run's index deleted (and none of its model, layer and pooling left): Compare said 'no longer exists'
+    and, below, 'Opened from evaluation run #N: its index', on another layer's index. It now names the run's
+    settings and the index shown, links to the Index page, and no longer calls that index the run's."""
+    import db
+    from mrag_core.workflows.evaluation_runs import DrillDown
+
+    store = db.open_store()
+    corpus = db.list_corpora(store)[0]
+    qs = db.list_query_sets(store, corpus.id)[0]
+    target = next(q for q in db.list_queries(store, qs.id) if q.n_aspects == 2)
+    ev = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id,
+                            config={"model": "minilm", "layer": 1, "pooling": "mean", "strategies": ["mrag"]})
+    store.close()
+    at = page("5_Compare.py")
+    at.session_state["compare_query_id"] = target.id
+    at.session_state["compare_drilldown"] = DrillDown(run_id=ev.id, query_id=target.id, embedding_run_id=None,
+                                                      variant="importance", c=8, k=None, strategies=["mrag"], seed=0)
+    ok(at.run())
+    shown = at.selectbox(key="compare_run").value
+    assert (f"Evaluation run #{ev.id} searched an index (minilm layer 1, mean pooling) that no longer exists, and "
+            f"no finished index of those settings does: this page shows index #{shown.id} (layer {shown.layer}) "
+            "instead") in " ".join(texts(at.warning))
+    (caption,) = [c for c in texts(at.caption) if c.startswith(f"Opened from evaluation run #{ev.id}")]
+    assert caption.startswith(f"Opened from evaluation run #{ev.id}: exact search, importance voting, c = 8")
+
+
 def test_compare_page_keeps_its_index_until_the_index_page_names_another(built):
     """The index choice is kept for the session; it moves only when the Index page (or a drill-down) names another
     index in ``run_id`` (a build there is what Compare shows next, as before the choice was kept)."""

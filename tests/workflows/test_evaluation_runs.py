@@ -658,3 +658,23 @@ def test_a_stop_asked_through_the_database_stops_the_run_after_its_batch(store, 
     assert not db.eval_stop_requested(store, info.id)
     er.resume_evaluation(store, info.id, lm=lm)
     assert (db.get_eval_run(store, info.id).status, db.get_eval_run(store, info.id).n_results) == ("done", 12)
+
+
+def test_a_stopped_run_keeps_its_search_seconds_and_a_resume_adds_to_them(store, setup, lm) -> None:
+    """The Runs table's 'search s' read 0.00 for a stopped run: its per-strategy seconds were stored only when a
+    run finished, and a resume that searched one strategy dropped the other's."""
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
+                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    stopped = db.get_eval_run(store, run_id)
+    assert stopped.status == "cancelled" and stopped.n_results == 6  # standard done, mrag not started
+    first = stopped.timing["evaluate"]
+    assert set(first) == {"standard"} and first["standard"] > 0
+    er.resume_evaluation(store, run_id, lm=lm)
+    done = db.get_eval_run(store, run_id).timing["evaluate"]
+    assert set(done) == {"standard", "mrag"} and done["standard"] == pytest.approx(first["standard"])
+    assert done["mrag"] > 0
+    assert er._added_seconds({"a": 1.0, "b": 2}, {"b": 0.5, "c": 3.0}) == {"a": 1.0, "b": 2.5, "c": 3.0}
+    assert er._added_seconds(None, {"c": 3.0}) == {"c": 3.0}
