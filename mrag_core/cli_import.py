@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mrag_core.cli import CLIError, named_corpus, positive_int, store_command
+from mrag_core.wording import counted
 
 KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
 TEXT_SUFFIXES = (".txt", ".md")
@@ -38,7 +39,8 @@ def add_import_parsers(subparsers: Any) -> None:
     i.add_argument("--add", action="store_true", help="add to the existing corpus of that name")
     i.add_argument("--kind", choices=KINDS, default="auto",
                    help="auto: a folder is the topic layout, .zip a ZIP of text files, .txt / .md plain text, "
-                        "anything else a table")
+                        "anything else a table (each file's columns guessed on its own); wikipedia: the MRAG "
+                        "benchmark's article JSON [{title, text, label}]")
     i.add_argument("--text-column", help="table: the column holding the text (default: guessed from the names)")
     i.add_argument("--title-column", help="table: the title column (default: guessed)")
     i.add_argument("--label-column", help="table: the label column (default: guessed)")
@@ -47,10 +49,13 @@ def add_import_parsers(subparsers: Any) -> None:
     i.add_argument("--chunk", choices=("none", "paragraphs", "chars"), default="none",
                    help="split long documents: paragraphs merged to --min-chars..--max-chars, or fixed "
                         "--chunk-size characters with --overlap")
-    i.add_argument("--chunk-size", type=positive_int, default=1500)
-    i.add_argument("--overlap", type=int, default=150)
-    i.add_argument("--min-chars", type=positive_int, default=800)
-    i.add_argument("--max-chars", type=positive_int, default=4000)
+    i.add_argument("--chunk-size", type=positive_int, default=1500, help="--chunk chars: characters per chunk (1500)")
+    i.add_argument("--overlap", type=int, default=150,
+                   help="--chunk chars: characters shared by neighbouring chunks (150; less than --chunk-size)")
+    i.add_argument("--min-chars", type=positive_int, default=800,
+                   help="--chunk paragraphs: paragraphs are merged up to at least this many characters (800)")
+    i.add_argument("--max-chars", type=positive_int, default=4000,
+                   help="--chunk paragraphs: at most this many characters per chunk (4000)")
     i.add_argument("--keep-duplicates", action="store_true",
                    help="import texts that repeat within the files or are already in the corpus")
     i.add_argument("--dry-run", action="store_true", help="show what would be imported; write nothing")
@@ -94,6 +99,10 @@ def _read_files(paths: list[Path], kind: str) -> list[tuple[str, bytes]]:
     return files
 
 
+class UnreadableTable(CLIError):
+    """A table whose columns cannot be read at all (e.g. a CSV quote never closed)."""
+
+
 def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
     """The column mapping of a table: the columns named by the options, the others guessed."""
     from mrag_core.ingest import ColumnMapping, IngestError, sniff_columns, suggest_mapping
@@ -102,7 +111,7 @@ def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
         columns = sniff_columns(data, fmt, name)
     except IngestError as exc:  # its message starts with the file name already
         message = str(exc)
-        raise CLIError(f"cannot read {name}: {message.removeprefix(f'{name}: ')}") from None
+        raise UnreadableTable(f"cannot read {name}: {message.removeprefix(f'{name}: ')}") from None
     for option, col in (("--text-column", args.text_column), ("--title-column", args.title_column),
                         ("--label-column", args.label_column)):
         if col is not None and col not in columns:
@@ -116,8 +125,9 @@ def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
                          label=args.label_column or (guess.label if guess else None))
 
 
-def read_preview(args: argparse.Namespace) -> Any:
-    """The import preview of the command's files and options (nothing written); raises CLIError."""
+def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
+    """The import preview of the command's files and options (nothing written) and the source kind read (``auto``
+    resolved); raises CLIError."""
     from mrag_core.ingest import guess_format
     from mrag_core.workflows import corpus as cw
 
@@ -129,18 +139,29 @@ def read_preview(args: argparse.Namespace) -> Any:
     if kind == "topics":
         if len(paths) != 1:
             raise CLIError("the topic layout is read from one folder (or one archive of it)")
-        return cw.read_topic_folder(paths[0])
+        return cw.read_topic_folder(paths[0]), kind
     files = _read_files(paths, kind)
-    mapping = None
-    if kind == "table":
-        fmt = guess_format(files[0][0])
-        if fmt is None:
-            raise CLIError(f"cannot tell the table format of {files[0][0]} from its name; use .csv, .tsv, .json, "
-                           ".jsonl or .parquet (or --kind)")
-        mapping = _mapping(args, files[0][0], files[0][1], fmt)
     try:
-        return cw.read_upload(kind, files, mapping=mapping, label_from_folder=not args.no_folder_labels,
-                              label=args.label)
+        if kind == "table":  # each table with its own columns: a CSV and a JSONL may name them differently
+            from mrag_core.ingest import ImportPreview
+
+            previews: list[Any] = []
+            first: Any = None
+            for name, data in files:
+                fmt = guess_format(name)
+                if fmt is None:
+                    raise CLIError(f"cannot tell the table format of {name} from its name; use .csv, .tsv, .json, "
+                                   ".jsonl or .parquet (or --kind)")
+                try:
+                    mapping = _mapping(args, name, data, fmt)
+                except UnreadableTable:
+                    if first is None:  # the first file: refused, nothing written
+                        raise
+                    mapping = first  # a later one is left out whole, its problem listed as an error
+                first = first or mapping
+                previews.append(cw.read_upload(kind, [(name, data)], mapping=mapping))
+            return ImportPreview.combine(previews), kind
+        return cw.read_upload(kind, files, label_from_folder=not args.no_folder_labels, label=args.label), kind
     except ValueError as exc:
         raise CLIError(str(exc)) from None
 
@@ -179,7 +200,7 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
             raise CLIError("--corpus needs the name of the new corpus (or, with --add, of the corpus to add to)")
         if any(c.name == name for c in db.list_corpora(store)):
             raise CLIError(f"a corpus named {name!r} exists; pass --add to add documents to it")
-    read = read_preview(args)
+    read, kind = read_preview(args)
     hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
         else set()
     try:
@@ -189,12 +210,18 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
         raise CLIError(str(exc)) from None
     n = len(preview.records)
     labels = {r.label for r in preview.records if r.label}
-    dups = f"{preview.n_duplicates} duplicate(s) left out, " if preview.n_duplicates else ""
-    print(f"read {preview.n_rows_read} row(s) / file(s): {n} document(s) to import in {len(labels)} "
-          f"categories; {dups}{len(preview.errors)} error(s) (left out), {len(preview.warnings)} warning(s)")
+    unit = "row" if kind in ("table", "wikipedia") else "file"
+    dups = f"{counted(preview.n_duplicates, 'duplicate')} left out, " if preview.n_duplicates else ""
+    print(f"read {counted(preview.n_rows_read, unit)}: {counted(n, 'document')} to import in "
+          f"{counted(len(labels), 'category', 'categories')}; {dups}{counted(len(preview.errors), 'error')} "
+          f"(left out), {counted(len(preview.warnings), 'warning')}")
     if preview.issues:
         print(format_issues(preview.issues))
     if n == 0:
+        if existing is not None and preview.n_duplicates:  # --add of what is there already: a success, not an error
+            which = "every document without an error" if preview.errors else "every document"
+            print(f"nothing to import: {which} is already in corpus {existing.name!r}; nothing was written")
+            return 0
         raise CLIError("nothing to import: no document is left after the problems above; nothing was written")
     if args.dry_run:
         print("dry run: nothing was written")
@@ -206,8 +233,8 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
     except (ValueError, db.StoreError) as exc:
         raise CLIError(f"nothing was imported: {exc}") from None
     n_dups = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, or refused on writing
-    skipped = f" ({n_dups} duplicate(s) skipped)" if n_dups else ""
-    print(f"imported {result.added} document(s) into {'new ' if result.created_corpus else ''}corpus "
+    skipped = f" ({counted(n_dups, 'duplicate')} skipped)" if n_dups else ""
+    print(f"imported {counted(result.added, 'document')} into {'new ' if result.created_corpus else ''}corpus "
           f"{result.corpus_name!r}{skipped}; next: python -m mrag_core index --corpus {result.corpus_name!r}")
     return 0
 
@@ -225,8 +252,8 @@ def cmd_queries(args: argparse.Namespace, store: Any) -> int:
         report = qw.import_benchmark_queries(store, corpus.id, path, name=args.name, file_name=path.name)
     except qw.QuerySetError as exc:
         raise CLIError(f"nothing was imported: {exc}") from None
-    print(f"query set {args.name!r} (#{report.query_set_id}): {report.n_queries} queries imported, "
-          f"{report.n_flagged} flagged, {len(report.skipped)} row(s) skipped")
+    print(f"query set {args.name!r} (#{report.query_set_id}): {counted(report.n_queries, 'query', 'queries')} "
+          f"imported, {report.n_flagged} flagged, {counted(len(report.skipped), 'row')} skipped")
     ambiguous = {(row, topic) for row, topic, _ in report.ambiguous}
     for row, topic in [u for u in report.unresolved if u not in ambiguous][:SHOWN_ISSUES]:
         print(f"  query {row}: no document is titled {topic!r} (flagged)")

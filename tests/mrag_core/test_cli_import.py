@@ -38,8 +38,8 @@ def test_benchmark_articles_and_queries_then_index_ready(url: str, tmp_path: Pat
     articles.write_bytes(bz2.compress(json.dumps(MINI_DOCS).encode()))
     assert _run(url, "import", "--corpus", "Mini", str(articles)) == 0
     out = capsys.readouterr().out
-    assert "4 document(s) to import in 2 categories; 0 error(s)" in out
-    assert "imported 4 document(s) into new corpus 'Mini'" in out
+    assert "4 documents to import in 2 categories; 0 errors" in out
+    assert "imported 4 documents into new corpus 'Mini'" in out
     assert _docs(url, "Mini") == [(a["title"], a["text"], a["label"]) for a in MINI_DOCS]
 
     queries = tmp_path / "queries.json"
@@ -50,7 +50,7 @@ def test_benchmark_articles_and_queries_then_index_ready(url: str, tmp_path: Pat
     ]))
     assert _run(url, "queries", "--corpus", "Mini", "--name", "Q", str(queries)) == 0
     out = capsys.readouterr().out
-    assert out.startswith("query set 'Q' (#1): 2 queries imported, 1 flagged, 1 row(s) skipped")
+    assert out.startswith("query set 'Q' (#1): 2 queries imported, 1 flagged, 1 row skipped")
     assert "query 2: no document is titled 'Venus' (flagged)" in out
     store = db.open_store(url)
     rows = db.list_queries(store, 1)
@@ -74,7 +74,7 @@ def test_queries_naming_a_title_of_several_documents_are_flagged_not_guessed(url
                                    {"topics": ["Doc 1"], "categories": ["b"], "text": "The one in b."}]))
     assert _run(url, "queries", "--corpus", "Twins", "--name", "Q", str(queries)) == 0
     out = capsys.readouterr().out
-    assert out.startswith("query set 'Q' (#1): 2 queries imported, 1 flagged, 0 row(s) skipped")
+    assert out.startswith("query set 'Q' (#1): 2 queries imported, 1 flagged, 0 rows skipped")
     assert "query 1: 3 documents are titled 'Doc 1' and the file does not say which one; none was taken" in out
     assert "no document is titled" not in out
     store = db.open_store(url)
@@ -95,7 +95,7 @@ def test_table_with_named_columns_problems_listed_and_dry_run(url: str, tmp_path
     args = ["import", "--corpus", "Notes", "--text-column", "note", "--title-column", "h", "--label-column", "t", str(table)]
     assert _run(url, *args, "--dry-run") == 0
     out = capsys.readouterr().out
-    assert "2 document(s) to import in 2 categories; 1 error(s) (left out)" in out
+    assert "2 documents to import in 2 categories; 1 error (left out)" in out
     assert "ERROR row 2: empty text (column 'note')" in out and "dry run: nothing was written" in out
     store = db.open_store(url)
     assert db.list_corpora(store) == []
@@ -117,11 +117,11 @@ def test_adding_needs_add_skips_duplicates_and_writes_nothing_when_nothing_is_le
     assert _run(url, "import", "--corpus", "Mini", "--add", str(both)) == 0
     out = capsys.readouterr().out
     assert "'Mars' is already in the collection (same text); skipped" in out
-    assert "1 document(s) to import in 1 categories; 1 duplicate(s) left out, 0 error(s)" in out
-    assert "imported 1 document(s) into corpus 'Mini' (1 duplicate(s) skipped);" in out
+    assert "1 document to import in 1 category; 1 duplicate left out, 0 errors" in out
+    assert "imported 1 document into corpus 'Mini' (1 duplicate skipped);" in out
     assert [t for t, _, _ in _docs(url, "Mini")] == ["Moon", "Mars", "Bread"]
-    assert _run(url, "import", "--corpus", "Mini", "--add", str(first)) == 2
-    assert "nothing to import" in capsys.readouterr().err
+    assert _run(url, "import", "--corpus", "Mini", "--add", str(first)) == 0  # nothing new: not an error
+    assert "nothing to import: every document is already in corpus 'Mini'" in capsys.readouterr().out
     assert len(_docs(url, "Mini")) == 3
 
 
@@ -183,13 +183,13 @@ def test_topic_layout_folder_and_topic_level_queries(url: str, tmp_path: Path, c
         (root / category).mkdir(parents=True)
         (root / category / f"{category}_{topic}.json").write_text(json.dumps(docs))
     assert _run(url, "import", "--corpus", "Legal", str(root)) == 0
-    assert "3 document(s) to import in 2 categories" in capsys.readouterr().out
+    assert "3 documents to import in 2 categories" in capsys.readouterr().out
     assert [label for _, _, label in _docs(url, "Legal")] == ["contract", "contract", "tort"]
     queries = tmp_path / "queries.json"
     queries.write_text(json.dumps([{"text": "A broken promise and a careless driver",
                                     "related": ["breach", "negligence"]}]))
     assert _run(url, "queries", "--corpus", "Legal", "--name", "Q", str(queries)) == 0
-    assert "1 queries imported, 0 flagged" in capsys.readouterr().out
+    assert "1 query imported, 0 flagged" in capsys.readouterr().out
     store = db.open_store(url)
     (q,) = db.list_queries(store, 1)
     store.close()

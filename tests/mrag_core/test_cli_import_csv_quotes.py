@@ -49,7 +49,7 @@ def test_a_second_file_with_an_unclosed_quote_is_left_out_whole_and_listed(url: 
     bad.write_text('title,text\nB,Second note.\nC,"Third note.\nD,Fourth note.\n')
     assert main(["import", "--corpus", "Notes", str(good), str(bad), "--database", url]) == 0
     out = capsys.readouterr().out
-    assert "read 1 row(s) / file(s): 1 document(s) to import in 0 categories; 1 error(s) (left out)" in out
+    assert "read 1 row: 1 document to import in 0 categories; 1 error (left out)" in out
     assert f"  ERROR bad.csv: {UNCLOSED}\n" in out
     store = db.open_store(url)
     try:
@@ -66,7 +66,7 @@ def test_quoted_multi_line_fields_and_escaped_quotes_are_imported_as_written(url
     table.write_bytes(b'title,text\n"Say ""hi""","He said ""hello"", then left."\n'
                       b'Poem,"First line,\nsecond line\n\nthird line"\n')
     assert main(["import", "--corpus", "Poems", str(table), "--database", url]) == 0
-    assert "imported 2 document(s) into new corpus 'Poems'" in capsys.readouterr().out
+    assert "imported 2 documents into new corpus 'Poems'" in capsys.readouterr().out
     store = db.open_store(url)
     try:
         corpus = db.get_corpus_by_name(store, "Poems")

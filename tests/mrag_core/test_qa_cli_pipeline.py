@@ -1,0 +1,76 @@
+"""The headless pipeline as a researcher runs it (import -> annotate -> index -> eval -> export), against a real
+SQLite store: the counts and hints each command prints, and a stop asked from elsewhere."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import db  # noqa: E402
+import mrag_core.workflows.indexing as indexing  # noqa: E402
+from mrag_core.cli import every_few_seconds, format_table, main  # noqa: E402
+from tests.support.mini_corpus import mini_store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tables_with_different_columns_are_each_read_with_their_own(url: str, tmp_path: Path, capsys) -> None:
+    """A CSV (title, text, label) and a JSONL (title, body, category) in one import: each file's columns are guessed
+    on their own. Before, the CSV's mapping was used for both, so every JSONL row was dropped under one file-level
+    error and the counts did not add up (read 3 rows: 1 document, 1 error)."""
+    table = tmp_path / "a.csv"
+    with table.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["title", "text", "label"])
+        w.writerow(["Moon", "The moon orbits the earth.", "space"])
+    lines = tmp_path / "b.jsonl"
+    lines.write_text(json.dumps({"title": "Bread", "body": "Bread rises with yeast.", "category": "food"}) + "\n"
+                     + json.dumps({"title": "Soup", "body": "A tomato soup.", "category": "food"}) + "\n")
+    assert main(["import", "--corpus", "Both", str(table), str(lines), "--database", url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "read 3 rows: 3 documents to import in 2 categories; 0 errors (left out), 0 warnings"
+    assert _docs(url, "Both") == [("Bread", "food"), ("Moon", "space"), ("Soup", "food")]
+
+
+def test_import_counts_are_in_words_and_adding_nothing_new_is_no_error(url: str, tmp_path: Path, capsys) -> None:
+    """'1 document ... in 1 category; 1 error' (it said '1 document(s) ... in 1 categories; 1 error(s)'), files of a
+    ZIP or text import counted as files; an --add whose every text is already there says so and exits 0 (it ended
+    in 'error: ... no document is left after the problems above')."""
+    table = tmp_path / "one.csv"
+    table.write_text("title,text,label\nMoon,The moon orbits the earth.,space\nEmpty,,space\n")
+    assert main(["import", "--corpus", "One", str(table), "--database", url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "read 2 rows: 1 document to import in 1 category; 1 error (left out), 0 warnings"
+    assert out[-1].startswith("imported 1 document into new corpus 'One';")
+    note = tmp_path / "note.txt"
+    note.write_text("A single note about tea.")
+    assert main(["import", "--corpus", "Notes", "--label", "drinks", str(note), "--database", url]) == 0
+    assert capsys.readouterr().out.startswith("read 1 file: 1 document to import in 1 category; 0 errors")
+    assert main(["import", "--corpus", "One", "--add", str(table), "--database", url]) == 0
+    captured = capsys.readouterr()
+    assert "1 duplicate left out, 1 error (left out), 1 warning" in captured.out
+    assert captured.out.splitlines()[-1] == ("nothing to import: every document without an error is already in "
+                                             "corpus 'One'; nothing was written")
+    assert captured.err == ""
+    assert _docs(url, "One") == [("Moon", "space")]
+
+
+def test_queries_import_counts_in_words(url: str, tmp_path: Path, capsys) -> None:
+    table = tmp_path / "d.csv"
+    table.write_text("title,text,label\nMoon,The moon orbits the earth.,space\n")
+    assert main(["import", "--corpus", "D", str(table), "--database", url]) == 0
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"topics": ["Moon"], "text": "What orbits the earth?", "fusion": []}]))
+    capsys.readouterr()
+    assert main(["queries", "--corpus", "D", "--name", "Q", str(queries), "--database", url]) == 0
+    assert capsys.readouterr().out.strip() == "query set 'Q' (#1): 1 query imported, 0 flagged, 0 rows skipped"
