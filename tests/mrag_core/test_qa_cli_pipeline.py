@@ -24,6 +24,21 @@ from tests.support.mini_corpus import mini_store  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    return f"sqlite:///{tmp_path / 't.db'}"
+
+
+def _docs(url: str, name: str) -> list[tuple[str, str | None]]:
+    store = db.open_store(url)
+    try:
+        corpus = db.get_corpus_by_name(store, name)
+        return sorted((d.title, d.label) for d in db.list_documents(store, corpus.id, limit=None).items)
+    finally:
+        store.close()
+
+
 def test_tables_with_different_columns_are_each_read_with_their_own(url: str, tmp_path: Path, capsys) -> None:
     """A CSV (title, text, label) and a JSONL (title, body, category) in one import: each file's columns are guessed
     on their own. Before, the CSV's mapping was used for both, so every JSONL row was dropped under one file-level
