@@ -108,8 +108,9 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
         which = "every document without a label decision" if args.undecided_only else "every document"
         print(f"{corpus.name}: {which} already has a suggestion from {who}; nothing to do")
         return 0
+    scope = " of those without a label decision" if args.undecided_only else ""
     print(f"{corpus.name}: {counted(summary.ok, 'suggestion')} stored, {summary.failed} failed, by {who}; "
-          f"{summary.already_done} already had one")
+          f"{summary.already_done}{scope} already had one")
     for error in summary.errors:
         print(f"failed: {error}", file=sys.stderr)
     if summary.cancelled:

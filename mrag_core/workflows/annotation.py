@@ -141,7 +141,8 @@ class LLMAnnotator:
 @dataclass(frozen=True)
 class PreannotateSummary:
     """Outcome of :func:`preannotate`: ``todo`` documents needed a suggestion when it started
-    (``already_done`` had one); ``ok``/``failed`` were stored; ``cancelled`` says it stopped early."""
+    (``already_done`` of those in scope had one: every document, or with ``undecided_only`` those without a label
+    decision); ``ok``/``failed`` were stored; ``cancelled`` says it stopped early."""
 
     agent: str
     model_version: str
@@ -217,7 +218,9 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
                  undecided_only: bool) -> PreannotateSummary:
     """:func:`preannotate`'s body once the lease is held."""
     by_name = {c.name: c for c in db.list_categories(store, corpus_id)}
-    n_total = len(db.document_ids(store, corpus_id))
+    # the documents in scope: with undecided_only, those without a label decision (a labelled one never "had" a
+    # suggestion just because it was left out)
+    n_total = db.undecided_documents(store, corpus_id) if undecided_only else len(db.document_ids(store, corpus_id))
     todo_ids = db.documents_without_suggestion(
         store, corpus_id, annotator.agent, annotator.model_version, retry_failed=retry_failed,
         undecided_only=undecided_only,

@@ -89,3 +89,33 @@ def test_queries_import_counts_in_words(url: str, tmp_path: Path, capsys) -> Non
     capsys.readouterr()
     assert main(["queries", "--corpus", "D", "--name", "Q", str(queries), "--database", url]) == 0
     assert capsys.readouterr().out.strip() == "query set 'Q' (#1): 1 query imported, 0 flagged, 0 rows skipped"
+
+
+def test_undecided_only_counts_only_undecided_documents(url: str, tmp_path: Path, capsys) -> None:
+    """annotate --undecided-only on 3 labelled and 2 unlabelled documents: 2 suggestions stored and 0 of those without
+    a label decision already had one. Before, the labelled documents were counted as 'already had one' (3), which
+    they never had; the workflow's summary said the same (already_done 3)."""
+    from mrag_core.workflows import annotation as aw
+
+    table = tmp_path / "mixed.csv"
+    table.write_text("title,text,label\nMoon,The moon orbits the earth.,space\nMars,Mars is a red planet.,space\n"
+                     "Bread,Bread rises with yeast.,food\nVenus,Venus is a hot planet.,\nSoup,A tomato soup.,\n")
+    assert main(["import", "--corpus", "Mixed", str(table), "--database", url]) == 0
+    capsys.readouterr()
+    assert main(["annotate", "--corpus", "Mixed", "--annotator", "zero-shot", "--undecided-only", "--threads", "1",
+                 "--database", url]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("Mixed: 2 suggestions stored, 0 failed, by zero-shot:minilm")
+    assert out.endswith("; 0 of those without a label decision already had one")
+    store = db.open_store(url)
+    try:
+        corpus = db.get_corpus_by_name(store, "Mixed")
+        embed = lambda texts: __import__("numpy").ones((len(texts), 3))  # noqa: E731 - any vectors: only counts
+        summary = aw.preannotate(store, corpus.id, aw.ZeroShotAnnotator(embed, "ones"), undecided_only=True)
+        assert (summary.todo, summary.already_done) == (2, 0)
+        again = aw.preannotate(store, corpus.id, aw.ZeroShotAnnotator(embed, "ones"), undecided_only=True)
+        assert (again.todo, again.already_done) == (0, 2)
+        every = aw.preannotate(store, corpus.id, aw.ZeroShotAnnotator(embed, "ones"))
+        assert (every.todo, every.already_done) == (3, 2)
+    finally:
+        store.close()
