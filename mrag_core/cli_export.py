@@ -90,12 +90,19 @@ def cmd_export(args: argparse.Namespace, store: Any) -> int:
     fmt = args.format or _BY_EXTENSION.get(path.suffix.lower())
     if fmt is None:
         return fail(f"cannot tell the format from {path.name!r}: give --format ({', '.join(EXPORT_FORMATS)})")
+    if args.skip_unlabeled and fmt != "benchmark":  # the other formats keep an unlabelled document, label empty
+        return fail(f"--skip-unlabeled goes with the benchmark format; {EXPORT_FORMATS[fmt].name} keeps unlabelled "
+                    "documents with an empty label")
     try:
         data = cw.export_documents(store, corpus.id, fmt, include_suggestions=not args.no_suggestions,
                                    unlabeled="skip" if args.skip_unlabeled else "error")
     except cw.ExportError as exc:
-        return fail(f"cannot export {corpus.name!r}: {exc}")
+        hint = "; or pass --skip-unlabeled to leave them out" if fmt == "benchmark" and "no label" in str(exc) else ""
+        return fail(f"cannot export {corpus.name!r}: {exc}{hint}")
     write_whole(data, path)
-    print(f"wrote {path}: {counted(corpus.n_documents, 'document')} of {corpus.name!r} as "
-          f"{EXPORT_FORMATS[fmt].name} ({len(data):,} bytes)")
+    n = len(json.loads(data)) if fmt == "benchmark" else corpus.n_documents  # --skip-unlabeled leaves some out
+    left = corpus.n_documents - n
+    left_out = f"; {counted(left, 'unlabelled document')} left out" if left else ""
+    print(f"wrote {path}: {counted(n, 'document')} of {corpus.name!r} as {EXPORT_FORMATS[fmt].name} "
+          f"({len(data):,} bytes){left_out}")
     return 0

@@ -119,3 +119,26 @@ def test_undecided_only_counts_only_undecided_documents(url: str, tmp_path: Path
         assert (every.todo, every.already_done) == (3, 2)
     finally:
         store.close()
+
+
+def test_export_skip_unlabeled_counts_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The benchmark export with --skip-unlabeled said '5 documents' when it wrote 4; now it counts the written ones
+    and says how many were left out. The refusal names --skip-unlabeled, which other formats refuse (it was silently
+    ignored there)."""
+    url, store, corpus_id, _ = mini_store(tmp_path, monkeypatch)
+    db.add_documents(store, corpus_id, [{"title": "Note", "text": "An unlabelled note about tea."}])
+    store.close()
+    out = tmp_path / "articles.json"
+    assert main(["export", str(out), "--corpus", "Mini", "--no-suggestions", "--database", url]) == 2
+    assert capsys.readouterr().err.strip().endswith("; or pass --skip-unlabeled to leave them out")
+    assert main(["export", str(out), "--corpus", "Mini", "--no-suggestions", "--skip-unlabeled",
+                 "--database", url]) == 0
+    said = capsys.readouterr().out.strip()
+    assert said.startswith(f"wrote {out}: 4 documents of 'Mini' as ")
+    assert said.endswith("; 1 unlabelled document left out")
+    assert len(json.loads(out.read_text())) == 4
+    lines = tmp_path / "docs.jsonl"
+    assert main(["export", str(lines), "--corpus", "Mini", "--skip-unlabeled", "--database", url]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --skip-unlabeled goes with the benchmark format; JSON Lines "
+                                               "keeps unlabelled documents with an empty label")
+    assert not lines.exists()
