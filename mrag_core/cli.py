@@ -186,24 +186,33 @@ def llm_options_from(args: argparse.Namespace) -> LLMOptions:
 
 
 @contextlib.contextmanager
-def stop_on_ctrl_c(cancel: threading.Event) -> Iterator[None]:
+def stop_on_ctrl_c(cancel: threading.Event) -> Iterator[threading.Event]:
     """While the block runs, the first Ctrl+C sets ``cancel`` (resumable work then stops after its current batch,
     keeping what it saved) and says so on stderr; a second one stops at once (``KeyboardInterrupt``). Python's
-    handler is put back afterwards. Outside the main thread (where signals cannot be caught) it does nothing."""
+    handler is put back afterwards. Outside the main thread (where signals cannot be caught) it does nothing.
+    Yields an event set by a Ctrl+C: ``cancel`` set without it was set by someone else (a stop asked through the
+    database, :data:`STOPPED_ELSEWHERE`)."""
+    pressed = threading.Event()
 
     def on_interrupt(_signum: int, _frame: Any) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt
         print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
+        pressed.set()
         cancel.set()
 
     previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        yield
+        yield pressed
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+STOPPED_ELSEWHERE = ("it was asked to stop from elsewhere (a Stop button in the app, or eval --stop), or another "
+                     "process took the work over")
+"""Why a run stopped when no Ctrl+C stopped it: its heartbeat found a stop request (or another claim)."""
 
 
 def every_few_seconds(show: Callable[[str, int, int], None], seconds: float = 5.0) -> Callable[[str, int, int], None]:

@@ -19,9 +19,9 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli import (COST_HEADING, add_llm_options, fail, format_cost_table, format_table, llm_options_from,
-                           every_few_seconds, named_corpus, positive_int, stop_on_ctrl_c, store_command,
-                           text_table)
+from mrag_core.cli import (COST_HEADING, STOPPED_ELSEWHERE, add_llm_options, every_few_seconds, fail,
+                           format_cost_table, format_table, llm_options_from, named_corpus, positive_int,
+                           stop_on_ctrl_c, store_command, text_table)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -159,7 +159,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
                                                                   flush=True))
     cancel = threading.Event()
     try:
-        with stop_on_ctrl_c(cancel):
+        with stop_on_ctrl_c(cancel) as pressed:
             if resume is not None:
                 run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress, cancel=cancel)
             else:
@@ -173,6 +173,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     info = db.get_eval_run(store, run_id)
     print(f"run {run_id}: {er.status_label(info)}, {info.n_results} results")
     if info.status == "cancelled":
+        if not pressed.is_set():
+            print(f"stopped: {STOPPED_ELSEWHERE}", file=sys.stderr)
         print(f"eval --resume {run_id} continues it", file=sys.stderr)
     metrics = er.load_run_metrics(store, run_id)
     if len(metrics.per_query):

@@ -17,7 +17,8 @@ import threading
 import time
 from typing import Any
 
-from mrag_core.cli import fail, named_corpus, positive_int, stop_on_ctrl_c, store_command, text_table
+from mrag_core.cli import (STOPPED_ELSEWHERE, fail, named_corpus, positive_int, stop_on_ctrl_c, store_command,
+                            text_table)
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -85,14 +86,18 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
             left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
             print(f"documents: {done}/{total}{left}", file=sys.stderr, flush=True)
 
-    with stop_on_ctrl_c(cancel):
+    with stop_on_ctrl_c(cancel) as pressed:
         result = indexing.build_embedding_run(
             store, corpus.id, lm, layer=layer, pooling=args.pooling, batch_size=args.batch_size,
             progress=progress, cancel=cancel, rebuild=args.rebuild)
     run = result.run
     if result.status == "cancelled":
-        print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run the same "
-              "command again to resume")
+        # the same command with --rebuild would start yet another index and leave this one unfinished
+        again = "the same command without --rebuild" if args.rebuild else "the same command"
+        print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run {again} again to "
+              "resume")
+        if not pressed.is_set():
+            print(f"stopped: {STOPPED_ELSEWHERE.replace(', or eval --stop', '')}", file=sys.stderr)
         return 1
     if result.reused:
         print(f"index #{run.id}: up to date, {run.n_saved} documents ({run_settings(run)}); nothing to embed")

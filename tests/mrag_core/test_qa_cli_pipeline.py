@@ -142,3 +142,78 @@ def test_export_skip_unlabeled_counts_what_it_wrote(tmp_path: Path, monkeypatch:
     assert capsys.readouterr().err.strip() == ("error: --skip-unlabeled goes with the benchmark format; JSON Lines "
                                                "keeps unlabelled documents with an empty label")
     assert not lines.exists()
+
+
+def test_a_rebuild_stopped_from_elsewhere_says_so_and_resumes_without_rebuild(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The app's Stop button (a stop request in the database) stops `index --rebuild` after its batch. The command
+    said 'cancelled ...; run the same command again to resume' and nothing about why: the same command (--rebuild)
+    started yet another index, leaving this one unfinished. Now it says to run it without --rebuild, and that the
+    stop came from elsewhere; without --rebuild the stopped index is resumed (no third index)."""
+    url, store, corpus_id, _ = mini_store(tmp_path, monkeypatch)
+    store.close()
+    argv = ["index", "--corpus", "Mini", "--database", url, "--threads", "1", "--batch-size", "1"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(db, "BEAT_EVERY_S", 0.05)
+    real = indexing.embed_texts
+    calls: list[int] = []
+
+    def embed_then_stop_from_the_app(lm, texts, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            other = db.open_store(url)  # as the app's server would, on its own connection
+            (running,) = [r for r in db.list_embedding_runs(other, corpus_id) if r.status == "running"]
+            assert db.request_embedding_stop(other, running.id)
+            other.close()
+            time.sleep(0.5)  # a few heartbeats: the next one finds the request
+        return real(lm, texts, **kw)
+
+    monkeypatch.setattr(indexing, "embed_texts", embed_then_stop_from_the_app)
+    assert main([*argv, "--rebuild"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.strip() == ("index #2: cancelled with 1 of 4 documents saved; run the same command without "
+                                    "--rebuild again to resume")
+    assert "stopped: it was asked to stop from elsewhere (a Stop button in the app)" in captured.err
+    assert "stopping after the current batch" not in captured.err  # no Ctrl+C was pressed
+    monkeypatch.setattr(indexing, "embed_texts", real)
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("index #2: done, 4 documents (")
+    store = db.open_store(url)
+    assert sorted(r.id for r in db.list_embedding_runs(store, corpus_id)) == [1, 2]
+    store.close()
+
+
+def test_an_eval_stopped_from_elsewhere_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """`eval --stop ID` (or the Evaluation Runs page's Stop) stops a running `eval` after its batch: it printed only
+    'run N: stopped' and the resume hint, as after a Ctrl+C it never saw; now it says the stop came from elsewhere."""
+    from mrag_core.workflows import evaluation_runs as er
+
+    url, store, corpus_id, ids = mini_store(tmp_path, monkeypatch)
+    qs = db.create_query_set(store, corpus_id, "Set A")
+    db.add_queries(store, qs.id, [{"text": "red planet storms", "ground_truth": [ids[1]]},
+                                  {"text": "moon orbit and yeast bread", "ground_truth": [ids[0], ids[2]]}])
+    store.close()
+    monkeypatch.setattr(db, "BEAT_EVERY_S", 0.05)
+    real = er.evaluate
+    calls: list[int] = []
+
+    def evaluate_then_stop_from_elsewhere(*a, **kw):
+        calls.append(1)
+        out = real(*a, **kw)
+        if len(calls) == 1:  # while the first batch (standard) is scored
+            other = db.open_store(url)
+            (running,) = db.list_eval_runs(other)
+            assert main(["eval", "--stop", str(running.id), "--database", url]) == 0
+            other.close()
+            time.sleep(0.5)  # a few heartbeats: the next one finds the request
+        return out
+
+    monkeypatch.setattr(er, "evaluate", evaluate_then_stop_from_elsewhere)
+    assert main(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies", "standard,mrag", "--c", "4",
+                 "--threads", "1", "--database", url]) == 1
+    captured = capsys.readouterr()
+    assert any(line.startswith("run 1: stopped, ") for line in captured.out.splitlines())
+    err = captured.err.strip().splitlines()
+    assert err[-2:] == ["stopped: it was asked to stop from elsewhere (a Stop button in the app, or eval --stop), or "
+                        "another process took the work over", "eval --resume 1 continues it"]
