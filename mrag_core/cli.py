@@ -217,13 +217,18 @@ STOPPED_ELSEWHERE = ("it was asked to stop from elsewhere (a Stop button in the 
 
 def every_few_seconds(show: Callable[[str, int, int], None], seconds: float = 5.0) -> Callable[[str, int, int], None]:
     """A progress callback ``(stage, done, total)`` that passes a stage's reports to ``show`` at most once every
-    ``seconds``, and always its first and last (``done == total``)."""
+    ``seconds``, and always its first and last (``done == total``); a report equal to the last one shown is not
+    shown again."""
     last: dict[str, float] = {}
+    shown: dict[str, tuple[int, int]] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
         now = time.monotonic()
+        if shown.get(stage) == (done, total):  # said already (a batch's last report, then the batch's own)
+            return
         if done == total or stage not in last or now - last[stage] >= seconds:
             last[stage] = now
+            shown[stage] = (done, total)
             show(stage, done, total)
 
     return progress

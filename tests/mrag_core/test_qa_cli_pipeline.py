@@ -121,6 +121,16 @@ def test_undecided_only_counts_only_undecided_documents(url: str, tmp_path: Path
         store.close()
 
 
+def test_progress_does_not_repeat_its_last_line() -> None:
+    """A batch's last report and the batch's own report are the same (16/16): shown once (it was printed twice)."""
+    shown: list[tuple[str, int, int]] = []
+    progress = every_few_seconds(lambda *a: shown.append(a))
+    for done in (0, 16, 16):
+        progress("documents", done, 16)
+    progress("queries", 3, 3)
+    assert shown == [("documents", 0, 16), ("documents", 16, 16), ("queries", 3, 3)]
+
+
 def test_export_skip_unlabeled_counts_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """The benchmark export with --skip-unlabeled said '5 documents' when it wrote 4; now it counts the written ones
     and says how many were left out. The refusal names --skip-unlabeled, which other formats refuse (it was silently
