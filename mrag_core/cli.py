@@ -265,7 +265,8 @@ COST_HEADING = "LLM cost (tokens of the expansions; spent = sent by this run, 0 
 
 def format_table(rows: list) -> str:
     """Plain-text table: strategy, aspects, k, RSR, CSR, weighted, queries."""
-    columns = [("strategy", "<15"), ("aspects", ">7"), ("k", ">4"), ("RSR", ">7.3f"), ("CSR", ">7.3f"),
+    width = max([15, *(len(r.strategy) for r in rows)])  # "multi-query-mrag" whole, not cut to 15
+    columns = [("strategy", f"<{width}"), ("aspects", ">7"), ("k", ">4"), ("RSR", ">7.3f"), ("CSR", ">7.3f"),
                ("weighted", ">9.3f"), ("queries", ">8")]
     return text_table(columns, [[r.strategy, r.n_aspects, r.k, r.rsr, r.csr, r.weighted, r.n_queries] for r in rows])
 

@@ -131,6 +131,15 @@ def test_progress_does_not_repeat_its_last_line() -> None:
     assert shown == [("documents", 0, 16), ("documents", 16, 16), ("queries", 3, 3)]
 
 
+def test_summary_table_keeps_long_strategy_names_whole() -> None:
+    """'multi-query-mrag' (16 characters) was cut to 'multi-query-mra' in eval's and bench's table."""
+    Row = namedtuple("Row", "strategy n_aspects k rsr csr weighted n_queries")
+    text = format_table([Row("standard", 1, 1, 1.0, 1.0, 1.0, 3), Row("multi-query-mrag", 1, 1, 0.5, 1.0, 0.667, 3)])
+    lines = text.splitlines()
+    assert lines[2].split()[0] == "multi-query-mrag"
+    assert len({len(line) for line in lines}) == 1  # columns still line up
+
+
 def test_export_skip_unlabeled_counts_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """The benchmark export with --skip-unlabeled said '5 documents' when it wrote 4; now it counts the written ones
     and says how many were left out. The refusal names --skip-unlabeled, which other formats refuse (it was silently
