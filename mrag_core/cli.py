@@ -388,9 +388,31 @@ def _bench_llm(lm: Any, data: Any, index: Any, names: Sequence[str], cfg: Any, o
     return result, costs
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail on a closed pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no real file (e.g. captured by a test)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        status = _dispatch(parser, args)
+        sys.stdout.flush()  # a reader gone away shows here, not as "Exception ignored" at exit
+        return status
+    except BrokenPipeError:  # the reader went away (``... | head``): no traceback, and none at exit either
+        _silence_stdout()
+        return 141  # as a shell reports a process ended by SIGPIPE
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Run the parsed command; returns its exit status."""
     try:
         if args.command == "bench":
             return cmd_bench(args)

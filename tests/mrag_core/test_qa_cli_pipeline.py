@@ -140,6 +140,24 @@ def test_summary_table_keeps_long_strategy_names_whole() -> None:
     assert len({len(line) for line in lines}) == 1  # columns still line up
 
 
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_a_closed_pipe_ends_quietly(url: str, tmp_path: Path, unbuffered: str) -> None:
+    """`corpora | head -1` in a real process: the reader has gone when the table is written. Before, a
+    BrokenPipeError traceback (unbuffered) or 'Exception ignored ... BrokenPipeError' at exit; now nothing on stderr,
+    exit status 141 as for SIGPIPE."""
+    store = db.open_store(url)
+    for i in range(3):
+        db.create_corpus(store, f"C{i}")
+    store.close()
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered, "MRAG_DATABASE_URL": url}
+    proc = subprocess.Popen([sys.executable, "-m", "mrag_core", "corpora"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the command writes
+    _, err = proc.communicate(timeout=120)
+    assert err.decode() == ""
+    assert proc.returncode == 141
+
+
 def test_export_skip_unlabeled_counts_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """The benchmark export with --skip-unlabeled said '5 documents' when it wrote 4; now it counts the written ones
     and says how many were left out. The refusal names --skip-unlabeled, which other formats refuse (it was silently
