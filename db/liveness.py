@@ -109,8 +109,9 @@ def clear_stop_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], 
 
 def beat_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id: int, owner: str) -> bool:
     """Inside a write transaction: store a fresh heartbeat on run ``run_id`` if it is still ``running`` and
-    still ``owner``'s and nobody asked it to stop; returns whether it was (``False``: finished, deleted, claimed
-    by another process after this one fell silent, or a stop was requested: the caller stops after its batch)."""
+    still ``owner``'s and nobody asked it to stop; returns whether the run is still this owner's to work on or to
+    finish (``False``: deleted, claimed by another process after this one fell silent, or a stop was requested:
+    the caller stops after its batch; ``True`` without a write for a run this owner has finished)."""
     if stop_requested_row(session, model, run_id):
         return False
     result = session.execute(
@@ -118,7 +119,13 @@ def beat_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id
         .where(model.id == run_id, model.owner == owner, model.status == "running")
         .values(heartbeat_at=utcnow())
     )
-    return bool(result.rowcount)
+    if result.rowcount:
+        return True
+    # Not updated. A run that its owner has just finished (its final status stored a moment before the heartbeat
+    # stops) is not lost: reporting it would set the run's cancel event, which a layer sweep's next run, or the
+    # evaluation whose index build this was, still checks.
+    run = session.get(model, run_id)
+    return run is not None and run.owner == owner and run.status != "running"
 
 
 def beat(store: Store, model: type[EmbeddingRun] | type[EvalRun], run_id: int, owner: str) -> bool:

@@ -99,7 +99,8 @@ def test_a_live_claim_keeps_others_out_until_it_falls_silent(store: Store, kind:
     assert _beat(store, kind, run_id, MINE)
     done = _finish(store, kind, run_id, MINE)
     assert done.status == "cancelled" and not done.live and done.finished_at is not None
-    assert not _beat(store, kind, run_id, MINE)  # a finished run takes no heartbeat
+    assert _beat(store, kind, run_id, MINE)  # its owner finished it: not lost (nothing written)
+    assert not _beat(store, kind, run_id, OTHER)
     assert _claim(store, kind, run_id, OTHER).owner == OTHER  # and anyone may resume it
 
 
@@ -146,3 +147,21 @@ def test_a_stop_asked_of_an_earlier_claim_does_not_stop_the_next(store: Store, k
     _age(store, kind, run_id, db.LIVE_WINDOW_S + 5)  # that process died before it saw the request
     assert _claim(store, kind, run_id, MINE).owner == MINE
     assert not _stop_requested(store, kind, run_id) and _beat(store, kind, run_id, MINE)
+
+
+@pytest.mark.parametrize("kind", ["index", "evaluation"])
+def test_a_run_finished_inside_its_heartbeat_block_does_not_cancel(sqlite_store: Store, kind: str) -> None:
+    """The run stores its final status inside the heartbeat's block; a beat between that and the block's end
+    reported the run lost and set its cancel event, which a layer sweep's next run (or the evaluation whose index
+    build it was) still checks: that run then stopped before its first batch, though nobody asked."""
+    import threading
+    import time
+
+    from mrag_core.heartbeat import Heartbeat
+
+    run_id = _make(sqlite_store, kind, owner=MINE)
+    cancel = threading.Event()
+    with Heartbeat(lambda: _beat(sqlite_store, kind, run_id, MINE), every=0.02, on_lost=cancel.set) as hb:
+        _finish(sqlite_store, kind, run_id, MINE)
+        time.sleep(0.2)  # beats after the final status, before the block ends
+    assert not cancel.is_set() and not hb.lost.is_set()
