@@ -38,6 +38,7 @@ from db.models import (
     Query,
     QueryGroundTruth,
     QuerySet,
+    Suggestion,
     utcnow,
 )
 
@@ -486,7 +487,9 @@ def add_documents(
     """Add documents in ONE transaction: either all of them are stored or none.
 
     Each doc is a mapping with ``text`` (required, non-blank) and optional ``title``,
-    ``source``, ``label`` (category name), ``parent_id`` (an existing document of this
+    ``source``, ``label`` (category name), ``suggested_label`` (a category name stored as a
+    suggestion by agent ``"import"``, not a decision: an exported machine suggestion read back),
+    ``parent_id`` (an existing document of this
     corpus: the doc is a chunk of it), ``chunk_index`` (0-based), ``chunk_of`` (title of the
     source document a chunk was cut from) and ``chunk_count`` (its number of chunks).
 
@@ -515,6 +518,7 @@ def add_documents(
         }
         new_docs: list[Document] = []
         labels: list[Category | None] = []
+        suggested: list[Category | None] = []
         duplicates: list[int] = []
         parent_ids: set[int] = set()
         for index, doc in enumerate(docs):
@@ -533,19 +537,23 @@ def add_documents(
                 duplicates.append(index)
                 continue
             seen[content_hash] = index
-            label_name = doc.get("label")
-            category: Category | None = None
-            if label_name is not None and str(label_name).strip():
+            def category_of(label_name: Any) -> Category | None:
+                if label_name is None or not str(label_name).strip():
+                    return None
                 cleaned = str(label_name).strip()
-                category = categories.get(cleaned)
-                if category is None:
+                found = categories.get(cleaned)
+                if found is None:
                     if not create_missing_categories:
                         raise InvalidInputError(
                             f"Document #{index + 1} has label {cleaned!r}, which is not a "
                             "category of this corpus."
                         )
-                    category = _ensure_categories(session, corpus_id, [cleaned])[0]
-                    categories[cleaned] = category
+                    found = _ensure_categories(session, corpus_id, [cleaned])[0]
+                    categories[cleaned] = found
+                return found
+
+            category = category_of(doc.get("label"))
+            suggested.append(category_of(doc.get("suggested_label")))
             parent_id = doc.get("parent_id")
             if parent_id is not None:
                 parent_ids.add(int(parent_id))
@@ -583,8 +591,12 @@ def add_documents(
             session.add_all(new_docs)
             session.flush()
             _record_import_labels(session, new_docs, labels)
+            session.add_all(Suggestion(document_id=d.id, category_id=c.id, status="ok", agent=IMPORT_ANNOTATOR,
+                                       model_version="exported suggestion",
+                                       reason="marked label_source = suggestion in the imported file")
+                            for d, c in zip(new_docs, suggested) if c is not None)
             bump_documents_version(session, corpus_id)
-            if any(c is not None for c in labels):
+            if any(c is not None for c in [*labels, *suggested]):
                 bump_labels_version(session, corpus_id)
         return AddResult(
             added=len(new_docs),

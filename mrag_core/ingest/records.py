@@ -47,7 +47,8 @@ class ImportRecord:
     ``source`` says where it came from (``"data.csv row 7"``, ``"notes.zip:physics/a.md"``).
     Chunked records carry their original title in ``parent_title``, their 0-based position
     in ``chunk_index`` and the number of parts in ``chunk_count``; unchunked records leave
-    them ``None``.
+    them ``None``. ``label_is_suggestion``: the file (an export of this app) says the label is a machine
+    suggestion nobody decided on (``label_source = "suggestion"``); it is imported as a suggestion, not a label.
     """
 
     title: str
@@ -57,6 +58,7 @@ class ImportRecord:
     parent_title: str | None = None
     chunk_index: int | None = None
     chunk_count: int | None = None
+    label_is_suggestion: bool = False  # the file marks ``label`` as a machine suggestion (label_source)
 
 
 @dataclass(frozen=True)

@@ -438,6 +438,10 @@ def fallback_title(text: str, limit: int = 60) -> str:
     return (cut if len(cut) >= limit // 2 else first[:limit]).rstrip(" ,.;:") + "…"
 
 
+#: The column an export of this app writes beside ``label`` (``human`` / ``suggestion`` / empty); read back on import.
+LABEL_SOURCE_COLUMN = "label_source"
+
+
 def read_table(
     data: bytes,
     fmt: str,
@@ -521,9 +525,12 @@ def _row_record(
         if issue is not None:
             issues.append(issue)
         label = (label.strip() or None) if label is not None else None
+    # An export of this app says which labels are machine suggestions nobody decided on: they stay suggestions.
+    suggested = label is not None and str(row.get(LABEL_SOURCE_COLUMN) or "").strip().lower() == "suggestion"
     return ImportRecord(
         title=title or fallback_title(text),
         text=text,
         label=label,
         source=f"{source_name} {loc}",
+        label_is_suggestion=suggested,
     ), issues

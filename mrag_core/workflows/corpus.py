@@ -247,7 +247,8 @@ def _record_doc(record: ImportRecord) -> dict[str, Any]:
     return {
         "title": record.title,
         "text": record.text,
-        "label": record.label,
+        "label": None if record.label_is_suggestion else record.label,
+        "suggested_label": record.label if record.label_is_suggestion else None,
         "source": record.source,
         "chunk_index": record.chunk_index,
         "chunk_of": record.parent_title,
@@ -266,7 +267,8 @@ def import_records(
 ) -> ImportResult:
     """Write ``records`` into an existing corpus (``corpus_id``) or a new one (``new_name``).
 
-    Labels become categories (created as needed) and import decisions by ``"import"``; the
+    Labels become categories (created as needed) and import decisions by ``"import"``, except labels the file
+    marks as machine suggestions (``label_source = "suggestion"``, as exported), which become suggestions; the
     documents and their labels are added in one transaction. When a corpus was created here and
     adding fails, the corpus is deleted again, so nothing is left half-written.
 

@@ -90,3 +90,28 @@ def test_bad_input_is_one_line(url: str, tmp_path: Path, capsys) -> None:
     assert main(["export", str(tmp_path / "e.csv"), "--corpus", "Empty", "--database", url]) == 2
     assert capsys.readouterr().err.strip() == "error: cannot export 'Empty': the corpus has no documents to export"
     assert not list(tmp_path.glob("*.csv")) and not list(tmp_path.glob("*.txt"))
+
+
+def test_machine_suggestions_come_back_as_suggestions_not_labels(url: str, tmp_path: Path, capsys) -> None:
+    """An export marks a label nobody decided on label_source = suggestion; importing it back made it a decided
+    label (an 'import' decision), so a re-imported corpus looked fully reviewed. It comes back as a suggestion."""
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    note = next(d for d in db.list_documents(store, corpus.id, limit=None).items if d.title == "Note")
+    space = next(c for c in db.list_categories(store, corpus.id) if c.name == "space")
+    db.add_suggestions(store, [{"document_id": note.id, "agent": "llm:x", "category_id": space.id}])
+    store.close()
+    for suffix in (".jsonl", ".csv", ".parquet"):
+        out = tmp_path / f"mini{suffix}"
+        assert main(["export", str(out), "--corpus", "Mini", "--database", url]) == 0
+        assert main(["import", str(out), "--corpus", f"Copy{suffix}", "--database", url]) == 0
+        capsys.readouterr()
+        store = db.open_store(url)
+        copy = db.get_corpus_by_name(store, f"Copy{suffix}")
+        labels = {titled.title: labels_of for titled, labels_of in (
+            (d, db.effective_labels(store, copy.id).get(d.id)) for d in db.list_documents(store, copy.id).items)}
+        assert (labels["Note"].category, labels["Note"].source) == ("space", "suggestion"), suffix
+        assert (labels["Moon"].category, labels["Moon"].source) == ("space", "decision")
+        note_copy = next(d for d in db.list_documents(store, copy.id).items if d.title == "Note")
+        assert db.list_decisions(store, note_copy.id) == []
+        store.close()
