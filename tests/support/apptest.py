@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+import os
+
 from streamlit.testing.v1 import AppTest
+
+import db
+
+
+def page_store() -> db.Store:
+    """The store the page under test uses (``MRAG_DATABASE_URL``, set by the ``fresh_env`` fixture)."""
+    return db.open_store(os.environ["MRAG_DATABASE_URL"])
+
+
+def no_exceptions(at: AppTest) -> None:
+    """Fail with the page's exceptions, if it raised any."""
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def import_page(path: str) -> AppTest:
+    """The Corpus Import page (``path``) after its first run (which loads the demo corpus), without exceptions."""
+    at = AppTest.from_file(path, default_timeout=60).run()
+    no_exceptions(at)
+    return at
 
 
 def confirm_and_click(at: AppTest, sure_key: str, button_key: str) -> str:

@@ -5,13 +5,13 @@ tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import db
+from tests.support.apptest import import_page, no_exceptions, page_store
 from ui.render import md_plain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,19 +32,12 @@ LATIN1_CSV = (
 ).encode("latin-1")
 
 
-def _store() -> db.Store:
-    """The store the page under test uses (``MRAG_DATABASE_URL``, set by ``fresh_env``)."""
-    return db.open_store(os.environ["MRAG_DATABASE_URL"])
+_store = page_store
+_no_exceptions = no_exceptions
 
 
 def _page() -> AppTest:
-    at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
-    _no_exceptions(at)
-    return at
-
-
-def _no_exceptions(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
+    return import_page(IMPORT_PAGE)
 
 
 def _upload(at: AppTest, name: str | None, data: bytes = b"") -> AppTest:
