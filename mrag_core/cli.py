@@ -324,21 +324,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_endpoint(llm_names: Sequence[str]) -> Any:
-    """The environment's LLM endpoint when LLM strategies are asked for (CLIError when none)."""
-    if not llm_names:
-        return None
-    from mrag_core.llm.config import LLMConfig, LLMConfigError
+def llm_endpoint(needs: str | None = None) -> Any:
+    """The environment's LLM endpoint (``MRAG_LLM_*``), or None when none is configured. Raises :class:`CLIError`
+    for unusable settings, and when none is configured but ``needs`` (e.g. ``"hyde needs"``) says one is needed."""
+    from mrag_core.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
 
     try:
         cfg = LLMConfig.from_env()
     except LLMConfigError as exc:
         raise CLIError(f"the LLM endpoint settings are unusable: {exc}") from exc
-    if cfg is None:
-        need = "needs" if len(llm_names) == 1 else "need"
-        raise CLIError(f"{', '.join(llm_names)} {need} an OpenAI-compatible LLM endpoint, and none is configured: "
-                       "set MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
+    if cfg is None and needs:
+        raise CLIError(no_endpoint_message(needs))
     return cfg
+
+
+def _bench_endpoint(llm_names: Sequence[str]) -> Any:
+    """The environment's LLM endpoint when LLM strategies are asked for (CLIError when none)."""
+    if not llm_names:
+        return None
+    return llm_endpoint(f"{', '.join(llm_names)} {'needs' if len(llm_names) == 1 else 'need'}")
 
 
 def _check_options(options: LLMOptions) -> None:

@@ -15,7 +15,8 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli import CLIError, every_few_seconds, fail, named_corpus, positive_int, stop_on_ctrl_c, store_command
+from mrag_core.cli import (CLIError, every_few_seconds, fail, llm_endpoint, named_corpus, positive_int, stop_on_ctrl_c,
+                           store_command)
 from mrag_core.wording import counted
 
 ZERO_SHOT_MODEL = "minilm"
@@ -38,25 +39,11 @@ def add_annotate_parser(subparsers: Any) -> argparse.ArgumentParser:
     return a
 
 
-def _llm_config(required: bool) -> Any:
-    """The environment's LLM endpoint; ``None`` when none is configured and it is not ``required``."""
-    from mrag_core.llm.config import LLMConfig, LLMConfigError
-
-    try:
-        cfg = LLMConfig.from_env()
-    except LLMConfigError as exc:
-        raise CLIError(f"the LLM endpoint settings are unusable: {exc}") from exc
-    if cfg is None and required:
-        raise CLIError("--annotator llm needs an OpenAI-compatible LLM endpoint, and none is configured: set "
-                       "MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
-    return cfg
-
-
 def make_annotator(kind: str, store: Any, threads: int | None) -> Any:
     """The annotator ``--annotator kind`` names (``auto`` resolved), and says on stderr which it is."""
     from mrag_core.workflows import annotation as aw
 
-    cfg = _llm_config(required=kind == "llm") if kind in ("auto", "llm") else None
+    cfg = llm_endpoint("--annotator llm needs" if kind == "llm" else None) if kind in ("auto", "llm") else None
     if cfg is not None:
         from mrag_core.llm.client import LLMClient
         from mrag_core.workflows.llm_cache import StoreLLMCache

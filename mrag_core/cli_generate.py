@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli import CLIError, every_few_seconds, fail, named_corpus, positive_int, stop_on_ctrl_c, store_command
+from mrag_core.cli import every_few_seconds, fail, llm_endpoint, named_corpus, positive_int, stop_on_ctrl_c, store_command
 from mrag_core.wording import counted
 
 GENERATORS = ("auto", "llm", "offline")
@@ -54,17 +54,7 @@ def add_generate_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _client(kind: str) -> Any:
     """An LLM client for ``--generator kind`` (``None``: offline), saying on stderr which generator writes."""
-    from mrag_core.llm.config import LLMConfig, LLMConfigError
-
-    cfg = None
-    if kind != "offline":
-        try:
-            cfg = LLMConfig.from_env()
-        except LLMConfigError as exc:
-            raise CLIError(f"the LLM endpoint settings are unusable: {exc}") from exc
-        if cfg is None and kind == "llm":
-            raise CLIError("the llm generator needs an OpenAI-compatible LLM endpoint, and none is configured: set "
-                           "MRAG_LLM_BASE_URL and MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
+    cfg = None if kind == "offline" else llm_endpoint("the llm generator needs" if kind == "llm" else None)
     if cfg is None:
         print("generator: offline composer (extracts of the documents' salient sentences)"
               + ("; no LLM endpoint is configured" if kind == "auto" else ""), file=sys.stderr)

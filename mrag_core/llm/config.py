@@ -49,6 +49,12 @@ _ENV_NAMES: dict[str, tuple[str, ...]] = {
 _FALLBACK_ENV_NAMES: dict[str, str] = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
 
 
+def no_endpoint_message(needs: str) -> str:
+    """What to say when ``needs`` (e.g. ``"hyde needs"``) an endpoint and none is configured: the settings to set."""
+    return (f"{needs} an OpenAI-compatible LLM endpoint, and none is configured: set MRAG_LLM_BASE_URL and "
+            "MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one)")
+
+
 class LLMConfigError(ValueError):
     """The LLM configuration is incomplete or has an invalid value (message names the setting)."""
 

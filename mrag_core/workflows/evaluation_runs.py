@@ -63,7 +63,7 @@ from mrag_core.evaluation import (
     evaluate,
 )
 from mrag_core.extraction import ExtractionCancelled
-from mrag_core.llm.config import LLMConfig, LLMConfigError
+from mrag_core.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
 from mrag_core.llm_strategies import (
     ExpansionOutcome,
     LLMOptions,
@@ -238,8 +238,6 @@ def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategie
     return corpus, qs
 
 
-NO_ENDPOINT = ("{names} {need} an OpenAI-compatible LLM endpoint, and none is configured: set MRAG_LLM_BASE_URL and "
-               "MRAG_LLM_MODEL (and MRAG_LLM_API_KEY if it needs one), or [llm] in .streamlit/secrets.toml")
 
 
 def _endpoint_for(strategies: Sequence[str], llm_config: LLMConfig | None) -> LLMConfig | None:
@@ -257,7 +255,8 @@ def _endpoint_for(strategies: Sequence[str], llm_config: LLMConfig | None) -> LL
             raise EvaluationInputError(f"the LLM endpoint settings are unusable: {exc}") from exc
     if cfg is None:
         need = "needs" if len(names) == 1 else "need"
-        raise EvaluationInputError(NO_ENDPOINT.format(names=", ".join(names), need=need))
+        raise EvaluationInputError(no_endpoint_message(f"{', '.join(names)} {need}")
+                                   + ", or [llm] in .streamlit/secrets.toml")
     return cfg
 
 
