@@ -131,7 +131,7 @@ from db.evals import (
     save_eval_results,
 )
 from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, beat_lease, heartbeat_age, is_live, lease_holder, new_owner,
-                         release_lease, take_lease)
+                         process_of, release_lease, take_lease)
 from db.llm_cache import (
     CachedResponse,
     CacheStats,
@@ -185,6 +185,7 @@ __all__ = [
     "heartbeat_age",
     "is_live",
     "new_owner",
+    "process_of",
     "ENV_DATABASE_URL",
     "ENV_DATA_DIR",
     "IMPORT_ANNOTATOR",

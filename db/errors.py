@@ -70,6 +70,16 @@ class VersionConflictError(StoreError):
 LIVE_WINDOW_S = 30.0
 
 
+def this_process() -> str:
+    """``host pid N``: this process, as an owner (:func:`db.liveness.new_owner`) names it."""
+    return f"{socket.gethostname()} pid {os.getpid()}"
+
+
+def process_of(owner: str) -> str:
+    """The process an owner ``host pid N #token`` names (``host pid N``); ``another process`` for no owner."""
+    return owner.split(" #")[0] or "another process"
+
+
 class RunInProgressError(StoreError):
     """Another process runs this embedding or evaluation run now (its heartbeat is recent).
 
@@ -82,12 +92,12 @@ class RunInProgressError(StoreError):
         self.run_id = run_id
         self.owner = owner
         self.seconds_ago = seconds_ago
-        where = owner.split(" #")[0] if owner else ""
-        if where == f"{socket.gethostname()} pid {os.getpid()}":
+        where = process_of(owner)
+        if where == this_process():
             super().__init__(f"{kind} {run_id} is already running in this app; wait until it ends or stop it.")
             return
         super().__init__(
-            f"{kind} {run_id} is running in another process ({where or 'owner unknown'}; last heard from "
+            f"{kind} {run_id} is running in another process ({where if owner else 'owner unknown'}; last heard from "
             f"{seconds_ago:.0f} s ago). Stop it there or wait until it ends; once it has been silent for "
             f"{LIVE_WINDOW_S:.0f} s it counts as interrupted and can be resumed here."
         )

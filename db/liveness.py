@@ -20,8 +20,6 @@ class. Work without a run row of its own (a pre-annotation of a corpus) takes a 
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from datetime import datetime, timezone
 
@@ -29,19 +27,20 @@ from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
 from db.engine import Store
-from db.errors import LIVE_WINDOW_S, RunInProgressError
+from db.errors import LIVE_WINDOW_S, RunInProgressError, process_of, this_process
 from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
 
 #: How often a working process stores its heartbeat (a sixth of :data:`LIVE_WINDOW_S`).
 BEAT_EVERY_S = LIVE_WINDOW_S / 6
 
 __all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "beat_lease", "heartbeat_age", "is_live", "lease_holder", "new_owner",
-           "release_lease", "take_lease"]
+           "process_of", "release_lease", "take_lease"]
 
 
 def new_owner() -> str:
-    """A name for one claim: ``host pid N #token`` (the token tells two claims of one process apart)."""
-    return f"{socket.gethostname()} pid {os.getpid()} #{uuid.uuid4().hex[:8]}"
+    """A name for one claim: ``host pid N #token`` (the token tells two claims of one process apart; its
+    process: :func:`~db.errors.process_of`)."""
+    return f"{this_process()} #{uuid.uuid4().hex[:8]}"
 
 
 def _aware(moment: datetime) -> datetime:

@@ -75,8 +75,7 @@ def format_runs(runs: list[Any], query_sets: dict[int, str], corpora: dict[int, 
 
     def state(run: Any) -> str:
         label = er.status_label(run)
-        where = run.owner.split(" #")[0]
-        return f"{label} ({where})" if label == "running elsewhere" and where else label
+        return f"{label} ({run.process})" if label == "running elsewhere" else label
 
     def results(run: Any) -> str:
         expected = int(run.config.get("n_queries", 0)) * len(run.config.get("strategies", []))
@@ -120,8 +119,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
             return fail(f"evaluation run {args.stop} does not exist")
         if not db.request_eval_stop(store, info.id):
             return fail(f"evaluation run {info.id} is not running ({er.status_label(info)}): nothing to stop")
-        where = info.owner.split(" #")[0] or "another process"
-        print(f"asked run {info.id} ({where}) to stop after its current batch; eval --resume {info.id} continues it")
+        print(f"asked run {info.id} ({info.process}) to stop after its current batch; eval --resume {info.id} continues it")
         return 0
     resume = getattr(args, "resume", None)
     if resume is None:

@@ -5,14 +5,17 @@ heartbeat (``db.beat_eval_run`` / ``db.beat_embedding_run``) and returns whether
 process's. A beat that fails (a database busy longer than its timeout) is skipped: the next one tries
 again. When ``beat`` returns ``False`` (another process claimed the run after this one had been silent
 longer than ``db.LIVE_WINDOW_S``, e.g. a laptop that slept), :attr:`Heartbeat.lost` is set and
-``on_lost`` is called once, e.g. to cancel the work at its next batch. No Streamlit here.
+``on_lost`` is called once, e.g. to cancel the work at its next batch. :func:`holding_lease` holds a
+``db`` lease (work without a run row of its own) with such a heartbeat. No Streamlit here.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
@@ -54,3 +57,19 @@ class Heartbeat:
                     self._on_lost()
                 return
             self.beats += 1
+
+
+@contextmanager
+def holding_lease(store: Any, name: str, kind: str, key: int, cancel: threading.Event) -> Iterator[None]:
+    """Hold the lease ``name`` (:func:`db.take_lease`; ``kind`` and ``key`` name the work in the refusal) while the
+    block runs, with a heartbeat that sets ``cancel`` should another process take it over; given back at the end.
+    Raises ``db.RunInProgressError`` before the block when another process holds it."""
+    import db
+
+    owner = db.new_owner()
+    db.take_lease(store, name, owner, kind, key)
+    try:
+        with Heartbeat(lambda: db.beat_lease(store, name, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
+            yield
+    finally:
+        db.release_lease(store, name, owner)

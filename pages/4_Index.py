@@ -170,7 +170,7 @@ def building_elsewhere(run_id: int) -> None:
     info = db.get_embedding_run(store, run_id)
     if not info.live:
         st.rerun(scope="app")
-    where = info.owner.split(" #")[0] or "another process"
+    where = info.process
     asked = db.embedding_stop_requested(store, info.id)
     st.info(f"Index #{info.id} is being built by another process ({md_plain(where)}). This page follows it and "
             "shows the index when it is done." + (" Asked to stop: it stops after its current batch." if asked else ""))

@@ -149,7 +149,7 @@ def follow_elsewhere(run_ids: list[int]) -> None:
         st.rerun(scope="app")
     for info in infos:
         expected = int(info.config.get("n_queries", 0)) * len(info.config.get("strategies", []))
-        where = info.owner.split(" #")[0] or "another process"
+        where = info.process
         asked = db.eval_stop_requested(store, info.id)
         cols = st.columns([5, 1])
         cols[0].caption(f"#{info.id} is running elsewhere ({md_plain(where)}): {info.n_results}"

@@ -30,7 +30,7 @@ from mrag_core.annotate import (
     zero_shot_identity,
 )
 from mrag_core.annotate.types import validate_categories
-from mrag_core.heartbeat import Heartbeat
+from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
@@ -196,15 +196,11 @@ def preannotate(
         raise ValueError("batch_size must be at least 1.")
     categories = [CategorySpec(c.name, c.description) for c in db.list_categories(store, corpus_id)]
     validate_categories(categories)
-    lease, owner = preannotation_lease(corpus_id), db.new_owner()
-    db.take_lease(store, lease, owner, "Pre-annotation of corpus", corpus_id)  # RunInProgressError: it runs elsewhere
     cancel = cancel if cancel is not None else threading.Event()
-    try:
-        with Heartbeat(lambda: db.beat_lease(store, lease, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
-            return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
-                                cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only)
-    finally:
-        db.release_lease(store, lease, owner)
+    # RunInProgressError: another process pre-annotates this corpus now
+    with holding_lease(store, preannotation_lease(corpus_id), "Pre-annotation of corpus", corpus_id, cancel):
+        return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
+                            cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only)
 
 
 def preannotation_lease(corpus_id: int) -> str:

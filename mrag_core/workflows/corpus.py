@@ -317,16 +317,12 @@ def work_in_progress(store: db.Store, corpus_id: int) -> list[str]:
     the corpus under them would make them fail half-way; empty when nothing runs."""
     from mrag_core.workflows.annotation import preannotation_lease
 
-    def where(owner: str) -> str:
-        return owner.split(" #")[0] or "another process"
-
-    out = [f"index #{r.id} is being built ({where(r.owner)})"
-           for r in db.list_embedding_runs(store, corpus_id) if r.live]
-    out += [f"evaluation run #{r.id} is running ({where(r.owner)})"
+    out = [f"index #{r.id} is being built ({r.process})" for r in db.list_embedding_runs(store, corpus_id) if r.live]
+    out += [f"evaluation run #{r.id} is running ({r.process})"
             for r in db.list_eval_runs(store, corpus_id=corpus_id) if r.live]
     holder = db.lease_holder(store, preannotation_lease(corpus_id))
     if holder is not None:
-        out.append(f"it is being pre-annotated ({where(holder)})")
+        out.append(f"it is being pre-annotated ({db.process_of(holder)})")
     return out
 
 

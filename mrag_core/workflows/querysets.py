@@ -33,7 +33,7 @@ from mrag_core.benchmark import (
     read_query_rows,
     resolve_ground_truth,
 )
-from mrag_core.heartbeat import Heartbeat
+from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.ingest.benchmarks import topic_of_source
 from mrag_core.querygen import (
@@ -196,19 +196,14 @@ def generate_query_set(
         except (db.DuplicateError, db.InvalidInputError) as exc:
             raise QuerySetError(str(exc)) from exc
         query_set_id = qs.id
-    lease, owner = generation_lease(query_set_id), db.new_owner()
-    try:  # one process generates into a set at a time (the app, python -m mrag_core generate)
-        db.take_lease(store, lease, owner, "Query generation for set", query_set_id)
-    except db.RunInProgressError as exc:
-        raise QuerySetError(str(exc)) from exc
     cancel = cancel if cancel is not None else threading.Event()
-    try:
-        with Heartbeat(lambda: db.beat_lease(store, lease, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
+    try:  # one process generates into a set at a time (the app, python -m mrag_core generate)
+        with holding_lease(store, generation_lease(query_set_id), "Query generation for set", query_set_id, cancel):
             return _generate_missing(store, query_set_id, plans, docs, client=client, want_fusion=want_fusion,
                                      n_fusion=n_fusion, progress=progress, cancel=cancel, batch_size=batch_size,
                                      offline=offline, warnings=warnings)
-    finally:
-        db.release_lease(store, lease, owner)
+    except db.RunInProgressError as exc:  # raised by the lease, before anything is generated
+        raise QuerySetError(str(exc)) from exc
 
 
 def generation_missing(store: db.Store, info: db.QuerySetInfo) -> int:
