@@ -191,7 +191,7 @@ def stop_on_ctrl_c(cancel: threading.Event) -> Iterator[threading.Event]:
     keeping what it saved) and says so on stderr; a second one stops at once (``KeyboardInterrupt``). Python's
     handler is put back afterwards. Outside the main thread (where signals cannot be caught) it does nothing.
     Yields an event set by a Ctrl+C: ``cancel`` set without it was set by someone else (a stop asked through the
-    database, :data:`STOPPED_ELSEWHERE`)."""
+    database, :func:`stopped_elsewhere`)."""
     pressed = threading.Event()
 
     def on_interrupt(_signum: int, _frame: Any) -> None:
@@ -210,26 +210,32 @@ def stop_on_ctrl_c(cancel: threading.Event) -> Iterator[threading.Event]:
             signal.signal(signal.SIGINT, previous)
 
 
-STOPPED_ELSEWHERE = ("it was asked to stop from elsewhere (a Stop button in the app, or eval --stop), or another "
-                     "process took the work over")
-"""Why a run stopped when no Ctrl+C stopped it: its heartbeat found a stop request (or another claim)."""
+def stopped_elsewhere(how: str) -> str:
+    """Why a run stopped when no Ctrl+C stopped it: its heartbeat found a stop request (``how`` says where one is
+    asked), or another claim."""
+    return f"it was asked to stop from elsewhere ({how}), or another process took the work over"
 
 
-def every_few_seconds(show: Callable[[str, int, int], None], seconds: float = 5.0) -> Callable[[str, int, int], None]:
-    """A progress callback ``(stage, done, total)`` that passes a stage's reports to ``show`` at most once every
-    ``seconds``, and always its first and last (``done == total``); a report equal to the last one shown is not
-    shown again."""
+def print_progress(stage: str, done: int, total: int) -> None:
+    """``stage: done/total`` on stderr (the CLI's progress line)."""
+    print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+
+def every_few_seconds(show: Callable[..., None] = print_progress, seconds: float = 5.0) -> Callable[..., None]:
+    """A progress callback ``(stage, done, total, *extra)`` that passes a stage's reports to ``show`` (with the
+    same arguments; default :func:`print_progress`) at most once every ``seconds``, and always its first and last
+    (``done == total``); a report equal to the last one shown is not shown again."""
     last: dict[str, float] = {}
     shown: dict[str, tuple[int, int]] = {}
 
-    def progress(stage: str, done: int, total: int) -> None:
+    def progress(stage: str, done: int, total: int, *extra: Any) -> None:
         now = time.monotonic()
         if shown.get(stage) == (done, total):  # said already (a batch's last report, then the batch's own)
             return
         if done == total or stage not in last or now - last[stage] >= seconds:
             last[stage] = now
             shown[stage] = (done, total)
-            show(stage, done, total)
+            show(stage, done, total, *extra)
 
     return progress
 

@@ -77,8 +77,7 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
     if corpus.n_documents == 0:
         return fail(f"corpus {corpus.name!r} has no documents")
     annotator = make_annotator(args.annotator, store, args.threads)
-    progress = every_few_seconds(lambda stage, done, total: print(f"{stage}: {done}/{total}", file=sys.stderr,
-                                                                  flush=True))
+    progress = every_few_seconds()
     cancel = threading.Event()
     try:
         with stop_on_ctrl_c(cancel):

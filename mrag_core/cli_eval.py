@@ -19,9 +19,9 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli import (COST_HEADING, STOPPED_ELSEWHERE, add_llm_options, every_few_seconds, fail,
+from mrag_core.cli import (COST_HEADING, add_llm_options, every_few_seconds, fail,
                            format_cost_table, format_table, llm_options_from, named_corpus, positive_int,
-                           stop_on_ctrl_c, store_command, text_table)
+                           stop_on_ctrl_c, stopped_elsewhere, store_command, text_table)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
@@ -153,8 +153,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     except (ModelLoadError, RuntimeError, ValueError) as exc:
         return fail(str(exc))
 
-    progress = every_few_seconds(lambda stage, done, total: print(f"{stage}: {done}/{total}", file=sys.stderr,
-                                                                  flush=True))
+    progress = every_few_seconds()
     cancel = threading.Event()
     try:
         with stop_on_ctrl_c(cancel) as pressed:
@@ -172,7 +171,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     print(f"run {run_id}: {er.status_label(info)}, {info.n_results} results")
     if info.status == "cancelled":
         if not pressed.is_set():
-            print(f"stopped: {STOPPED_ELSEWHERE}", file=sys.stderr)
+            print(f"stopped: {stopped_elsewhere('a Stop button in the app, or eval --stop')}", file=sys.stderr)
         print(f"eval --resume {run_id} continues it", file=sys.stderr)
     metrics = er.load_run_metrics(store, run_id)
     if len(metrics.per_query):

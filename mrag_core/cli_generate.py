@@ -91,8 +91,7 @@ def cmd_generate(args: argparse.Namespace, store: Any) -> int:
     else:
         kind = args.generator
     client = _client(kind)
-    progress = every_few_seconds(lambda stage, done, total: print(f"{stage}: {done}/{total}", file=sys.stderr,
-                                                                  flush=True))
+    progress = every_few_seconds()
     cancel = threading.Event()
     try:
         with stop_on_ctrl_c(cancel):

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import time
 from typing import Any
 
-from mrag_core.cli import (STOPPED_ELSEWHERE, fail, named_corpus, positive_int, stop_on_ctrl_c, store_command,
-                            text_table)
+from mrag_core.cli import (every_few_seconds, fail, named_corpus, positive_int, stop_on_ctrl_c, stopped_elsewhere,
+                            store_command, text_table)
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -77,14 +76,15 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
         return fail(str(exc))
 
     cancel = threading.Event()
-    shown = [-1.0]
+
+    def show(stage: str, done: int, total: int, eta: float | None) -> None:
+        left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
+        print(f"{stage}: {done}/{total}{left}", file=sys.stderr, flush=True)
+
+    report = every_few_seconds(show)  # a line every 5 s, and the last one
 
     def progress(done: int, total: int, eta: float | None) -> None:
-        now = time.monotonic()
-        if done == total or now - shown[0] >= 5.0:  # a line every 5 s, and the last one
-            shown[0] = now
-            left = f", about {eta:.0f} s left" if eta is not None and done < total else ""
-            print(f"documents: {done}/{total}{left}", file=sys.stderr, flush=True)
+        report("documents", done, total, eta)
 
     with stop_on_ctrl_c(cancel) as pressed:
         result = indexing.build_embedding_run(
@@ -97,7 +97,7 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
         print(f"index #{run.id}: cancelled with {run.n_saved} of {run.n_docs} documents saved; run {again} again to "
               "resume")
         if not pressed.is_set():
-            print(f"stopped: {STOPPED_ELSEWHERE.replace(', or eval --stop', '')}", file=sys.stderr)
+            print(f"stopped: {stopped_elsewhere('a Stop button in the app')}", file=sys.stderr)
         return 1
     if result.reused:
         print(f"index #{run.id}: up to date, {run.n_saved} documents ({run_settings(run)}); nothing to embed")
