@@ -9,6 +9,7 @@ from pathlib import PurePath
 import streamlit as st
 
 import db
+from mrag_core.wording import counted
 from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from mrag_core.workflows import corpus as cw
 from ui.corpus_manager import manage_corpora
@@ -118,7 +119,7 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
     show_preview(preview)
 
     n = len(preview.records)
-    if not st.button(f"Import {n} document{'s' if n != 1 else ''}", type="primary", disabled=n == 0 or name_taken,
+    if not st.button(f"Import {counted(n, 'document')}", type="primary", disabled=n == 0 or name_taken,
                      key="imp_go"):
         return
     try:
@@ -133,8 +134,8 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
     st.session_state["corpus_id"] = result.corpus_id
     duplicates = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, then by the store
     st.success(
-        f"Imported {result.added} document{'s' if result.added != 1 else ''} into '{md_plain(result.corpus_name)}'"
-        + (f" ({duplicates} duplicate{'s' if duplicates != 1 else ''} skipped)" if duplicates else "")
+        f"Imported {counted(result.added, 'document')} into '{md_plain(result.corpus_name)}'"
+        + (f" ({counted(duplicates, 'duplicate')} skipped)" if duplicates else "")
         + ". Next: pre-annotate and review them on the Annotate & Review page."
     )
 

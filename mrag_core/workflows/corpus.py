@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import db
+from mrag_core.wording import counted
 from mrag_core import export as exporter
 from mrag_core.ingest import (
     MAX_DOC_BYTES,
@@ -307,10 +308,6 @@ def import_records(
 # --------------------------------------------------------------------------- deleting
 
 
-def _count(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
-
-
 def work_in_progress(store: db.Store, corpus_id: int) -> list[str]:
     """What some process (this one, the app, the CLI) is doing to the corpus now, as its heartbeats say
     (:mod:`db.liveness`): index builds, evaluation runs and a pre-annotation, each naming its process. Deleting
@@ -329,10 +326,10 @@ def work_in_progress(store: db.Store, corpus_id: int) -> list[str]:
 def describe_footprint(corpus: db.CorpusInfo, foot: db.CorpusFootprint) -> str:
     """What deleting ``corpus`` removes, in words (the Corpus Studio's confirmation and the CLI):
     ``96 documents, 12 categories, 1 query set (24 queries), 1 index (0.6 MB of vectors), 2 evaluation runs``."""
-    return (f"{_count(corpus.n_documents, 'document')}, {_count(corpus.n_categories, 'category', 'categories')}, "
-            f"{_count(foot.n_query_sets, 'query set')} ({_count(foot.n_queries, 'query', 'queries')}), "
-            f"{_count(foot.n_indexes, 'index', 'indexes')} ({foot.vector_bytes / 1e6:.1f} MB of vectors), "
-            f"{_count(foot.n_eval_runs, 'evaluation run')}")
+    return (f"{counted(corpus.n_documents, 'document')}, {counted(corpus.n_categories, 'category', 'categories')}, "
+            f"{counted(foot.n_query_sets, 'query set')} ({counted(foot.n_queries, 'query', 'queries')}), "
+            f"{counted(foot.n_indexes, 'index', 'indexes')} ({foot.vector_bytes / 1e6:.1f} MB of vectors), "
+            f"{counted(foot.n_eval_runs, 'evaluation run')}")
 
 
 # --------------------------------------------------------------------------- export
