@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,15 @@ def mini_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, db
     store = db.open_store(url)
     corpus = db.create_corpus(store, "Mini")
     return url, store, corpus.id, db.add_documents(store, corpus.id, MINI_DOCS).document_ids
+
+
+@dataclass(frozen=True)
+class TextDoc:
+    """A document as query generation reads it (``title``, ``text``)."""
+
+    title: str
+    text: str
+
+
+#: Moon and Mars of :data:`MINI_DOCS`, keyed as query plans name documents, and a plan drawing both.
+TWO_DOCS = {"1": TextDoc("Moon", MINI_DOCS[0]["text"]), "2": TextDoc("Mars", MINI_DOCS[1]["text"])}

@@ -3,7 +3,6 @@ misbehaves: each ends in its own readable failure, never in a bare exception."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import pytest
@@ -15,6 +14,7 @@ from mrag_core.llm_strategies import expand_many
 from mrag_core.querygen.generate import generate_queries, regenerate_one
 from mrag_core.querygen.sampling import QueryPlan
 from mrag_core.reader import ReaderDoc, ReaderError, RemoteGenerator
+from tests.support.mini_corpus import TWO_DOCS
 from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai
 
 __all__ = ["fake_openai"]
@@ -24,13 +24,7 @@ HTML = b"<html><body>Open WebUI</body></html>"
 NOT_UTF8_GARBAGE = b"\xff\xfe\x00garbage"
 
 
-@dataclass(frozen=True)
-class Doc:
-    title: str
-    text: str
-
-
-DOCS = {"1": Doc("Moon", "The moon orbits the earth every month."), "2": Doc("Mars", "Mars is a red planet.")}
+DOCS = TWO_DOCS
 PLAN = QueryPlan(2, ("1", "2"))
 
 

@@ -3,12 +3,12 @@ query before, 'ok' when it named every title), a story or sub-queries cut at the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from mrag_core.llm.client import LLMClient
 from mrag_core.querygen.generate import generate_queries
 from mrag_core.querygen.sampling import QueryPlan
+from tests.support.mini_corpus import TWO_DOCS
 from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai, scripted
 
 __all__ = ["fake_openai"]
@@ -16,13 +16,7 @@ __all__ = ["fake_openai"]
 Factory = Callable[..., FakeOpenAIServer]
 
 
-@dataclass(frozen=True)
-class Doc:
-    title: str
-    text: str
-
-
-DOCS = {"1": Doc("Moon", "The moon orbits the earth."), "2": Doc("Mars", "Mars is a red planet.")}
+DOCS = TWO_DOCS
 PLAN = QueryPlan(2, ("1", "2"))
 STORY = "Our probe to the Moon found ice near the pole, while the team on Mars saw a dust storm grow."
 
