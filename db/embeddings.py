@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError, NotFoundError, StoreError
-from db.liveness import beat, claim_row, clear_stop_row, is_live, owns, process_of, request_stop, stop_requested
+from db.liveness import LiveRun, beat, claim_row, clear_stop_row, owns, request_stop, stop_requested
 from db.models import Corpus, Document, EmbeddingRun, EmbeddingVector, utcnow
 
 RUN_STATUSES = ("running", "done", "cancelled", "failed")
@@ -35,7 +35,7 @@ INTERCHANGEABLE_IF_SAME = ("corpus_id", "model_name", "model_path", "layer", "po
 
 
 @dataclass(frozen=True)
-class EmbeddingRunInfo:
+class EmbeddingRunInfo(LiveRun):
     """An embedding run; ``n_saved`` is how many documents have vectors stored."""
 
     id: int
@@ -59,16 +59,6 @@ class EmbeddingRunInfo:
     n_saved: int
     owner: str = ""
     heartbeat_at: datetime | None = None
-
-    @property
-    def live(self) -> bool:
-        """Being built in some process now (``running`` with a recent heartbeat, :func:`db.liveness.is_live`)."""
-        return is_live(self.status, self.heartbeat_at)
-
-    @property
-    def process(self) -> str:
-        """The process that last claimed it (``host pid N``; ``another process`` when none did)."""
-        return process_of(self.owner)
 
 
 def _info(session: Session, run: EmbeddingRun) -> EmbeddingRunInfo:

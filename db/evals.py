@@ -19,14 +19,14 @@ from sqlalchemy.orm import Session
 from db._common import require, to_jsonable
 from db.engine import Store
 from db.errors import InvalidInputError
-from db.liveness import beat, claim_row, clear_stop_row, is_live, owns, process_of, request_stop, stop_requested
+from db.liveness import LiveRun, beat, claim_row, clear_stop_row, owns, request_stop, stop_requested
 from db.models import Corpus, EmbeddingRun, EvalResult, EvalRun, Query, QuerySet, utcnow
 
 EVAL_STATUSES = ("running", "done", "cancelled", "failed")
 
 
 @dataclass(frozen=True)
-class EvalRunInfo:
+class EvalRunInfo(LiveRun):
     """An evaluation run; ``n_results`` counts stored (strategy, query) results."""
 
     id: int
@@ -45,16 +45,6 @@ class EvalRunInfo:
     n_results: int
     owner: str = ""
     heartbeat_at: datetime | None = None
-
-    @property
-    def live(self) -> bool:
-        """Runs in some process now (``running`` with a recent heartbeat, :func:`db.liveness.is_live`)."""
-        return is_live(self.status, self.heartbeat_at)
-
-    @property
-    def process(self) -> str:
-        """The process that last claimed it (``host pid N``; ``another process`` when none did)."""
-        return process_of(self.owner)
 
 
 @dataclass(frozen=True)

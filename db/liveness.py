@@ -63,6 +63,25 @@ def is_live(status: str, heartbeat_at: datetime | None, now: datetime | None = N
     return status == "running" and age is not None and age <= window
 
 
+class LiveRun:
+    """What a run's info (``db.EvalRunInfo``, ``db.EmbeddingRunInfo``) tells from its ``status``, ``owner`` and
+    ``heartbeat_at``: whether some process runs it now, and which process last claimed it."""
+
+    status: str
+    owner: str
+    heartbeat_at: datetime | None
+
+    @property
+    def live(self) -> bool:
+        """Runs in some process now (``running`` with a recent heartbeat, :func:`is_live`)."""
+        return is_live(self.status, self.heartbeat_at)
+
+    @property
+    def process(self) -> str:
+        """The process that last claimed it (``host pid N``; ``another process`` when none did)."""
+        return process_of(self.owner)
+
+
 def claim_row(session: Session, run: EmbeddingRun | EvalRun, kind: str, owner: str,
               window: float = LIVE_WINDOW_S) -> None:
     """Inside a write transaction: make ``owner`` the process that runs ``run`` (status ``running``, fresh
