@@ -1,6 +1,7 @@
 """Response cache for LLM calls, so re-running an evaluation costs no tokens.
 
-A cache maps a *key* to a stored :class:`~mrag_core.llm.client.LLMReply`.
+A cache maps a *key* to a stored :class:`~mrag_core.llm.client.LLMReply` (its text, token counts,
+latency, model and ``finish_reason``: an answer cut at the token limit stays cut off when replayed).
 The key is :func:`cache_key`: the SHA-256 hex digest of a canonical JSON
 document ``{"kind", "model", "messages", "params"}`` (sorted keys, compact
 separators, UTF-8), so the same request always maps to the same key and any
@@ -89,24 +90,32 @@ def cache_key(
 
 
 def reply_to_dict(reply: LLMReply) -> dict[str, Any]:
-    """JSON-ready dict of a reply (all five fields)."""
+    """JSON-ready dict of a reply (all six fields; ``finish_reason`` is ``null`` when the endpoint gave none)."""
     return {
         "text": reply.text,
         "prompt_tokens": int(reply.prompt_tokens),
         "completion_tokens": int(reply.completion_tokens),
         "latency_s": float(reply.latency_s),
         "model": reply.model,
+        "finish_reason": reply.finish_reason,
     }
 
 
 def reply_from_dict(data: Mapping[str, Any]) -> LLMReply:
-    """Inverse of :func:`reply_to_dict`; raises ``KeyError``/``TypeError``/``ValueError`` on bad data."""
+    """Inverse of :func:`reply_to_dict`; raises ``KeyError``/``TypeError``/``ValueError`` on bad data.
+
+    An entry written before ``finish_reason`` was stored has none: it reads as ``None`` (not known to be cut off).
+    """
+    finish = data.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise TypeError(f"finish_reason must be a string or null, got {type(finish).__name__}")
     return LLMReply(
         text=str(data["text"]),
         prompt_tokens=int(data["prompt_tokens"]),
         completion_tokens=int(data["completion_tokens"]),
         latency_s=float(data["latency_s"]),
         model=str(data["model"]),
+        finish_reason=finish,
     )
 
 
@@ -250,7 +259,8 @@ def cached_complete(
 
     * ``cache is None``: always calls the client, ``hit=False``.
     * hit: the stored reply with ``latency_s=0.0`` (token counts are those of the
-      original call, i.e. what the answer *cost* once; nothing is spent now).
+      original call, i.e. what the answer *cost* once; nothing is spent now) and its
+      ``finish_reason``, so an answer cut at the token limit reads as cut off from the cache too.
     * miss: calls the client (errors propagate, nothing is stored) and stores the
       reply only if its text is not blank and ``accept(reply)`` (when given) is
       true, so callers can keep unparseable answers out of the cache.

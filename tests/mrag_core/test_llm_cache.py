@@ -17,6 +17,7 @@ from mrag_core.llm.cache import (
     cached_complete,
 )
 from mrag_core.llm.client import LLMClient, LLMReply
+from mrag_core.reader import ReaderDoc, RemoteGenerator
 from tests.support.openai_server import FakeOpenAIServer, Reply, scripted
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -70,7 +71,8 @@ def test_json_file_cache_persists_and_writes_atomically(tmp_path: Path) -> None:
         "k": {
             "kind": "hyde",
             "model": "m",
-            "reply": {"text": "hello", "prompt_tokens": 3, "completion_tokens": 1, "latency_s": 0.25, "model": "m"},
+            "reply": {"text": "hello", "prompt_tokens": 3, "completion_tokens": 1, "latency_s": 0.25, "model": "m",
+                      "finish_reason": None},
         }
     }
     assert sorted(p.name for p in path.parent.iterdir()) == ["cache.json"]  # no temp file left behind
@@ -156,3 +158,40 @@ def test_json_file_cache_batched_flush(tmp_path: Path) -> None:
         assert not path.exists()  # nothing written until flush / end of block
     assert sorted(json.loads(path.read_text(encoding="utf-8"))) == ["a", "b"]
     assert JsonFileCache(path).get("a") == REPLY
+
+
+def test_cut_off_answer_stays_cut_off_when_read_back_from_the_file(tmp_path: Path) -> None:
+    """The endpoint stopped the answer at its token limit: the copy in the cache says so too, after a restart."""
+    path = tmp_path / "llm-cache.json"
+    with FakeOpenAIServer(scripted([Reply.cut("The Moon orbits the", completion_tokens=4)])) as server:
+        fresh, hit1 = cached_complete(_client(server), JsonFileCache(path), "reader", MSGS, max_tokens=4)
+        again, hit2 = cached_complete(_client(server), JsonFileCache(path), "reader", MSGS, max_tokens=4)
+        assert len(server.requests) == 1
+    assert (hit1, hit2) == (False, True)
+    assert (fresh.finish_reason, fresh.cut_off) == ("length", True)
+    assert (again.text, again.finish_reason, again.cut_off) == ("The Moon orbits the", "length", True)
+    (entry,) = json.loads(path.read_text(encoding="utf-8")).values()
+    assert entry["reply"]["finish_reason"] == "length"
+
+
+def test_reader_flags_a_cut_answer_alike_fresh_and_from_the_cache(tmp_path: Path) -> None:
+    """The reader (a consumer that checks truncation) reports ``cut_off`` for the cached copy as for the fresh one."""
+    path = tmp_path / "llm-cache.json"
+    docs = [ReaderDoc("Moon", "Astronomy", "The Moon orbits the Earth.")]
+    with FakeOpenAIServer(scripted([Reply.cut("The Moon orbits", completion_tokens=3)])) as server:
+        fresh = RemoteGenerator(_client(server), JsonFileCache(path)).answer("What orbits?", docs, max_new_tokens=50)
+        cached = RemoteGenerator(_client(server), JsonFileCache(path)).answer("What orbits?", docs, max_new_tokens=50)
+        assert len(server.requests) == 1
+    assert (fresh.cached, fresh.cut_off) == (False, True)
+    assert (cached.cached, cached.cut_off, cached.text) == (True, True, fresh.text)
+
+
+def test_entries_written_before_finish_reason_was_stored_read_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    old = {"text": "hello", "prompt_tokens": 3, "completion_tokens": 1, "latency_s": 0.25, "model": "m"}
+    bad = dict(old, finish_reason=7)
+    path.write_text(json.dumps({"old": {"kind": "hyde", "model": "m", "reply": old},
+                                "bad": {"kind": "hyde", "model": "m", "reply": bad}}), encoding="utf-8")
+    cache = JsonFileCache(path)
+    assert cache.get("old") == REPLY and REPLY.finish_reason is None and not REPLY.cut_off
+    assert cache.get("bad") is None  # a malformed entry counts as missing (asked again, never replayed wrong)
