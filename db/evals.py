@@ -125,11 +125,18 @@ def create_eval_run(
         return _info(session, run)
 
 
-def save_eval_results(store: Store, run_id: int, results: Sequence[Mapping[str, Any]]) -> int:
+def save_eval_results(store: Store, run_id: int, results: Sequence[Mapping[str, Any]],
+                      *, fingerprints: Mapping[int, str] | None = None) -> int:
     """Store a batch of results in one transaction, replacing any with the same
     (strategy, query). Each mapping: ``strategy``, ``query_id``, ``retrieved``, ``rsr``,
     ``csr`` and optional ``details`` (JSON). Returns the number saved.
-    Raises NotFoundError, InvalidInputError (query of another set, repeated key)."""
+
+    ``fingerprints`` ({query id: fingerprint}, queries of this batch) records the version of each
+    query the batch scored in the run's ``config["queries"]``, in the same transaction: a query whose
+    recorded fingerprint changes (it was edited since the run scored it) also loses its results of
+    the other strategies, which scored the older version, so every stored result is of the version
+    its fingerprint names. Raises NotFoundError, InvalidInputError (query of another set, repeated
+    key, a fingerprint of a query not in the batch)."""
     if not results:
         return 0
     with store.session() as session:
@@ -168,6 +175,8 @@ def save_eval_results(store: Store, run_id: int, results: Sequence[Mapping[str, 
         missing = sorted(query_ids - found)
         if missing:
             raise InvalidInputError(f"Query {missing[0]} is not in this run's query set.")
+        if fingerprints:
+            _record_fingerprints(session, run, query_ids, fingerprints)
         for strategy, qids in by_strategy.items():
             session.execute(
                 delete(EvalResult).where(
@@ -178,6 +187,24 @@ def save_eval_results(store: Store, run_id: int, results: Sequence[Mapping[str, 
             )
         session.execute(EvalResult.__table__.insert(), rows)
         return len(rows)
+
+
+def _record_fingerprints(session: Session, run: EvalRun, batch: set[int], fingerprints: Mapping[int, str]) -> None:
+    """Inside :func:`save_eval_results`' transaction: merge ``fingerprints`` into ``run.config["queries"]`` and
+    delete every result of a query whose recorded fingerprint changes (scored from its older version)."""
+    given = {int(q): str(fp) for q, fp in fingerprints.items()}
+    outside = sorted(set(given) - batch)
+    if outside:
+        raise InvalidInputError(f"Query {outside[0]} has a fingerprint but no result in this batch.")
+    config = dict(run.config or {})
+    recorded = config.get("queries") if isinstance(config.get("queries"), dict) else {}
+    changed = [q for q, fp in given.items() if recorded.get(str(q)) != fp]
+    if not changed:
+        return
+    stale = [q for q in changed if str(q) in recorded]
+    if stale:
+        session.execute(delete(EvalResult).where(EvalResult.run_id == run.id, EvalResult.query_id.in_(stale)))
+    run.config = {**config, "queries": {**recorded, **{str(q): given[q] for q in changed}}}
 
 
 def load_eval_results(

@@ -7,6 +7,15 @@ own transaction. A run records its full configuration, seed and timings. Resumin
 with ``run_id``) skips the queries ``db.completed_queries`` already lists per strategy, so a
 cancel or a crash loses at most one batch.
 
+A run records the fingerprint of each query it scored (:func:`query_fingerprint`, ``config["queries"]``), so
+that the views name the queries edited after it (:func:`edited_note`). A resume scores the query set as it is
+when the resume starts: a query edited since the run scored it (:func:`edited_since`) is scored again for every
+strategy, and each batch stores its results together with the fingerprints of the versions it scored, in one
+transaction that also drops the query's older results of the other strategies (:func:`db.save_eval_results`).
+So every stored result is of the version its fingerprint names, a stop at any point keeps that true, and the
+edited note of a run that was resumed names only the queries edited after that resume. (Refusing the resume
+instead would leave a stopped run that can never be finished once one of its queries is corrected.)
+
 Vectors: a finished, up-to-date embedding run of (corpus, model, layer, pooling) is used when
 there is one (:func:`mrag_core.workflows.indexing.load_corpus_index`, its stored head importance
 reused); a stale or unfinished one is first updated (only documents without vectors of their
@@ -96,6 +105,7 @@ __all__ = [
     "drilldown",
     "coverage_note",
     "edited_note",
+    "edited_since",
     "evaluable_queries",
     "layer_sweep",
     "layer_sweep_frame",
@@ -207,6 +217,13 @@ def query_fingerprint(query: db.QueryRow) -> str:
     apart (:attr:`RunMetrics.edited`) and grouped by the aspect count it was scored with."""
     digest = hashlib.sha256(json.dumps([query.text, sorted(query.ground_truth)]).encode()).hexdigest()[:12]
     return f"{query.n_aspects}:{digest}"
+
+
+def edited_since(run: db.EvalRunInfo, queries: Sequence[db.QueryRow]) -> set[int]:
+    """Ids of ``queries`` that the run scored from another version (its recorded fingerprint differs from
+    :func:`query_fingerprint` of the query as it is now); none for a run stored before fingerprints were kept."""
+    saved = run.config.get("queries") if isinstance(run.config.get("queries"), dict) else {}
+    return {q.id for q in queries if str(q.id) in saved and saved[str(q.id)] != query_fingerprint(q)}
 
 
 def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategies: Sequence[str],
@@ -448,7 +465,8 @@ def run_evaluation(
 ) -> int:
     """Create (or, with ``run_id``, resume) an evaluation run and score it; returns the run id.
 
-    With ``run_id`` the stored configuration is used and the other settings are ignored.
+    With ``run_id`` the stored configuration is used and the other settings are ignored; the missing results
+    are scored, and those of queries edited since the run scored them (:func:`edited_since`) are scored again.
     ``progress(stage, done, total)`` with stage ``documents`` / ``queries`` / ``LLM <family>`` /
     ``sub-queries`` / ``expansions`` / ``evaluation``; ``cancel`` (checked between batches) leaves
     the run ``cancelled`` and resumable. ``lm`` is an already loaded model (else ``model_name`` is
@@ -569,7 +587,9 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
         sources = db.document_sources(store, corpus_id)
         units = topic_units([sources.get(d, "") for d in prepared.doc_ids], prepared.labels)
         todo = {s: db.completed_queries(store, run_id, s) for s in strategies}
+        edited = edited_since(prior_info, queries)  # scored from an older version: scored again, every strategy
         for s in strategies:
+            todo[s] -= edited
             if NAMED_STRATEGIES[s].llm:
                 todo[s] -= _llm_failed_queries(store, run_id, s)
         pending_q = [q for q in queries if any(q.id not in done for done in todo.values())]
@@ -656,7 +676,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                          "rsr": sr.rsr[i].tolist(), "csr": sr.csr[i].tolist(),
                          "details": _details(spec, q.id, fallback, expanded)}
                         for i, q in enumerate(batch)
-                    ])
+                    ], fingerprints={q.id: query_fingerprint(q) for q in batch})
                     done_count += len(batch)
                     if progress is not None:
                         progress("evaluation", done_count, total)
@@ -715,7 +735,8 @@ def resume_evaluation(store: db.Store, run_id: int, *, lm: Any | None = None,
                       progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                       llm_config: LLMConfig | None = None) -> int:
     """Continue a cancelled / failed / interrupted run from where its saved results stop
-    (LLM strategies: ``llm_config`` or the environment's endpoint; cached answers cost nothing)."""
+    (LLM strategies: ``llm_config`` or the environment's endpoint; cached answers cost nothing).
+    Queries edited since the run scored them are scored again, every strategy (see the module doc)."""
     info = db.get_eval_run(store, run_id)
     return run_evaluation(store, corpus_id=info.corpus_id, query_set_id=info.query_set_id,
                           model_name=info.config.get("model", "minilm"), run_id=run_id, lm=lm,
@@ -947,7 +968,8 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
 
 
 def edited_note(metrics: RunMetrics, limit: int = 10) -> str | None:
-    """The warning for a run whose queries were edited after it ran (None when none was)."""
+    """The warning for a run whose queries were edited after it ran (None when none was). For a done run it
+    suggests a new run; for an unfinished one, resuming it (which scores the edited queries again)."""
     ids = metrics.edited
     if not ids:
         return None
@@ -955,8 +977,9 @@ def edited_note(metrics: RunMetrics, limit: int = 10) -> str | None:
     one = len(ids) == 1
     return (f"Run #{metrics.run.id}: {len(ids)} of its {len(metrics.queries)} queries ({shown}) "
             f"{'was' if one else 'were'} edited after the run (text, ground truth or aspect count): "
-            f"{'its' if one else 'their'} stored scores are those of the version the run searched. Start a new run "
-            "to score the query set as it is now.")
+            f"{'its' if one else 'their'} stored scores are those of the version the run searched. "
+            + ("Start a new run to score the query set as it is now." if metrics.run.status == "done" else
+               f"Resuming the run scores {'it' if one else 'them'} again as {'it is' if one else 'they are'} now."))
 
 
 def coverage_note(metrics: RunMetrics) -> str | None:

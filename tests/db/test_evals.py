@@ -138,3 +138,36 @@ def test_listing_and_deleting_runs(
     assert [r.id for r in db.list_eval_runs(store)] == [r2.id]
     with pytest.raises(db.NotFoundError):
         db.get_eval_run(store, r1.id)
+
+
+def test_fingerprints_are_recorded_with_their_batch_and_a_changed_one_drops_the_older_results(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+    count_rows: Callable[[str], int],
+) -> None:
+    """A resumed run re-scores a query edited since it was scored: the batch that does so records the new
+    fingerprint and drops the query's results of the other strategies (they scored the old text) in the same
+    transaction, so a stop between the strategies never leaves an old result under a new fingerprint."""
+    qs_id, (q0, q1, q2), _ = setup
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id,
+                             config={"k_max": 3, "queries": {str(q0): "2:old0", str(q1): "2:old1"}})
+    db.save_eval_results(store, run.id, [_result("a", q0), _result("a", q1)],
+                         fingerprints={q0: "2:old0", q1: "2:old1"})
+    db.save_eval_results(store, run.id, [_result("b", q0)], fingerprints={q0: "2:old0"})
+    assert db.get_eval_run(store, run.id).config["queries"] == {str(q0): "2:old0", str(q1): "2:old1"}
+    assert count_rows("eval_results") == 3
+
+    # q0 edited: strategy a scores it again, and q2 (new to the run) for the first time.
+    db.save_eval_results(store, run.id, [_result("a", q0, value=0.9), _result("a", q2)],
+                         fingerprints={q0: "1:new0", q2: "2:new2"})
+    info = db.get_eval_run(store, run.id)
+    assert info.config == {"k_max": 3, "queries": {str(q0): "1:new0", str(q1): "2:old1", str(q2): "2:new2"}}
+    assert [(r.strategy, r.query_id, r.rsr[0]) for r in db.load_eval_results(store, run.id)] == [
+        ("a", q0, 0.9), ("a", q1, 0.5), ("a", q2, 0.5)]  # b's q0 scored the old text: gone
+    assert db.completed_queries(store, run.id, "b") == set()
+
+    # The same fingerprint again drops nothing; a fingerprint of a query outside the batch writes nothing.
+    db.save_eval_results(store, run.id, [_result("b", q0, value=0.7)], fingerprints={q0: "1:new0"})
+    assert count_rows("eval_results") == 4
+    with pytest.raises(db.InvalidInputError, match=f"Query {q1} has a fingerprint but no result"):
+        db.save_eval_results(store, run.id, [_result("b", q2)], fingerprints={q2: "2:x", q1: "2:y"})
+    assert db.get_eval_run(store, run.id).config == info.config and count_rows("eval_results") == 4

@@ -678,3 +678,41 @@ def test_a_stopped_run_keeps_its_search_seconds_and_a_resume_adds_to_them(store,
     assert done["mrag"] > 0
     assert er._added_seconds({"a": 1.0, "b": 2}, {"b": 0.5, "c": 3.0}) == {"a": 1.0, "b": 2.5, "c": 3.0}
     assert er._added_seconds(None, {"c": 3.0}) == {"c": 3.0}
+
+
+def test_a_query_edited_between_stop_and_resume_is_scored_again_and_its_fingerprint_follows(
+        store, setup, lm) -> None:
+    """A query edited while its run was stopped: the resume scored the missing strategy with the new text but
+    kept the old text's results of the other and its old fingerprint, so the run mixed two versions of the query
+    and its note named it as edited (or, edited back, as not). Now the resume scores it again for every
+    strategy and records the version it scored."""
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
+                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    assert db.get_eval_run(store, run_id).n_results == 6  # standard scored every query, mrag none
+    before = {r.query_id: r for r in db.load_eval_results(store, run_id, "standard")}
+    comet = next(q for q in er.evaluable_queries(store, qs.id) if q.text == "a comet with a glowing tail")
+    db.update_query(store, comet.id, text="a telescope observing a spiral galaxy")
+    stopped = er.load_run_metrics(store, run_id)
+    assert stopped.edited == [comet.id]
+    assert er.edited_note(stopped).endswith("Resuming the run scores it again as it is now.")
+
+    totals: list[int] = []
+    er.resume_evaluation(store, run_id, lm=lm, progress=lambda s, d, t: totals.append(t) if s == "evaluation" else None)
+    assert totals[-1] == 6 + 1  # mrag's 6 queries and standard's edited one
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "done" and info.n_results == 12
+    now = {q.id: q for q in er.evaluable_queries(store, qs.id)}
+    assert info.config["queries"] == {str(q): er.query_fingerprint(row) for q, row in now.items()}
+    m = er.load_run_metrics(store, run_id)
+    assert m.edited == [] and er.edited_note(m) is None
+    # Every result equals a fresh run's on the query set as it is now; the unedited ones were not recomputed.
+    fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
+                              k_max=5, lm=lm)
+    a = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, run_id)}
+    b = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, fresh)}
+    assert a == b
+    assert a[("standard", comet.id)][0] != before[comet.id].retrieved  # the galaxy text finds other documents
+    assert all(a[("standard", q)] == (r.retrieved, r.rsr) for q, r in before.items() if q != comet.id)
