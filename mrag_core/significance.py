@@ -11,8 +11,11 @@ k under two runs), with differences ``d[i] = a[i] - b[i]``:
 
 Degenerate inputs never raise: when every difference is zero both tests report ``statistic=0``
 and ``p=1.0`` (no evidence of a difference); when the differences are all equal and non-zero
-(zero variance) the t statistic is ``±inf`` and ``p=0.0``; with fewer than 2 queries the
-p-values are ``nan`` and ``note`` says why.
+(every query differs by the same amount: zero variance) the t-test is undefined - its statistic
+and p-value are ``nan`` (no stars, :func:`significance_mark`) and ``note`` says so - while the
+Wilcoxon test and win/tie/loss still stand (two queries that each differ by 0.1 are no
+overwhelming evidence: ``mean / (0 / sqrt(n))`` would read as ``t = inf``, ``p = 0``); with
+fewer than 2 queries the p-values are ``nan`` and ``note`` says why.
 """
 
 from __future__ import annotations
@@ -85,6 +88,12 @@ def win_tie_loss(a: Sequence[float], b: Sequence[float], tol: float = 1e-9) -> t
     return wins, int(d.size - wins - losses), losses
 
 
+def zero_variance_note(difference: float) -> str:
+    """``note`` of a paired test whose queries all differ by the same non-zero ``difference``."""
+    return (f"every query differs by the same amount ({difference:+.3f}): the t-test has no variance to test "
+            "and gives no p-value; the Wilcoxon test and win/tie/loss still apply")
+
+
 def paired_test(a: Sequence[float], b: Sequence[float], tol: float = 1e-9) -> PairedTest:
     """Paired t-test, Wilcoxon signed-rank test and win/tie/loss of ``a`` vs ``b`` (see module doc)."""
     from scipy import stats
@@ -107,10 +116,9 @@ def paired_test(a: Sequence[float], b: Sequence[float], tol: float = 1e-9) -> Pa
         return PairedTest(n, mean_a, mean_b, 0.0, 0.0, 1.0, 0.0, 1.0, wins, ties, losses,
                           note="all differences are zero")
     note = ""
-    if float(d.std(ddof=1)) == 0.0:
-        t_stat = math.copysign(math.inf, mean_diff)
-        t_p = 0.0
-        note = "all differences are equal: zero variance"
+    if (d == d[0]).all():  # not d.std() == 0: the mean of three 0.1s is 0.1 + 2e-17, their std 1.7e-17
+        t_stat = t_p = math.nan
+        note = zero_variance_note(float(d[0]))
     else:
         res = stats.ttest_1samp(d, 0.0)  # = ttest_rel(x, y) on the rounded differences
         t_stat, t_p = float(res.statistic), float(res.pvalue)

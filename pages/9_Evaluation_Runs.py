@@ -441,9 +441,9 @@ with tab_compare:
                 _html_download(cmp_fig, "comparison", "ev_cmp_dl")
                 st.markdown("**Paired significance against the reference** (t-test and Wilcoxon p-values, "
                             "win / tie / loss per query; \\* p < 0.05, \\*\\* p < 0.01, \\*\\*\\* p < 0.001, "
-                            "n.s. not significant)")
+                            "n.s. not significant; no p-value where a test cannot answer: the note says why)")
                 shown = tests.assign(mean_diff=tests["mean_diff"].map(er.signed)) if len(tests) else tests
-                st.dataframe(shown.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}"}), hide_index=True,
+                st.dataframe(shown.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}"}, na_rep=""), hide_index=True,
                              key="ev_cmp_tests")
                 st.markdown("**Per-query drill-down**")
                 pq = er.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)

@@ -29,5 +29,17 @@ def test_equal_differences_of_thirds_are_tied_ranks_in_wilcoxon() -> None:
 def test_equal_nonzero_differences_with_float_noise_are_zero_variance() -> None:
     # d = 1/3 - 0, 2/3 - 1/3, 1 - 2/3: all one third; the exact case of the module doc (zero variance).
     res = paired_test([1 / 3, 2 / 3, 1.0], [0.0, 1 / 3, 2 / 3])
-    assert res.t_statistic == math.inf and res.t_pvalue == 0.0
-    assert res.note == "all differences are equal: zero variance"
+    assert math.isnan(res.t_statistic) and math.isnan(res.t_pvalue) and significance_mark(res.t_pvalue) == ""
+    assert res.note.startswith("every query differs by the same amount (+0.333): the t-test has no variance")
+    # Wilcoxon: three equal positive ranks, W- = 0; exact two-sided p = 2 x 1/2^3.
+    assert (res.wilcoxon_statistic, res.wilcoxon_pvalue) == (0.0, pytest.approx(0.25))
+
+
+def test_three_equal_differences_whose_float_mean_is_not_exact_are_zero_variance() -> None:
+    # Weighted ratios (2 rsr + csr) / 3 differing by 0.1 on three queries: the differences round to three equal
+    # 0.1s, but their float mean is 0.1 + 2e-17 and their sample sd 1.7e-17, which gave t ~ 1e16 and '***'.
+    a, b = [0.3 / 3, 1.8 / 3, 0.9 / 3], [0.0, 1.5 / 3, 0.6 / 3]
+    res = paired_test(a, b)
+    assert math.isnan(res.t_pvalue) and significance_mark(res.t_pvalue) == ""
+    assert res.note.startswith("every query differs by the same amount (+0.100)")
+    assert (res.wins, res.ties, res.losses) == (3, 0, 0) and res.wilcoxon_pvalue == pytest.approx(0.25)

@@ -60,8 +60,25 @@ def test_constant_nonzero_difference_and_ties() -> None:
     # (mean 0.375, sd 0.25 -> t = 0.375 / (0.25 / 2) = 3).
     assert (res.wins, res.ties, res.losses) == (3, 1, 0)
     assert res.t_statistic == pytest.approx(3.0)
-    const = paired_test([1.0, 0.75], [0.5, 0.25])
-    assert const.t_statistic == math.inf and const.t_pvalue == 0.0
+
+
+def test_equal_nonzero_differences_leave_the_t_test_undefined_not_overwhelming() -> None:
+    """Two queries that each gain exactly 0.1 read as t = inf, p = 0, '***'. With zero variance the t-test has
+    nothing to test: no statistic, no p-value, no stars; the Wilcoxon test and win/tie/loss still stand."""
+    from mrag_core.significance import significance_mark
+
+    res = paired_test([0.6, 0.9], [0.5, 0.8])  # d = [0.1, 0.1]
+    assert math.isnan(res.t_statistic) and math.isnan(res.t_pvalue)
+    assert significance_mark(res.t_pvalue) == ""
+    assert res.mean_diff == pytest.approx(0.1)
+    assert res.note == ("every query differs by the same amount (+0.100): the t-test has no variance to test and "
+                        "gives no p-value; the Wilcoxon test and win/tie/loss still apply")
+    # Wilcoxon: ranks 1.5 and 1.5, both positive: W- = 0; exact two-sided p = 2 x P(W <= 0) = 2 x 1/4.
+    assert (res.wilcoxon_statistic, res.wilcoxon_pvalue) == (0.0, pytest.approx(0.5))
+    assert significance_mark(res.wilcoxon_pvalue) == "n.s."
+    assert (res.wins, res.ties, res.losses) == (2, 0, 0)
+    worse = paired_test([0.5, 0.25], [1.0, 0.75])  # d = [-0.5, -0.5]
+    assert math.isnan(worse.t_pvalue) and "(-0.500)" in worse.note and (worse.wins, worse.losses) == (0, 2)
 
 
 def test_win_tie_loss_tolerance_and_bad_input() -> None:

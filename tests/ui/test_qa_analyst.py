@@ -128,3 +128,30 @@ def test_relative_improvement_figure_has_whole_aspect_ticks_and_the_table_percen
     imp = next(df for df in at.dataframe if "improvement" in df.value.columns)
     assert imp.value["improvement"].tolist() == pytest.approx([2.0, 0.5])
     assert '"improvement"' in imp.proto.columns and '"percent"' in imp.proto.columns
+
+
+def test_queries_that_all_differ_by_the_same_amount_get_no_t_test_stars() -> None:
+    """mrag beat standard by exactly 0.1 (weighted at k = aspects) on every query: the t-test read that as
+    t = inf, p = 0, '***'. It has no variance to test: no p-value, no stars, a note; Wilcoxon still answers."""
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, _, (q1, q2, q3) = _corpus(store)
+    # weighted = (2 rsr + csr) / 3: q1 at k = 1 0 vs 0.1, q2 at k = 2 0.5 vs 0.6, q3 at k = 2 0.2 vs 0.3.
+    rid = _run(store, corpus, qs, {
+        ("standard", q1): ([0.0, 0.0], [0.0, 0.0]), ("mrag", q1): ([0.0, 0.0], [0.3, 0.3]),
+        ("standard", q2): ([0.5, 0.5], [0.5, 0.5]), ("mrag", q2): ([0.5, 0.5], [0.5, 0.8]),
+        ("standard", q3): ([0.0, 0.0], [0.6, 0.6]), ("mrag", q3): ([0.0, 0.0], [0.9, 0.9])}, ["standard", "mrag"])
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="ev_cmp_items").value == [(rid, "standard"), (rid, "mrag")]
+    tests = next(df.value for df in at.dataframe if "t_sig" in df.value.columns).set_index("n_aspects")
+    assert tests["mean_diff"].tolist() == ["+0.100", "+0.100", "+0.100"]
+    assert tests["t_sig"].tolist() == ["", "", ""] and tests["t_p"].isna().all()
+    assert tests.loc["1", "note"] == "fewer than 2 paired queries: no test"
+    for n in ("2", "all"):
+        assert tests.loc[n, "note"].startswith("every query differs by the same amount (+0.100): the t-test has no "
+                                               "variance to test")
+    # Wilcoxon: all ranks positive, W- = 0; exact two-sided p = 2 / 2^n: 0.5 for 2 queries, 0.25 for 3.
+    assert tests.loc["2", "wilcoxon_p"] == pytest.approx(0.5) and tests.loc["all", "wilcoxon_p"] == pytest.approx(0.25)
+    assert tests["wilcoxon_sig"].tolist() == ["", "n.s.", "n.s."]
+    assert tests.loc["all", ["wins", "ties", "losses"]].tolist() == [3, 0, 0]
