@@ -15,26 +15,29 @@ CLI beside it on the same database never work on one run at once.
 The two run tables share the ``owner`` and ``heartbeat_at`` columns; the functions here take the mapped
 class. Work without a run row of its own (a pre-annotation of a corpus) takes a *lease* instead: an
 ``app_markers`` row named for the work, holding the owner, its ``updated_at`` the heartbeat
-(:func:`take_lease`, :func:`beat_lease`, :func:`release_lease`, :func:`lease_holder`). No Streamlit here.
+(:func:`take_lease`, :func:`beat_lease`, :func:`release_lease`, :func:`lease_holder`, :func:`lease_info`); a
+refused lease raises :class:`LeaseHeldError`, naming the work by the name users know it by and since when it runs.
+No Streamlit here.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
 from db.engine import Store
-from db.errors import LIVE_WINDOW_S, RunInProgressError, process_of, this_process
+from db.errors import LIVE_WINDOW_S, RunInProgressError, StoreError, process_of, this_process
 from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
 
 #: How often a working process stores its heartbeat (a sixth of :data:`LIVE_WINDOW_S`).
 BEAT_EVERY_S = LIVE_WINDOW_S / 6
 
-__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "beat_lease", "heartbeat_age", "is_live", "lease_holder", "new_owner",
-           "process_of", "release_lease", "take_lease"]
+__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "LeaseHeldError", "LeaseInfo", "beat_lease", "heartbeat_age", "is_live",
+           "lease_holder", "lease_info", "new_owner", "process_of", "release_lease", "take_lease", "work_title"]
 
 
 def new_owner() -> str:
@@ -173,11 +176,50 @@ def owns(run: EmbeddingRun | EvalRun, owner: str | None) -> bool:
 # --------------------------------------------------------------------------- leases on work without a run row
 
 
-def take_lease(store: Store, name: str, owner: str, kind: str, key: int, window: float = LIVE_WINDOW_S) -> None:
+def work_title(kind: str, key: int, title: str | None = None) -> str:
+    """The work a lease guards, in words: ``Pre-annotation of corpus 'Space mix' (#3)`` with a ``title`` (the name
+    users know the corpus or query set by), ``Pre-annotation of corpus #3`` without one."""
+    return f"{kind} {title!r} (#{int(key)})" if title else f"{kind} #{int(key)}"
+
+
+def _utc_text(moment: datetime) -> str:
+    return f"{_aware(moment):%Y-%m-%d %H:%M:%S} UTC"
+
+
+class LeaseHeldError(RunInProgressError):
+    """Another process (or another session of this app) does the leased work now (:func:`take_lease`).
+
+    Besides :class:`~db.errors.RunInProgressError`'s ``kind``, ``run_id`` (the key), ``owner`` and ``seconds_ago``:
+    ``title`` (the name of the corpus or query set, or ``None``) and ``started_at`` (when the holder took the lease,
+    UTC). The message names the work by :func:`work_title`; a page renders it escaped (names are data).
+    """
+
+    def __init__(self, kind: str, key: int, owner: str, seconds_ago: float, *, title: str | None = None,
+                 started_at: datetime | None = None) -> None:
+        self.kind, self.run_id, self.owner, self.seconds_ago = kind, key, owner, seconds_ago
+        self.title, self.started_at = title, started_at
+        what = work_title(kind, key, title)
+        since = _utc_text(started_at) if started_at is not None else None
+        where = process_of(owner)
+        if where == this_process():
+            StoreError.__init__(self, f"{what} is already running in this app{f' (started {since})' if since else ''}; "
+                                      "wait until it ends or stop it.")
+            return
+        StoreError.__init__(
+            self,
+            f"{what} is already running in another process ({where if owner else 'owner unknown'}; "
+            f"{f'started {since}, ' if since else ''}last heard from {seconds_ago:.0f} s ago). Stop it there or wait "
+            f"until it ends; once it has been silent for {LIVE_WINDOW_S:.0f} s it counts as interrupted and can be "
+            "started here.")
+
+
+def take_lease(store: Store, name: str, owner: str, kind: str, key: int, window: float = LIVE_WINDOW_S, *,
+               title: str | None = None) -> None:
     """Make ``owner`` the process doing the work called ``name`` (e.g. ``preannotate:3``; an ``app_markers`` row
-    whose value is the owner and whose ``updated_at`` is its heartbeat), for work that has no run row of its own.
-    Raises :class:`RunInProgressError` (``kind`` and ``key`` name the work in its message) while another owner's
-    lease on it is live; an expired lease (its process silent for ``window`` seconds) is taken over."""
+    whose value is the owner, whose ``created_at`` is when it took the lease and whose ``updated_at`` is its
+    heartbeat), for work that has no run row of its own. Raises :class:`LeaseHeldError` (``kind``, ``key`` and
+    ``title`` name the work in its message, :func:`work_title`) while another owner's lease on it is live; an
+    expired lease (its process silent for ``window`` seconds) is taken over, starting anew."""
     with store.session() as session:
         row = session.get(AppMarker, name)
         now = utcnow()
@@ -186,7 +228,9 @@ def take_lease(store: Store, name: str, owner: str, kind: str, key: int, window:
             return
         age = heartbeat_age(row.updated_at, now)
         if row.value and row.value != owner and age is not None and age <= window:
-            raise RunInProgressError(kind, key, row.value, age)
+            raise LeaseHeldError(kind, key, row.value, age, title=title, started_at=row.created_at)
+        if row.value != owner:
+            row.created_at = now
         row.value = owner
         row.updated_at = now
 
@@ -205,11 +249,38 @@ def release_lease(store: Store, name: str, owner: str) -> None:
         session.execute(delete(AppMarker).where(AppMarker.name == name, AppMarker.value == owner))
 
 
-def lease_holder(store: Store, name: str, window: float = LIVE_WINDOW_S) -> str | None:
-    """The owner of the live lease ``name``, or ``None`` (none, or expired)."""
+@dataclass(frozen=True)
+class LeaseInfo:
+    """A live lease: its ``owner`` (``host pid N #token``), when it was taken (``started_at``) and last beaten
+    (``heartbeat_at``), both UTC."""
+
+    owner: str
+    started_at: datetime
+    heartbeat_at: datetime
+
+    @property
+    def process(self) -> str:
+        """The process that holds it (``host pid N``)."""
+        return process_of(self.owner)
+
+    def describe(self) -> str:
+        """``host pid N, started 2026-11-24 12:00:00 UTC``: who holds it and since when."""
+        return f"{self.process}, started {_utc_text(self.started_at)}"
+
+
+def lease_info(store: Store, name: str, window: float = LIVE_WINDOW_S) -> LeaseInfo | None:
+    """The live lease ``name``, or ``None`` (none, or expired: silent for more than ``window`` seconds)."""
     with store.session(readonly=True) as session:
         row = session.get(AppMarker, name)
         if row is None or not row.value:
             return None
         age = heartbeat_age(row.updated_at)
-        return row.value if age is not None and age <= window else None
+        if age is None or age > window:
+            return None
+        return LeaseInfo(row.value, _aware(row.created_at), _aware(row.updated_at))
+
+
+def lease_holder(store: Store, name: str, window: float = LIVE_WINDOW_S) -> str | None:
+    """The owner of the live lease ``name``, or ``None`` (none, or expired)."""
+    info = lease_info(store, name, window)
+    return info.owner if info is not None else None

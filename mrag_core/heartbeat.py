@@ -60,14 +60,17 @@ class Heartbeat:
 
 
 @contextmanager
-def holding_lease(store: Any, name: str, kind: str, key: int, cancel: threading.Event) -> Iterator[None]:
-    """Hold the lease ``name`` (:func:`db.take_lease`; ``kind`` and ``key`` name the work in the refusal) while the
-    block runs, with a heartbeat that sets ``cancel`` should another process take it over; given back at the end.
-    Raises ``db.RunInProgressError`` before the block when another process holds it."""
+def holding_lease(store: Any, name: str, kind: str, key: int, cancel: threading.Event, *,
+                  title: str | None = None) -> Iterator[None]:
+    """Hold the lease ``name`` (:func:`db.take_lease`) while the block runs, with a heartbeat that sets ``cancel``
+    should another process take it over; given back at the end. ``kind``, ``key`` and ``title`` (the name users know
+    the corpus or query set by) name the work in the refusal: ``db.liveness.LeaseHeldError`` (a
+    ``db.RunInProgressError``), raised before the block when another process holds the lease, e.g. "Pre-annotation
+    of corpus 'Space mix' (#3) is already running in another process (...; started ...)"."""
     import db
 
     owner = db.new_owner()
-    db.take_lease(store, name, owner, kind, key)
+    db.take_lease(store, name, owner, kind, key, title=title)
     try:
         with Heartbeat(lambda: db.beat_lease(store, name, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
             yield

@@ -123,6 +123,10 @@ def preannotate_view() -> None:
         try:
             summary = aw.preannotate(store, corpus.id, annotator, batch_size=int(batch_size),
                                      progress=progress, undecided_only=undecided_only)
+        except db.RunInProgressError as exc:  # another process (python -m mrag_core annotate) holds the corpus
+            st.session_state.pop("pa_running", None)
+            st.error(f"Not started: {md_plain(str(exc))}")  # (Markdown: the corpus name is data)
+            return
         except (ValueError, db.StoreError) as exc:
             st.session_state.pop("pa_running", None)
             st.error(f"Pre-annotation stopped: {md_plain(str(exc))}")

@@ -189,8 +189,8 @@ def preannotate(
     batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``
     when the corpus has no (or ambiguous) categories or ``batch_size < 1``; an annotator error
     (e.g. the embedding model failing) propagates after the batches before it were stored. Holds the corpus'
-    lease (:func:`preannotation_lease`) while it runs: raises ``db.RunInProgressError`` when another process
-    pre-annotates this corpus now.
+    lease (:func:`preannotation_lease`) while it runs: raises ``db.RunInProgressError`` (naming the corpus by its
+    name and id) when another process pre-annotates this corpus now.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1.")
@@ -198,7 +198,8 @@ def preannotate(
     validate_categories(categories)
     cancel = cancel if cancel is not None else threading.Event()
     # RunInProgressError: another process pre-annotates this corpus now
-    with holding_lease(store, preannotation_lease(corpus_id), "Pre-annotation of corpus", corpus_id, cancel):
+    with holding_lease(store, preannotation_lease(corpus_id), "Pre-annotation of corpus", corpus_id, cancel,
+                       title=db.get_corpus(store, corpus_id).name):
         return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
                             cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only)
 

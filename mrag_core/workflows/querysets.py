@@ -198,7 +198,8 @@ def generate_query_set(
         query_set_id = qs.id
     cancel = cancel if cancel is not None else threading.Event()
     try:  # one process generates into a set at a time (the app, python -m mrag_core generate)
-        with holding_lease(store, generation_lease(query_set_id), "Query generation for set", query_set_id, cancel):
+        with holding_lease(store, generation_lease(query_set_id), "Query generation for set", query_set_id, cancel,
+                           title=qs.name):
             return _generate_missing(store, query_set_id, plans, docs, client=client, want_fusion=want_fusion,
                                      n_fusion=n_fusion, progress=progress, cancel=cancel, batch_size=batch_size,
                                      offline=offline, warnings=warnings)

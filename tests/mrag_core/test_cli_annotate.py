@@ -162,3 +162,31 @@ def test_an_endpoint_that_fails_for_every_request_stops_the_run_across_batches(u
     assert captured.err.strip().splitlines()[-1] == (
         "stopped with 3 documents left; the endpoint failed for every request (see 'failed:' above); fix it, then "
         "run the same command again to resume")
+
+
+def test_a_corpus_another_process_pre_annotates_is_refused_by_name(url: str, capsys, monkeypatch,
+                                                                   fake_openai) -> None:
+    """The app (another process) pre-annotates "Mini": the CLI names the corpus, its id and since when, asks
+    nothing and stores nothing (exit status 2)."""
+    from datetime import datetime
+
+    from sqlalchemy import update
+
+    from db.models import AppMarker
+    from mrag_core.workflows.annotation import preannotation_lease
+
+    server = fake_openai(by_content(_llm_answer))
+    server.set_env(monkeypatch)
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    lease = preannotation_lease(corpus.id)
+    db.take_lease(store, lease, "gpu-box pid 4242 #0badc0de", "Pre-annotation of corpus", corpus.id)
+    with store.session() as session:
+        session.execute(update(AppMarker).where(AppMarker.name == lease)
+                        .values(created_at=datetime(2026, 11, 24, 12, 0, 5)))
+    store.close()
+    assert _annotate(url) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"error: Pre-annotation of corpus 'Mini' (#{corpus.id}) is already running in another process (gpu-box pid "
+        "4242; started 2026-11-24 12:00:05 UTC, last heard from ")
+    assert server.requests == [] and _suggestions(url) == {}

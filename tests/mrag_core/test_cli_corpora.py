@@ -85,27 +85,39 @@ def test_delete_needs_yes_and_then_removes_everything(filled, capsys) -> None:
 
 
 def test_a_corpus_something_works_on_is_not_deleted(filled, capsys) -> None:
-    """An index build, an evaluation run or a pre-annotation that some process keeps alive (the app beside the CLI)
-    keeps the corpus from being deleted under it; once their processes are silent, it can be."""
-    from datetime import timedelta
+    """An index build, an evaluation run, a pre-annotation or a query generation into one of its sets that some
+    process keeps alive (the app beside the CLI) keeps the corpus from being deleted under it, each named (and a
+    leased work since when); once their processes are silent, it can be."""
+    from datetime import datetime, timedelta
 
     from sqlalchemy import update
 
     from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
     from mrag_core.workflows.annotation import preannotation_lease
+    from mrag_core.workflows.corpus import work_in_progress
+    from mrag_core.workflows.querysets import generation_lease
 
     url, corpus_id = filled
     store = db.open_store(url)
     (run,) = db.list_embedding_runs(store, corpus_id)
     (ev,) = db.list_eval_runs(store, corpus_id=corpus_id)
+    (qs,) = db.list_query_sets(store, corpus_id)
     db.claim_embedding_run(store, run.id, "gpu-box pid 11 #a")
     db.claim_eval_run(store, ev.id, "gpu-box pid 12 #b")
     db.take_lease(store, preannotation_lease(corpus_id), "laptop pid 13 #c", "Pre-annotation of corpus", corpus_id)
+    db.take_lease(store, generation_lease(qs.id), "laptop pid 14 #d", "Query generation for set", qs.id)
+    with store.session() as session:  # when those two leases were taken, for the message
+        session.execute(update(AppMarker).values(created_at=datetime(2026, 11, 24, 12, 0, 5)))
     assert main(["corpora", "--delete", "Mini", "--yes", "--database", url]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"error: 'Mini' cannot be deleted now: index #{run.id} is being built (gpu-box pid 11); evaluation run "
-        f"#{ev.id} is running (gpu-box pid 12); it is being pre-annotated (laptop pid 13); stop that first, or wait "
-        "until it ends")
+        f"error: 'Mini' cannot be deleted now: index #{run.id} (m, layer 0) is being built (gpu-box pid 11); "
+        f"evaluation run #{ev.id} is running (gpu-box pid 12); it is being pre-annotated (laptop pid 13, started "
+        f"2026-11-24 12:00:05 UTC); queries are being generated into query set 'Q' (#{qs.id}) (laptop pid 14, "
+        "started 2026-11-24 12:00:05 UTC); stop that first, or wait until it ends")
+    with store.session() as session:  # the evaluation run by its name, when it has one
+        session.execute(update(EvalRun).values(name="Space baseline"))
+    assert f"evaluation run 'Space baseline' (#{ev.id}) is running (gpu-box pid 12)" in " ".join(
+        work_in_progress(store, corpus_id))
     assert _names(url) == ["Empty", "Mini"]
     old = utcnow() - timedelta(seconds=db.LIVE_WINDOW_S + 1)
     with store.session() as session:  # their processes died

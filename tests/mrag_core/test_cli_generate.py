@@ -103,7 +103,8 @@ def test_a_set_another_process_generates_into_is_left_alone(url: str, capsys) ->
     store.close()
     assert _generate(url, "--name", "Busy") == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
-        f"error: Query generation for set {rep.query_set_id} is running in another process (gpu-box pid 4242; ")
+        f"error: Query generation for set 'Busy' (#{rep.query_set_id}) is already running in another process "
+        "(gpu-box pid 4242; started ")
     store = db.open_store(url)
     assert db.get_query_set(store, rep.query_set_id).n_queries == 0
     store.close()

@@ -30,7 +30,8 @@ def test_a_corpus_another_process_preannotates_cannot_be_deleted() -> None:
     at.run()
     at.selectbox(key="cm_corpus").set_value(news.id).run()
     assert not at.exception
-    assert any("cannot be deleted while it is being pre\\-annotated \\(gpu\\-box pid 4242\\)" in i.value for i in at.info), [
+    assert any("cannot be deleted while it is being pre\\-annotated \\(gpu\\-box pid 4242, started " in i.value
+               for i in at.info), [
         i.value for i in at.info]
     assert at.checkbox(key=f"cm_delete_sure_{news.id}").disabled and at.button(key=f"cm_delete_{news.id}").disabled
     with store.session() as session:  # that process died: its lease expires

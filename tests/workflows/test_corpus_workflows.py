@@ -503,8 +503,8 @@ def test_preannotate_refuses_while_another_process_holds_the_corpus_lease(store:
         owner = proc.stdout.readline().strip()
         assert f"pid {proc.pid} #" in owner and db.lease_holder(store, lease) == owner
         with pytest.raises(db.RunInProgressError,
-                           match=rf"Pre-annotation of corpus {small_corpus.id} is running in another process "
-                                 rf"\(\S+ pid {proc.pid};"):
+                           match=rf"Pre-annotation of corpus 'Small' \(#{small_corpus.id}\) is already running in "
+                                 rf"another process \(\S+ pid {proc.pid}; started \d{{4}}-\d\d-\d\d "):
             ann.preannotate(store, small_corpus.id, annotator, batch_size=3)
         assert all(db.list_suggestions(store, d) == [] for d in db.document_ids(store, small_corpus.id))
     finally:
@@ -523,7 +523,7 @@ def test_leases_by_hand(store: db.Store) -> None:
     db.take_lease(store, "work:1", "a pid 1 #x", "Work", 1)
     assert db.lease_holder(store, "work:1") == "a pid 1 #x"
     db.take_lease(store, "work:1", "a pid 1 #x", "Work", 1)  # its own again: fine
-    with pytest.raises(db.RunInProgressError, match=r"Work 1 is running in another process \(a pid 1;"):
+    with pytest.raises(db.RunInProgressError, match=r"Work #1 is already running in another process \(a pid 1;"):
         db.take_lease(store, "work:1", "b pid 2 #y", "Work", 1)
     assert db.beat_lease(store, "work:1", "a pid 1 #x") and not db.beat_lease(store, "work:1", "b pid 2 #y")
     db.release_lease(store, "work:1", "b pid 2 #y")  # not b's to give back
