@@ -342,13 +342,14 @@ def annotate_document(
     breaker: Breaker | None = None,
 ) -> Suggestion:
     """Ask the model for ``doc``'s category. Never raises for model/endpoint problems: those give ``failed``
-    (and an endpoint-wide one trips ``breaker``)."""
+    (and an endpoint-wide one trips ``breaker``). The retry waits end when ``breaker``'s cancel event is set:
+    :class:`~mrag_core.llm.client.LLMCancelled` then propagates (no suggestion: the document stays to do)."""
     agent, model_version = llm_identity(client.config.model)
     messages = build_messages(doc, categories, char_budget=char_budget)
     try:
         reply, _hit = cached_complete(
             client, cache, CACHE_KIND, messages, temperature=0.0, max_tokens=MAX_ANSWER_TOKENS, json_mode=True,
-            accept=_parses(categories),
+            accept=_parses(categories), cancel=breaker.cancel_event if breaker is not None else None,
         )  # fmt: skip
     except LLMError as err:
         if breaker is not None:
@@ -383,7 +384,8 @@ def annotate_documents(
       (see :func:`llm_identity`); they are neither sent nor returned (resume).
     * ``limit``: requests in flight, default ``client.config.concurrency``.
     * ``progress(done, total)`` counts the non-skipped documents, from the calling thread.
-    * ``cancel``: once set, documents not yet sent are dropped from the result.
+    * ``cancel``: once set, documents not yet sent are dropped from the result, and so is a document whose
+      request waits to retry (the wait ends at once; see :class:`~mrag_core.llm.client.LLMCancelled`).
     * ``cache``: optional response cache; only parseable answers are stored.
 
     When a request fails in a way every other would too (the endpoint unreachable or hanging, the key refused,

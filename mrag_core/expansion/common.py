@@ -12,6 +12,7 @@ accepts it, and an answer the parser rejects raises :class:`ExpansionError`
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -75,12 +76,14 @@ def ask_and_parse(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     json_mode: bool = False,
+    cancel: threading.Event | None = None,
 ) -> Expansion:
     """Ask (through the cache), parse, and wrap as :class:`Expansion`.
 
     ``parse`` must return a non-empty list or raise :class:`ExpansionError`.
     Replies that ``parse`` rejects are not cached; the error raised then carries the
-    rejected reply's token counts and latency.
+    rejected reply's token counts and latency. ``cancel`` ends the client's retry waits
+    (:class:`~mrag_core.llm.client.LLMCancelled`).
     """
 
     def accept(reply: LLMReply) -> bool:
@@ -91,7 +94,7 @@ def ask_and_parse(
 
     reply, hit = cached_complete(
         client, cache, kind, messages,
-        temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, accept=accept,
+        temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, accept=accept, cancel=cancel,
     )
     try:
         texts = parse(reply.text)

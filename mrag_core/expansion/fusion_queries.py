@@ -9,6 +9,8 @@ de-duplicate, clamp to ``n``. Cache kind: ``'fusion'``.
 
 from __future__ import annotations
 
+import threading
+
 from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
@@ -29,10 +31,13 @@ def parse_subqueries(text: str, n: int) -> list[str]:
     return queries
 
 
-def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache | None = None) -> Expansion:
-    """Ask for ``n`` (1..20) sub-queries covering ``question``; ``texts`` = the sub-queries (<= n)."""
+def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache | None = None, *,
+                      cancel: threading.Event | None = None) -> Expansion:
+    """Ask for ``n`` (1..20) sub-queries covering ``question``; ``texts`` = the sub-queries (<= n).
+    ``cancel`` ends the client's retry waits."""
     if not question.strip():
         raise ValueError("The question is empty.")
     if not 1 <= n <= MAX_SUBQUERIES:
         raise ValueError(f"The number of sub-queries must be between 1 and {MAX_SUBQUERIES}, got {n}.")
-    return ask_and_parse(client, cache, KIND, fusion_messages(question, n), lambda t: parse_subqueries(t, n))
+    return ask_and_parse(client, cache, KIND, fusion_messages(question, n), lambda t: parse_subqueries(t, n),
+                         cancel=cancel)

@@ -10,6 +10,7 @@ Cache kind: ``'hyde'``.
 from __future__ import annotations
 
 import re
+import threading
 
 from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview, strip_code_fence
 from mrag_core.llm.cache import LLMCache
@@ -50,9 +51,12 @@ def parse_passage(text: str) -> list[str]:
 
 
 def hypothetical_passage(
-    client: LLMClient, question: str, cache: LLMCache | None = None, *, max_tokens: int | None = 300
+    client: LLMClient, question: str, cache: LLMCache | None = None, *, max_tokens: int | None = 300,
+    cancel: threading.Event | None = None,
 ) -> Expansion:
-    """One hypothetical answer passage for ``question``; ``texts == [passage]``."""
+    """One hypothetical answer passage for ``question``; ``texts == [passage]``. ``cancel`` ends the client's
+    retry waits."""
     if not question.strip():
         raise ValueError("The question is empty.")
-    return ask_and_parse(client, cache, KIND, hyde_messages(question), parse_passage, max_tokens=max_tokens)
+    return ask_and_parse(client, cache, KIND, hyde_messages(question), parse_passage, max_tokens=max_tokens,
+                         cancel=cancel)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any
 
 from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview, strip_code_fence
@@ -135,13 +136,16 @@ def parse_intent_answer(text: str) -> list[str]:
 
 
 def intent_statements(
-    client: LLMClient, question: str, n_answers: int = 3, cache: LLMCache | None = None
+    client: LLMClient, question: str, n_answers: int = 3, cache: LLMCache | None = None, *,
+    cancel: threading.Event | None = None,
 ) -> Expansion:
-    """Ask for ``n_answers`` (1..8) answers as statements; ``texts`` = all statements, flattened and deduped."""
+    """Ask for ``n_answers`` (1..8) answers as statements; ``texts`` = all statements, flattened and deduped.
+    ``cancel`` ends the client's retry waits."""
     if not question.strip():
         raise ValueError("The question is empty.")
     if not 1 <= n_answers <= MAX_ANSWERS:
         raise ValueError(f"The number of answers must be between 1 and {MAX_ANSWERS}, got {n_answers}.")
     return ask_and_parse(
-        client, cache, KIND, intent_messages(question, n_answers), parse_intent_answer, json_mode=True
+        client, cache, KIND, intent_messages(question, n_answers), parse_intent_answer, json_mode=True,
+        cancel=cancel,
     )

@@ -8,6 +8,8 @@ and preamble lines removed; items without a letter dropped), de-duplicated
 
 from __future__ import annotations
 
+import threading
+
 from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
@@ -41,13 +43,16 @@ def parse_rewrites(text: str, n: int) -> list[str]:
 
 
 def rewrite_queries(
-    client: LLMClient, question: str, n: int = 4, cache: LLMCache | None = None, *, temperature: float = 0.0
+    client: LLMClient, question: str, n: int = 4, cache: LLMCache | None = None, *, temperature: float = 0.0,
+    cancel: threading.Event | None = None,
 ) -> Expansion:
-    """Ask for ``n`` (1..10; 3-5 recommended) rewrites of ``question``; ``texts`` = the rewrites (<= n)."""
+    """Ask for ``n`` (1..10; 3-5 recommended) rewrites of ``question``; ``texts`` = the rewrites (<= n).
+    ``cancel`` ends the client's retry waits."""
     if not question.strip():
         raise ValueError("The question to rewrite is empty.")
     if not 1 <= n <= MAX_REWRITES:
         raise ValueError(f"The number of rewrites must be between 1 and {MAX_REWRITES}, got {n}.")
     return ask_and_parse(
-        client, cache, KIND, rewrite_messages(question, n), lambda t: parse_rewrites(t, n), temperature=temperature
+        client, cache, KIND, rewrite_messages(question, n), lambda t: parse_rewrites(t, n), temperature=temperature,
+        cancel=cancel,
     )

@@ -7,8 +7,10 @@ app uses offline fallbacks instead.
 
 from __future__ import annotations
 
-from mrag_core.llm.client import LLMClient, LLMError, LLMReply
+from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError, LLMReply
 from mrag_core.llm.concurrency import Outcome, run_concurrent
 from mrag_core.llm.config import LLMConfig, LLMConfigError
 
-__all__ = ["LLMClient", "LLMConfig", "LLMConfigError", "LLMError", "LLMReply", "Outcome", "run_concurrent"]
+__all__ = [
+    "LLMCancelled", "LLMClient", "LLMConfig", "LLMConfigError", "LLMError", "LLMReply", "Outcome", "run_concurrent",
+]

@@ -59,6 +59,11 @@ class Breaker:
         return self.error is not None
 
     @property
+    def cancel_event(self) -> threading.Event | None:
+        """The caller's own ``cancel`` event, for the client's retry waits (``LLMClient.complete(cancel=...)``)."""
+        return self._cancel
+
+    @property
     def cancelled(self) -> bool:
         """Whether the caller's own ``cancel`` is set."""
         return self._cancel is not None and self._cancel.is_set()

@@ -254,6 +254,7 @@ def cached_complete(
     max_tokens: int | None = None,
     json_mode: bool = False,
     accept: Callable[[LLMReply], bool] | None = None,
+    cancel: threading.Event | None = None,
 ) -> tuple[LLMReply, bool]:
     """``client.complete`` behind ``cache``; returns ``(reply, hit)``.
 
@@ -266,11 +267,12 @@ def cached_complete(
       true, so callers can keep unparseable answers out of the cache.
 
     The key is :func:`cache_key` of ``client.config.model``, ``kind``, ``messages``
-    and ``{temperature, max_tokens, json_mode}``.
+    and ``{temperature, max_tokens, json_mode}``. ``cancel`` goes to ``client.complete``
+    (a set event ends a retry wait with :class:`~mrag_core.llm.client.LLMCancelled`).
     """
     if cache is None:
         reply = client.complete(
-            messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
+            messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, cancel=cancel
         )
         return reply, False
     model = client.config.model
@@ -280,7 +282,7 @@ def cached_complete(
     if stored is not None:
         return replace(stored, latency_s=0.0), True
     reply = client.complete(
-        messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
+        messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, cancel=cancel
     )
     if _default_accept(reply) and (accept is None or accept(reply)):
         cache.put(key, kind, model, reply)

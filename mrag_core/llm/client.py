@@ -13,7 +13,11 @@ retries are ours so they are predictable and testable:
   a ``Retry-After`` longer than ``retry_after_cap_s`` is not waited for: the
   call fails at once, saying how long the server asked to wait;
 * after ``1 + config.max_retries`` failed attempts, or at once for any other
-  4xx (bad key, unknown model, bad request), :class:`LLMError` is raised.
+  4xx (bad key, unknown model, bad request), :class:`LLMError` is raised;
+* a call given a ``cancel`` event waits with ``cancel.wait(delay)``: once the
+  event is set (the user pressed Stop), the wait ends at once and
+  :class:`LLMCancelled` is raised instead of sending the retry (a request
+  already in flight is not interrupted).
 
 A 200 answer is read by this module, not trusted: a body that is not JSON
 (an HTML page from a wrong base URL), JSON without ``choices``, or a message
@@ -46,7 +50,7 @@ import openai
 
 from mrag_core.llm.config import LLMConfig, redact_url
 
-__all__ = ["LLMClient", "LLMError", "LLMReply", "backoff_delay", "parse_retry_after"]
+__all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "backoff_delay", "parse_retry_after"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
@@ -83,6 +87,15 @@ class LLMError(Exception):
         self.status_code = status_code
         self.attempts = attempts
         self.retryable = retryable
+
+
+class LLMCancelled(Exception):
+    """A call stopped because its ``cancel`` event was set while it waited to retry; it has no answer.
+
+    Not an :class:`LLMError`: nothing failed, the user stopped the run. Batch callers treat it like an item
+    that was never sent (:func:`~mrag_core.llm.concurrency.run_concurrent` reports it as cancelled), so a
+    resume asks for it again.
+    """
 
 
 def scrub(text: str, secret: str | None) -> str:
@@ -172,14 +185,16 @@ def _classify(exc: Exception) -> _Failure:
 class LLMClient:
     """Retrying chat-completions client for one :class:`LLMConfig`.
 
-    ``sleep`` and ``rng`` are injectable so tests run without real waiting.
+    ``sleep`` and ``rng`` are injectable so tests run without real waiting. Without ``sleep`` the client
+    waits for real: ``time.sleep``, or ``cancel.wait`` for a call given a ``cancel`` event; an injected
+    ``sleep`` is used for every wait, and the event is checked when it returns.
     """
 
     def __init__(
         self,
         config: LLMConfig,
         *,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         backoff_base_s: float = 1.0,
         backoff_max_s: float = 30.0,
         retry_after_cap_s: float = 120.0,
@@ -232,27 +247,30 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_mode: bool = False,
+        cancel: threading.Event | None = None,
     ) -> LLMReply:
         """Send ``messages`` and return the first choice's text with token usage.
 
         Retries transient failures (see module docstring) and raises
-        :class:`LLMError` when the request cannot succeed. Missing ``usage`` in
+        :class:`LLMError` when the request cannot succeed, :class:`LLMCancelled`
+        when ``cancel`` is set while it waits to retry. Missing ``usage`` in
         the response counts as 0 tokens; a missing message content is ``""``.
         """
         use_json = json_mode and self._json_mode_supported
         try:
-            return self._complete_with_retries(messages, temperature, max_tokens, use_json)
+            return self._complete_with_retries(messages, temperature, max_tokens, use_json, cancel)
         except LLMError as err:
             if use_json and err.status_code in (400, 422):
                 # JSON mode is to blame only if the same request without it goes through: a 400 for this
                 # request alone (a prompt too long for the context) must not turn JSON mode off for the rest
-                reply = self._complete_with_retries(messages, temperature, max_tokens, False)
+                reply = self._complete_with_retries(messages, temperature, max_tokens, False, cancel)
                 self._json_mode_supported = False
                 return reply
             raise
 
     def _complete_with_retries(
-        self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, json_mode: bool
+        self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, json_mode: bool,
+        cancel: threading.Event | None = None,
     ) -> LLMReply:
         attempts = 1 + self._config.max_retries
         timeouts = 0
@@ -274,7 +292,9 @@ class LLMClient:
                     raise self._error(failure, attempt + 1) from None
                 if not failure.retryable or attempt == attempts - 1 or timeouts > 1:
                     raise self._error(failure, attempt + 1) from None
-                self._sleep(self._delay(attempt, failure))
+                delay = self._delay(attempt, failure)
+                if self._wait(delay, cancel):
+                    raise self._cancelled(failure, delay) from None
                 continue
             return self._reply(raw, time.perf_counter() - started)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
@@ -295,6 +315,24 @@ class LLMClient:
             return min(failure.retry_after_s, self._retry_after_cap_s)
         with self._rng_lock:
             return backoff_delay(attempt, self._backoff_base_s, self._backoff_max_s, self._rng)
+
+    def _wait(self, delay: float, cancel: threading.Event | None) -> bool:
+        """Wait ``delay`` seconds before a retry; True when ``cancel`` is set (then the wait ends early)."""
+        if self._sleep is not None:
+            self._sleep(delay)
+        elif cancel is not None:
+            return cancel.wait(delay)
+        else:
+            time.sleep(delay)
+        return cancel is not None and cancel.is_set()
+
+    def _cancelled(self, failure: _Failure, delay: float) -> LLMCancelled:
+        """The stop asked for during a retry wait, saying what the wait was for."""
+        message = (
+            f"LLM request to model {self._config.model!r} at {redact_url(self._config.base_url)} stopped: "
+            f"cancelled while waiting {delay:.3g} s to retry after {failure.detail}."
+        )
+        return LLMCancelled(scrub(message, self._config.api_key))
 
     def _error(self, failure: _Failure, attempts: int) -> LLMError:
         tries = f" after {attempts} attempts" if attempts > 1 else ""

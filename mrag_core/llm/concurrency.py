@@ -7,7 +7,9 @@ It never raises because of ``fn``: an ``Exception`` becomes ``ok=False`` with
 
 Cancellation is cooperative: once ``cancel`` is set, items whose ``fn`` has not
 started yet are not run and come back with ``cancelled=True``; running items
-finish normally. ``progress(done, total)`` is called once per item (cancelled
+finish normally, except that an ``fn`` raising
+:class:`~mrag_core.llm.client.LLMCancelled` (a client stopped in a retry wait)
+comes back ``cancelled=True`` too, as if it never ran. ``progress(done, total)`` is called once per item (cancelled
 ones included, so ``done`` reaches ``total``) **from the calling thread**,
 which is what Streamlit needs to update widgets.
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable, Generic, Protocol, Sequence, TypeVar
+
+from mrag_core.llm.client import LLMCancelled
 
 __all__ = ["CancelFlag", "Outcome", "run_concurrent"]
 
@@ -47,11 +51,13 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _run_one(index: int, item: T, fn: Callable[[T], R], cancel: CancelFlag | None) -> Outcome[R]:
-    """Run ``fn(item)`` unless cancelled first; capture any ``Exception``."""
+    """Run ``fn(item)`` unless cancelled first; capture any ``Exception`` (:class:`LLMCancelled`: cancelled)."""
     if cancel is not None and cancel.is_set():
         return Outcome(index=index, ok=False, value=None, error=None, cancelled=True)
     try:
         return Outcome(index=index, ok=True, value=fn(item), error=None)
+    except LLMCancelled:
+        return Outcome(index=index, ok=False, value=None, error=None, cancelled=True)
     except Exception as exc:  # noqa: BLE001 - the contract is to capture fn's errors
         return Outcome(index=index, ok=False, value=None, error=_error_text(exc))
 

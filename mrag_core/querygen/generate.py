@@ -27,8 +27,9 @@ flagged: its last sentence is unfinished and later aspects may be missing.
 
 Resuming: ``skip`` holds indices (into ``plans``) already done; they are not
 sent again and are absent from the result. Plans not run because ``cancel``
-was set are also absent, so a later call with the done indices in ``skip``
-picks up exactly the remainder.
+was set are also absent, and so is a plan whose request was waiting to retry
+when ``cancel`` was set (the wait ends at once), so a later call with the done
+indices in ``skip`` picks up exactly the remainder.
 """
 
 from __future__ import annotations
@@ -151,16 +152,18 @@ def _llm_one(
     index: int, plan: QueryPlan, docs_by_id: Mapping[str, TextDocument], client: LLMClient, s: _Settings,
     breaker: Breaker | None = None,
 ) -> GeneratedQuery:
-    """Ask the LLM for one story (and optional fusion sub-queries); never raises. An endpoint-wide failure
-    trips ``breaker``."""
+    """Ask the LLM for one story (and optional fusion sub-queries). An endpoint-wide failure trips ``breaker``;
+    raises only :class:`~mrag_core.llm.client.LLMCancelled`, when ``breaker``'s cancel event is set while a
+    request waits to retry (the plan then stays to do)."""
     generator = f"llm:{client.config.model}"
     try:
         articles = _articles(plan, docs_by_id)
     except KeyError as exc:
         return _failed(index, plan, str(exc.args[0]), generator)
+    cancel = breaker.cancel_event if breaker is not None else None
     try:
         reply = client.complete(
-            story_messages(articles, max_article_chars=s.max_article_chars), temperature=s.temperature
+            story_messages(articles, max_article_chars=s.max_article_chars), temperature=s.temperature, cancel=cancel
         )
     except LLMError as exc:
         if breaker is not None:
@@ -195,7 +198,7 @@ def _llm_one(
     fusion: tuple[str, ...] = ()
     if s.want_fusion:
         try:
-            freply = client.complete(fusion_messages(story, s.n_fusion), temperature=0.0)
+            freply = client.complete(fusion_messages(story, s.n_fusion), temperature=0.0, cancel=cancel)
             pt, ct = pt + freply.prompt_tokens, ct + freply.completion_tokens
             lines = clean_subqueries(freply.text)
             if freply.cut_off and lines:

@@ -8,7 +8,7 @@ from typing import Callable
 
 import pytest
 
-from mrag_core.llm.client import LLMClient
+from mrag_core.llm.client import LLMCancelled, LLMClient
 from mrag_core.llm.concurrency import Outcome, run_concurrent
 from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai, last_user_message
 
@@ -84,6 +84,23 @@ def test_cancel_stops_items_not_yet_started() -> None:
     assert [o.ok for o in outcomes] == [True, True, True, False, False, False]
     assert [o.cancelled for o in outcomes] == [False, False, False, True, True, True]
     assert all(o.error is None and o.value is None for o in outcomes[3:])
+
+
+def test_an_item_stopped_by_cancel_while_running_comes_back_cancelled() -> None:
+    """``fn`` raising LLMCancelled (a client stopped in a retry wait) reads as never run, not as an error."""
+    cancel = threading.Event()
+
+    def work(x: int) -> int:
+        if x == 1:
+            cancel.set()
+            raise LLMCancelled("stopped while waiting to retry")
+        if x == 2:
+            raise ValueError("a real bug")
+        return x
+
+    outcomes = run_concurrent([0, 1, 2], work, limit=1)
+    assert [(o.ok, o.cancelled, o.error) for o in outcomes] == [(True, False, None), (False, True, None),
+                                                                (False, False, "a real bug")]
 
 
 def test_cancel_set_before_start_runs_nothing() -> None:
