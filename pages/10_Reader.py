@@ -11,6 +11,7 @@ import streamlit as st
 
 import db
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
+from mrag_core.workflows.indexing import too_small_to_search
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
@@ -33,6 +34,9 @@ def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm,
 store, corpus = open_corpus_page()
 runs = finished_runs_or_stop(store, corpus)
 run = index_picker(store, runs, key="reader_run")
+if too_small := too_small_to_search(run):
+    st.info(too_small)
+    st.stop()
 lm = run_model_or_stop(store, run)
 bundle = index_bundle(store, run)
 

@@ -41,7 +41,7 @@ from mrag_core.workflows.compare import (
     resolve_subqueries,
 )
 from mrag_core.workflows.evaluation_runs import FUSED_COMPARE_NOTE, DrillDown, fused_strategies
-from mrag_core.workflows.indexing import IndexBundle
+from mrag_core.workflows.indexing import IndexBundle, too_small_to_search
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
@@ -199,6 +199,9 @@ if drilled is not None:
     st.caption(f"Opened from evaluation run #{drilled.run_id}: " + ("its index, " if own_index else "")
                + f"exact search, {drilled.variant} voting, c = {drilled.c}, "
                f"k = {drilled.k if drilled.k else 'the number of aspects'}, importance seed {drilled.seed}.")
+if too_small := too_small_to_search(run):
+    st.info(too_small)
+    st.stop()
 lm = run_model_or_stop(store, run)
 bundle = index_bundle(store, run, backend, seed)
 index = bundle.index

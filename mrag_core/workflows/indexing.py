@@ -28,10 +28,13 @@ from mrag_core.extraction import POOLINGS, Embeddings, embed_texts
 from mrag_core.heartbeat import Heartbeat
 from mrag_core.importance import HeadImportance, head_importance
 from mrag_core.models.loader import LoadedModel
+from mrag_core.wording import counted
 
 ProgressFn = Callable[[int, int, float | None], None]
 UNLABELED = "(unlabeled)"
 DOC_FETCH_CHUNK = 500
+MIN_SEARCH_DOCS = 2
+"""Documents an index needs before it can be searched (:func:`load_run_index`): head importance compares pairs."""
 
 
 @dataclass(frozen=True)
@@ -270,10 +273,20 @@ def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: i
     if run.status != "done":
         raise ValueError(f"embedding run {run_id} is not finished (status: {run.status}); build it first")
     ids, emb = load_run_embeddings(store, run_id)
-    if len(ids) < 2:
+    if len(ids) < MIN_SEARCH_DOCS:
         raise ValueError(f"embedding run {run_id} holds {len(ids)} document(s); at least two are needed")
     stored = run_importance(run) if seed == 0 else None
     return ids, CorpusIndex.build(emb, backend=backend, seed=seed, head_importance_override=stored)
+
+
+def too_small_to_search(run: db.EmbeddingRunInfo) -> str | None:
+    """Why a finished ``run`` cannot be searched, in words (it holds fewer than :data:`MIN_SEARCH_DOCS`
+    documents: :func:`load_run_index` would refuse it), or None when it can."""
+    if run.n_saved >= MIN_SEARCH_DOCS:
+        return None
+    held = "no documents" if run.n_saved == 0 else counted(run.n_saved, "document")
+    return (f"Index #{run.id} holds {held}; searching needs at least {MIN_SEARCH_DOCS} (head importance compares "
+            "pairs of documents). Add documents on the Corpus Import page, then update the index on the Index page.")
 
 
 def document_facts(store: db.Store, ids: list[int]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,52 @@
+"""QA walk-through of the retrieval pages as an analyst and a demo presenter would use them: edge inputs give a
+plain message, never a traceback. AppTest on small corpora written here (random vectors in MiniLM's shapes, so the
+model loads and matches the index) or the demo corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import db
+from tests.support.apptest import no_exceptions, page_store
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+TIMEOUT = 120
+
+pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
+
+
+def minilm_shaped_index(n_docs: int) -> tuple[int, int]:
+    """A corpus of ``n_docs`` documents with a finished index of random vectors in MiniLM's shapes (layer 5, mean
+    pooling, 12 heads x 32); returns (corpus id, index id)."""
+    store = page_store()
+    corpus = db.create_corpus(store, "Small")
+    ids = db.add_documents(store, corpus.id, [{"title": f"d{i}", "text": f"text {i}", "label": "a"}
+                                              for i in range(n_docs)]).document_ids
+    run = db.create_embedding_run(store, corpus.id, model_name="minilm", layer=5, pooling="mean", n_heads=12,
+                                  head_dim=32, dim=384)
+    if n_docs:
+        rng = np.random.default_rng(0)
+        db.save_vectors(store, run.id, ids, rng.normal(size=(n_docs, 384)), rng.normal(size=(n_docs, 12, 32)))
+    db.finish_embedding_run(store, run.id)
+    store.close()
+    return corpus.id, run.id
+
+
+@pytest.mark.parametrize("name", ["5_Compare.py", "10_Reader.py"])
+@pytest.mark.parametrize("n_docs", [0, 1])
+def test_an_index_too_small_to_search_is_explained_not_a_traceback(name: str, n_docs: int) -> None:
+    """Compare and Reader raised 'ValueError: embedding run 1 holds 1 document(s); at least two are needed' on the
+    index of a corpus with one document (or none), which the Index page builds and calls ready."""
+    corpus_id, run_id = minilm_shaped_index(n_docs)
+    at = AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT)
+    at.session_state["corpus_id"] = corpus_id
+    at.run()
+    no_exceptions(at)
+    words = "no documents" if n_docs == 0 else "1 document"
+    assert [i.value for i in at.info] == [
+        f"Index #{run_id} holds {words}; searching needs at least 2 (head importance compares pairs of documents). "
+        "Add documents on the Corpus Import page, then update the index on the Index page."]
