@@ -16,7 +16,7 @@ from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup
 from ui.render import highlight, md_plain
-from ui.state import corpus_picker, get_model, llm_config, open_store_page, preannotation_lock, show_flash
+from ui.state import KEEP, corpus_picker, get_model, llm_config, open_store_page, preannotation_lock, show_flash
 from ui.state import flash as state_flash
 
 page_setup(__file__, "🏷️")
@@ -88,7 +88,7 @@ def preannotate_view() -> None:
     undecided_only = False
     if 0 < undecided < corpus.n_documents:  # some documents have a label decision (imported or human), some not
         undecided_only = st.radio(
-            "Documents", [True, False], key="pa_undecided", horizontal=True,
+            "Documents", [True, False], key="pa_undecided", horizontal=True, **KEEP,
             format_func=lambda only: (f"Only those without a label decision ({undecided})" if only else
                                       f"All {corpus.n_documents} (e.g. to compare the annotator with the labels "
                                       "on the Agreement page)"))
@@ -97,7 +97,7 @@ def preannotate_view() -> None:
     st.write(f"**{len(todo)}** of {counted(pool, 'document')} still {'needs' if len(todo) == 1 else 'need'} a "
              f"suggestion from `{agent}` (`{version}`). Suggestions are proposals: they become labels only when you "
              "accept them.")
-    batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch")
+    batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch", **KEEP)
     c1, c2 = st.columns(2)
     label = ("Start pre-annotation" if len(todo) == pool else f"Resume ({len(todo)} left)" if todo
              else "All documents have a suggestion")
@@ -259,13 +259,13 @@ def reload_document(doc_id: int) -> None:
 def filters(prefix: str) -> dict[str, Any]:
     """Review filters (category, agent, confidence, disagreement, unreviewed) as review_queue kwargs."""
     c1, c2, c3 = st.columns(3)
-    cat = c1.selectbox("Category", [ANY, *cat_by_name], key=f"{prefix}_cat")
+    cat = c1.selectbox("Category", [ANY, *cat_by_name], key=f"{prefix}_cat", **KEEP)
     agent = agent_picker(store, corpus.id, key=f"{prefix}_agent", container=c2)
-    low = c3.checkbox("Only confidence below", key=f"{prefix}_low")
-    threshold = c3.slider("Confidence threshold", 0.0, 1.0, 0.6, 0.05, key=f"{prefix}_thr", disabled=not low)
+    low = c3.checkbox("Only confidence below", key=f"{prefix}_low", **KEEP)
+    threshold = c3.slider("Confidence threshold", 0.0, 1.0, 0.6, 0.05, key=f"{prefix}_thr", disabled=not low, **KEEP)
     c4, c5 = st.columns(2)
-    disagreement = c4.checkbox("Only where suggestion and decision disagree", key=f"{prefix}_dis")
-    unreviewed = c5.checkbox("Only documents without a human decision", key=f"{prefix}_unrev")
+    disagreement = c4.checkbox("Only where suggestion and decision disagree", key=f"{prefix}_dis", **KEEP)
+    unreviewed = c5.checkbox("Only documents without a human decision", key=f"{prefix}_unrev", **KEEP)
     return {
         "category_id": cat_by_name[cat].id if cat != ANY else None,
         "agent": agent[0] if agent is not None else None,
@@ -349,9 +349,9 @@ def bulk_view() -> None:
     c1, c2, c3 = st.columns(3)
     agent = agent_picker(store, corpus.id, key="bk_agent", container=c1)
     agent_name, agent_version = agent if agent is not None else (None, None)
-    only_unreviewed = c2.checkbox("Only documents without a human decision", value=True, key="bk_unrev")
+    only_unreviewed = c2.checkbox("Only documents without a human decision", value=True, key="bk_unrev", **KEEP)
     pretick = c3.slider("Pre-tick rows with confidence at least", 0.0, 1.01, 1.01, 0.05, key="bk_pretick",
-                        help="1.01 = tick nothing")
+                        help="1.01 = tick nothing", **KEEP)
     ids = db.review_queue(store, corpus.id, agent=agent_name, model_version=agent_version, unreviewed=only_unreviewed)
     if not ids:
         st.info("No document matches.")
