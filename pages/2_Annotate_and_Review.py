@@ -339,8 +339,9 @@ def review_view() -> None:
         html = "".join(f"<p>{highlight(p, item.keywords)}</p>" for p in paragraphs)
         with st.container(height=420):
             st.markdown(html, unsafe_allow_html=True)  # escaped by ui.render.highlight
-        if item.keywords:
-            st.caption("Highlighted: words of the suggested category's name and description.")
+        if "<mark>" in html:  # the words come from the suggested category, else from the current label's
+            whose = "the suggested category" if sug is not None and sug.category_id is not None else "the current label"
+            st.caption(f"Highlighted: words of {whose}'s name and description.")
         edit_or_delete(doc)
 
 
