@@ -11,10 +11,11 @@ import streamlit as st
 
 import db
 from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
-from mrag_core.workflows.indexing import too_small_to_search
+from mrag_core.workflows.indexing import query_window, too_small_to_search
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
+from ui.render import md_plain
 from ui.state import finished_runs_or_stop, index_bundle, index_picker, open_corpus_page, run_model_or_stop
 
 K_MAX = 20
@@ -46,6 +47,9 @@ query_text, stored_fusion, ground_truth = picked.text, picked.fusion, picked.gro
 if not query_text:
     st.info("Type a query (or pick one from a query set) to read its retrieved documents.")
     st.stop()
+
+if cut := query_window(lm, query_text).note(query_text, run.model_name.split("/")[-1]):
+    st.warning(md_plain(cut))
 
 # --- retrieval (every strategy; Fusion uses the stored sub-queries or one per sentence) ----------
 subqueries, sub_source = resolve_subqueries(query_text, stored_fusion, prefer="stored")

@@ -41,7 +41,7 @@ from mrag_core.workflows.compare import (
     resolve_subqueries,
 )
 from mrag_core.workflows.evaluation_runs import FUSED_COMPARE_NOTE, DrillDown, fused_strategies
-from mrag_core.workflows.indexing import IndexBundle, too_small_to_search
+from mrag_core.workflows.indexing import IndexBundle, query_window, too_small_to_search
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
@@ -271,6 +271,9 @@ if any(s in FUSION_STRATEGIES for s in strategies):
         sub_pref = "sentences"
 
 chosen = [*strategies, *llm_strategies]
+if query_text and (cut := query_window(lm, query_text).note(query_text, run.model_name.split("/")[-1])):
+    fused = set(strategies) & set(FUSION_STRATEGIES)
+    st.warning(md_plain(cut) + (" Fusion RAG and Fusion MRAG embed each sub-query on its own." if fused else ""))
 if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not chosen):
     st.session_state["compare_active"] = True
 if not st.session_state.get("compare_active") or not query_text or not chosen:

@@ -20,7 +20,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import (METHODS, SpaceMap, ensure_maps, forget_maps_without_model, place_query,
                                   space_names)
 from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
-from mrag_core.workflows.indexing import IndexBundle, model_for_run
+from mrag_core.workflows.indexing import IndexBundle, model_for_run, query_window
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
@@ -165,6 +165,8 @@ if query_text:
     except (ModelLoadError, ValueError) as exc:
         st.error(f"The index's model could not be loaded: {md_plain(str(exc))}")
         st.stop()
+    if cut := query_window(lm, query_text).note(query_text, run.model_name.split("/")[-1]):
+        st.warning(md_plain(cut))
     q_emb, sub_emb, _ = embed_query(lm, run.layer, query_text)
     query_xy = place_query(maps, q_emb)
     unplaced = [space for space in maps if space not in query_xy]

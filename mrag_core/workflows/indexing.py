@@ -84,6 +84,53 @@ def model_for_run(lm: LoadedModel, run: db.EmbeddingRunInfo) -> LoadedModel:
     return model_for_pooling(lm, run.pooling)
 
 
+@dataclass(frozen=True)
+class QueryWindow:
+    """How much of a query the model reads: ``n_tokens`` tokens as embedded (the model's query prompt and special
+    tokens included), of which it reads the first ``limit`` (``lm.spec.max_length``; the rest is cut off);
+    ``chars_read`` of the query's ``length`` characters lie inside that window (None when the tokenizer gives
+    no character offsets)."""
+
+    n_tokens: int
+    limit: int
+    length: int
+    chars_read: int | None
+
+    @property
+    def cut(self) -> bool:
+        """Whether the end of the query is left out of its embedding."""
+        return self.n_tokens > self.limit
+
+    def note(self, text: str, model: str) -> str | None:
+        """The cut in words (plain text: escape it for Markdown), with the last words read; None when uncut."""
+        if not self.cut:
+            return None
+        head = f"The query is {self.n_tokens} tokens long and {model} reads at most {self.limit}: "
+        if self.chars_read is None:
+            return head + f"its embedding is made from its first {self.limit} tokens; the rest is left out."
+        tail = " ".join(text[:self.chars_read].split()[-6:])
+        return (head + f"its embedding is made from the first {self.chars_read} of its {self.length} characters, up "
+                f"to \"…{tail}\"; the rest is left out.")
+
+
+def query_window(lm: LoadedModel, text: str) -> QueryWindow:
+    """How much of the query ``text`` ``lm`` reads when it embeds it (:class:`QueryWindow`): its tokens with the
+    query prompt, untruncated, against ``lm.spec.max_length``, the truncation :func:`embed_texts` applies."""
+    prompt = lm.spec.query_prompt or ""
+    full = prompt + text
+    n_tokens = len(lm.tokenizer([full], padding=False, truncation=False, return_tensors="pt")["input_ids"][0])
+    limit = lm.spec.max_length
+    chars_read: int | None = len(text)
+    if n_tokens > limit:
+        try:
+            offsets = lm.tokenizer([full], truncation=True, max_length=limit, return_offsets_mapping=True)
+            ends = [int(end) for _, end in offsets["offset_mapping"][0]]
+            chars_read = max(0, max(ends, default=0) - len(prompt))
+        except (TypeError, NotImplementedError, KeyError):  # a tokenizer without character offsets
+            chars_read = None
+    return QueryWindow(n_tokens, limit, len(text), chars_read)
+
+
 def precision_of(lm: LoadedModel) -> str:
     """The weights' dtype as an embedding run records it: ``"float32"``, ``"float16"``..."""
     return str(lm.dtype).removeprefix("torch.")

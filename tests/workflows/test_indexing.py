@@ -6,6 +6,7 @@ workflow stores must equal a direct ``embed_texts`` of the same documents.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -22,6 +23,7 @@ from mrag_core.workflows.indexing import (
     load_corpus_index,
     load_run_embeddings,
     model_for_run,
+    query_window,
     run_state,
     stored_indexes,
 )
@@ -360,3 +362,16 @@ def test_preferred_index_by_hand():
     assert preferred_index([_run(2, 1, precision="float16"), _run(1, 5)], set()).id == 2
     with pytest.raises(ValueError, match="no index"):
         preferred_index([], set())
+
+
+def test_query_window_counts_the_tokens_embedding_reads(lm):
+    """A query of 6 words is 8 tokens with [CLS] and [SEP]: a model reading 5 leaves its end out; 3 words fit
+    exactly. The word tokenizer gives no character offsets, so the note names tokens only."""
+    short = dataclasses.replace(lm, spec=dataclasses.replace(lm.spec, max_length=5))
+    window = query_window(short, "river bread tax harbor orbit fern")
+    assert (window.n_tokens, window.limit, window.length, window.chars_read, window.cut) == (8, 5, 33, None, True)
+    assert window.note("river bread tax harbor orbit fern", "tiny") == (
+        "The query is 8 tokens long and tiny reads at most 5: its embedding is made from its first 5 tokens; the rest "
+        "is left out.")
+    fits = query_window(short, "river bread tax")
+    assert (fits.n_tokens, fits.cut, fits.chars_read) == (5, False, 15) and fits.note("river bread tax", "tiny") is None

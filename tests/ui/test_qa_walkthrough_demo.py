@@ -1,0 +1,89 @@
+"""QA walk-through on the demo corpus (its MiniLM index built once, directly): what an analyst comparing Standard
+RAG and MRAG, or a presenter demoing them, is told about the query the model actually reads."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.support.apptest import no_exceptions  # noqa: E402
+from tests.ui.conftest import module_env  # noqa: E402
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+TIMEOUT = 120
+CUT = re.compile(r"The query is (\d+) tokens long and minilm reads at most 256: its embedding is made from the first "
+                 r"(\d+) of its (\d+) characters, up to \"…(.+)\"; the rest is left out\.")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The demo corpus with a finished MiniLM index (last layer); yields the loaded model."""
+    import torch
+
+    import db
+    from mrag_core.models.loader import load_model
+    from mrag_core.workflows.demo import ensure_demo_corpus
+    from mrag_core.workflows.indexing import build_embedding_run
+
+    with module_env(tmp_path_factory, "qa_walkthrough"):
+        torch.set_num_threads(1)
+        store = db.open_store()
+        lm = load_model("minilm", device="cpu")
+        build_embedding_run(store, ensure_demo_corpus(store).corpus_id, lm, layer=-1, batch_size=32)
+        store.close()
+        yield lm
+
+
+def unescaped(markdown: str) -> str:
+    """A message written with ui.render.md_plain, as the reader sees it."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def cut_warnings(at: AppTest) -> list[re.Match]:
+    return [m for w in at.warning if (m := CUT.fullmatch(unescaped(w.value).split(" Fusion RAG")[0]))]
+
+
+def assert_the_cut_is_where_the_model_stops(lm, query: str, match: re.Match) -> None:
+    """The numbers shown agree with the tokenizer: the query has that many tokens, the characters said to be read
+    are exactly the 256 tokens MiniLM reads, and the quoted words end them."""
+    n_tokens, chars_read, length, tail = int(match[1]), int(match[2]), int(match[3]), match[4]
+    assert n_tokens == len(lm.tokenizer([query])["input_ids"][0]) > 256 and length == len(query)
+    assert len(lm.tokenizer([query[:chars_read]])["input_ids"][0]) == 256  # [CLS] + 254 tokens + [SEP]
+    assert query[:chars_read].endswith(tail) and chars_read < length
+
+
+def test_compare_says_the_preselected_demo_query_is_cut_to_the_models_256_tokens(demo) -> None:
+    """The demo queries with the most aspects (the one Compare preselects, 346 tokens) are longer than the 256 tokens
+    MiniLM reads: the last aspect never reached Standard RAG, MRAG or Split RAG, and nothing said so."""
+    at = AppTest.from_file(str(PAGES / "5_Compare.py"), default_timeout=TIMEOUT).run()
+    no_exceptions(at)
+    query = at.selectbox(key="compare_query").value.text
+    [match] = cut_warnings(at)
+    assert_the_cut_is_where_the_model_stops(demo, query, match)
+    assert at.warning[0].value.endswith(" Fusion RAG and Fusion MRAG embed each sub-query on its own.")
+    at.multiselect(key="compare_strategies").set_value(["standard", "mrag"]).run()
+    assert not at.warning[0].value.endswith("on its own.")  # no Fusion list on the page, no word about it
+    at.radio(key="compare_source").set_value("Type a query").run()
+    at.text_area(key="compare_typed").input("Lighthouses and kefir").run()
+    no_exceptions(at)
+    assert not cut_warnings(at)
+
+
+def test_reader_and_maps_say_the_query_is_cut(demo) -> None:
+    """Reader and Maps embed the same query the same way, so they say so too (Maps drawn with PCA)."""
+    at = AppTest.from_file(str(PAGES / "10_Reader.py"), default_timeout=TIMEOUT).run()
+    no_exceptions(at)
+    [match] = cut_warnings(at)
+    assert_the_cut_is_where_the_model_stops(demo, at.selectbox(key="reader_query").value.text, match)
+    at = AppTest.from_file(str(PAGES / "7_Maps.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="maps_qsrc").set_value("From a query set").run()
+    no_exceptions(at)
+    [match] = cut_warnings(at)
+    assert_the_cut_is_where_the_model_stops(demo, at.selectbox(key="maps_query").value.text, match)
