@@ -186,6 +186,8 @@ def building_elsewhere(run_id: int) -> None:
 if state == "building":
     assert run is not None
     building_elsewhere(run.id)
+elif state == "missing" and corpus.n_documents == 0:
+    st.info("This corpus has no documents yet: import some on the Corpus Import page, then build its index here.")
 elif state == "missing":
     st.info("No index for these settings yet.")
     if st.button("Build index", type="primary", key="index_build"):

@@ -50,3 +50,18 @@ def test_an_index_too_small_to_search_is_explained_not_a_traceback(name: str, n_
     assert [i.value for i in at.info] == [
         f"Index #{run_id} holds {words}; searching needs at least 2 (head importance compares pairs of documents). "
         "Add documents on the Corpus Import page, then update the index on the Index page."]
+
+
+def test_the_index_page_offers_no_build_for_an_empty_corpus() -> None:
+    """It offered Build index, then 'Embedded 0 documents' and 'Index #1 is ready: 0 documents ... Open Compare to
+    query it', where Compare could not search it."""
+    store = page_store()
+    corpus = db.create_corpus(store, "Empty")
+    store.close()
+    at = AppTest.from_file(str(PAGES / "4_Index.py"), default_timeout=TIMEOUT)
+    at.session_state["corpus_id"] = corpus.id
+    at.run()
+    no_exceptions(at)
+    assert [i.value for i in at.info] == ["This corpus has no documents yet: import some on the Corpus Import page, "
+                                          "then build its index here."]
+    assert not [b for b in at.button if b.key == "index_build"]
