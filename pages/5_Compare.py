@@ -276,6 +276,10 @@ if query_text and (cut := query_window(lm, query_text).note(query_text, run.mode
     st.warning(md_plain(cut) + (" Fusion RAG and Fusion MRAG embed each sub-query on its own." if fused else ""))
 if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not chosen):
     st.session_state["compare_active"] = True
+if not query_text:
+    st.info("Type a query to compare the strategies on it.")
+elif not chosen:
+    st.info("Choose at least one strategy to compare.")
 if not st.session_state.get("compare_active") or not query_text or not chosen:
     st.stop()
 

@@ -87,3 +87,24 @@ def test_reader_and_maps_say_the_query_is_cut(demo) -> None:
     no_exceptions(at)
     [match] = cut_warnings(at)
     assert_the_cut_is_where_the_model_stops(demo, at.selectbox(key="maps_query").value.text, match)
+
+
+def test_compare_says_why_it_shows_nothing_for_a_blank_query_or_no_strategy(demo) -> None:
+    """An empty or whitespace-only query, or no strategy chosen, greyed out the Compare button and, after an earlier
+    comparison, removed its results without a word."""
+    at = AppTest.from_file(str(PAGES / "5_Compare.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="compare_source").set_value("Type a query").run()
+    for blank in ("", "  \n\t "):
+        at.text_area(key="compare_typed").input(blank).run()
+        no_exceptions(at)
+        assert at.button(key="compare_go").disabled
+        assert "Type a query to compare the strategies on it." in [i.value for i in at.info]
+    at.text_area(key="compare_typed").input("Lighthouses and kefir").run()
+    at.button(key="compare_go").click().run()
+    assert any("heads (rank in head, vote)" in d.value.columns for d in at.dataframe)
+    at.multiselect(key="compare_strategies").set_value([]).run()
+    no_exceptions(at)
+    assert at.button(key="compare_go").disabled and not at.dataframe
+    assert "Choose at least one strategy to compare." in [i.value for i in at.info]
+    at.multiselect(key="compare_strategies").set_value(["mrag"]).run()  # the results come back, no click needed
+    assert any("heads (rank in head, vote)" in d.value.columns for d in at.dataframe)
