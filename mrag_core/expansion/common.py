@@ -18,8 +18,9 @@ from typing import Callable
 
 from mrag_core.llm.cache import LLMCache, cached_complete
 from mrag_core.llm.client import LLMClient, LLMReply
+from mrag_core.querygen.checks import clean_subqueries, dedupe
 
-__all__ = ["Expansion", "ExpansionError", "ask_and_parse", "preview", "strip_code_fence"]
+__all__ = ["Expansion", "ExpansionError", "ask_and_parse", "parse_list", "preview", "strip_code_fence"]
 
 _FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.DOTALL)
 
@@ -64,6 +65,16 @@ def preview(text: str, limit: int = 120) -> str:
     """One-line start of ``text`` for error messages."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def parse_list(text: str, n: int, what: str) -> list[str]:
+    """The answer's list items (:func:`~mrag_core.querygen.checks.clean_subqueries`: only the numbered or
+    bulleted items when there are any, without preamble, sign-off, quotes or Markdown), those with a letter,
+    de-duplicated and clamped to ``n``; :class:`ExpansionError` ("contains no <what>") when none remains."""
+    items = dedupe([item for item in clean_subqueries(text) if any(ch.isalpha() for ch in item)])[:n]
+    if not items:
+        raise ExpansionError(f"The LLM answer contains no {what}: {preview(text)!r}")
+    return items
 
 
 def ask_and_parse(

@@ -3,18 +3,18 @@
 Each sub-query is retrieved separately and the rankings are merged with
 :func:`~mrag_core.expansion.rrf.reciprocal_rank_fusion`. The prompt is the one
 used when queries are generated (:func:`~mrag_core.querygen.story_prompt.fusion_messages`),
-so stored fusion sub-queries and on-the-fly ones are alike. Parsing: clean,
-de-duplicate, clamp to ``n``. Cache kind: ``'fusion'``.
+so stored fusion sub-queries and on-the-fly ones are alike. Parsing:
+:func:`~mrag_core.expansion.common.parse_list` (the list items only, cleaned,
+de-duplicated, clamped to ``n``). Cache kind: ``'fusion'``.
 """
 
 from __future__ import annotations
 
 import threading
 
-from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview
+from mrag_core.expansion.common import Expansion, ask_and_parse, parse_list
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
-from mrag_core.querygen.checks import clean_subqueries, dedupe
 from mrag_core.querygen.story_prompt import fusion_messages
 
 __all__ = ["KIND", "fusion_subqueries", "parse_subqueries"]
@@ -24,11 +24,8 @@ MAX_SUBQUERIES = 20
 
 
 def parse_subqueries(text: str, n: int) -> list[str]:
-    """Clean, de-duplicate and clamp to ``n``; :class:`ExpansionError` if none remains."""
-    queries = dedupe(clean_subqueries(text))[:n]
-    if not queries:
-        raise ExpansionError(f"The LLM answer contains no sub-queries: {preview(text)!r}")
-    return queries
+    """:func:`~mrag_core.expansion.common.parse_list`: at most ``n`` sub-queries; ExpansionError if none remains."""
+    return parse_list(text, n, "sub-queries")
 
 
 def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache | None = None, *,

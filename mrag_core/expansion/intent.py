@@ -17,8 +17,11 @@ Defensive parsing (:func:`parse_intent_answer`):
    ``{"statements": [...]}``; an answer is an object with ``statements``
    (strings) - or, lacking statements, its ``answer`` string - or a plain string;
 3. if no JSON yields a statement: line parsing with
-   :func:`~mrag_core.querygen.checks.clean_subqueries`, dropping JSON-looking
-   lines and ``Answer 1:`` / ``Statement:`` labels, keeping lines of >= 3 words.
+   :func:`~mrag_core.querygen.checks.clean_subqueries` (only the numbered or
+   bulleted items when there are any; preamble, ``Sure!`` / ``Here are ...`` /
+   ``Let me know ...`` chatter, quotes and Markdown dropped), dropping
+   JSON-looking lines and ``Answer 1:`` / ``Statement:`` labels, keeping lines
+   of >= 3 words; so prose around the statements never becomes a statement.
 
 ``texts`` = all statements flattened in order, de-duplicated. Nothing usable ->
 :class:`ExpansionError`. Cache kind: ``'intent'``.

@@ -1,19 +1,21 @@
 """Multi-query expansion: the LLM rewrites a question into several diverse search queries.
 
 The answer is expected one query per line; it is parsed with
-:func:`~mrag_core.querygen.checks.clean_subqueries` (numbering, bullets, quotes
-and preamble lines removed; items without a letter dropped), de-duplicated
-(normalised text) and clamped to ``n`` queries. Cache kind: ``'multi-query'``.
+:func:`~mrag_core.expansion.common.parse_list`, as Fusion sub-queries are: when
+the answer numbers or bullets its queries only those items count (a chatty
+``Sure! Here are three queries:`` ... ``Let me know if you need more!`` adds no
+query), numbering, bullets, quotes, Markdown, preamble and polite lines are
+removed, items without a letter dropped, the rest de-duplicated (normalised
+text) and clamped to ``n`` queries. Cache kind: ``'multi-query'``.
 """
 
 from __future__ import annotations
 
 import threading
 
-from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview
+from mrag_core.expansion.common import Expansion, ask_and_parse, parse_list
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
-from mrag_core.querygen.checks import clean_subqueries, dedupe
 
 __all__ = ["KIND", "MAX_REWRITES", "parse_rewrites", "rewrite_messages", "rewrite_queries"]
 
@@ -34,12 +36,9 @@ def rewrite_messages(question: str, n: int) -> list[dict[str, str]]:
 
 
 def parse_rewrites(text: str, n: int) -> list[str]:
-    """Clean, drop items without a letter (bare numbering such as ``2.``), de-duplicate and clamp
-    to ``n``; raise :class:`ExpansionError` if no query remains."""
-    queries = dedupe([q for q in clean_subqueries(text) if any(ch.isalpha() for ch in q)])[:n]
-    if not queries:
-        raise ExpansionError(f"The LLM answer contains no search queries: {preview(text)!r}")
-    return queries
+    """:func:`~mrag_core.expansion.common.parse_list`: the queries, at most ``n``; raises
+    :class:`~mrag_core.expansion.common.ExpansionError` if no query remains."""
+    return parse_list(text, n, "search queries")
 
 
 def rewrite_queries(

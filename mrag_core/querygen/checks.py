@@ -1,5 +1,12 @@
 """Checks and cleaners for LLM output: title coverage of stories, line-list parsing.
 
+Line lists (:func:`clean_subqueries`) are parsed strictly, the same way for every list the app asks for
+(fusion sub-queries, Multi-Query rewrites, the intent statements' line fallback): when the answer has
+numbered or bulleted items, only those items count, so a chatty model's preamble, sign-off and remarks
+between items are not taken for queries; otherwise each line counts. Either way, lines ending in ``:``
+(``Here are three queries:``), Markdown headings and polite chatter (``Sure!``, ``Here are ...``,
+``Let me know if ...``, ``I hope this helps``) are dropped, and quotes and ``**bold**`` removed.
+
 Normalisation used for title matching (:func:`normalize`): Unicode NFKD with
 combining marks removed (``é`` -> ``e``), lower case, every run of
 non-alphanumeric characters (punctuation, ``_``, whitespace) replaced by one
@@ -17,9 +24,23 @@ __all__ = ["dedupe", "clean_subqueries", "missing_titles", "normalize", "repeate
 
 _NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
 _TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
-# List markers: "1." "1)" "(1)" "1:" "-" "*" "•" "Query 1:" / "Q1." — each must be followed by whitespace.
+# List markers: "1." "1)" "(1)" "1:" "-" "*" "•" "Query 1:" / "Q1." / "Answer 2:" — each followed by whitespace.
 _LIST_MARKER = re.compile(
-    r"^\s*(?:(?:[-*•+]|\(?\d{1,3}[.):]|(?:query|q|sub-?query)\s*\d{1,3}\s*[.):-])\s+)+",
+    r"^\s*(?:(?:[-*•+]|\(?\d{1,3}[.):]|(?:query|q|sub-?query|answer|statement|intent|fact)\s*\d{1,3}\s*[.):-])\s+)+",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"^#{1,6}\s")
+_INLINE_MARKUP = re.compile(r"\*\*|`")
+# Polite chatter around a list: an interjection followed by punctuation ("Sure!", "Certainly,"), the
+# announcement ("Here are ..."), the sign-off ("Let me know ...", "I hope this helps"), remarks about the list.
+_CHATTER = re.compile(
+    r"^(?:(?:sure|certainly|of\s+course|absolutely|okay|ok|alright|great|no\s+problem)\s*[!.,:;]"
+    r"|here(?:['’]s|\s+is|\s+are)\b"
+    r"|(?:i\s+)?hope\s+(?:this|these|that|it)\b"
+    r"|let\s+me\s+know\b|feel\s+free\b|would\s+you\s+like\b|(?:happy|glad)\s+to\s+help\b"
+    r"|if\s+you\s+(?:need|want|would\s+like|['’]d\s+like)\b"
+    r"|(?:these|those|the\s+above)\s+(?:search\s+)?(?:queries|rewrites|sub-?queries|statements|answers)\b"
+    r"|note\s*:)",
     re.IGNORECASE,
 )
 _QUOTES = "\"'`“”‘’«»"
@@ -73,28 +94,40 @@ def _strip_quotes(line: str) -> str:
     return line.strip()
 
 
-def clean_subqueries(text: str) -> list[str]:
-    """Split an LLM's one-item-per-line answer into clean items.
+def _clean_line(line: str) -> tuple[str, bool]:
+    """``(item, marked)``: the line without list markers, surrounding quotes and bold/code markup, and whether
+    it carried a list marker (markers may sit inside quotes/bold and vice versa)."""
+    marked = False
+    previous = None
+    while previous != line:
+        previous = line
+        unmarked = _LIST_MARKER.sub("", line)
+        marked = marked or unmarked != line
+        line = _strip_quotes(unmarked)
+    return " ".join(_INLINE_MARKUP.sub("", line).split()), marked
 
-    Per line: strip whitespace; skip blank lines and code-fence lines (```` ``` ````);
-    remove list markers (``1.``, ``2)``, ``(3)``, ``4:``, ``-``, ``*``, ``•``,
-    ``Query 1:``) when followed by whitespace; remove surrounding quotes and
-    ``**bold**``; skip lines that end with ``:`` (preambles such as
-    ``"Here are the queries:"``). Order is kept; duplicates are kept (see :func:`dedupe`).
+
+def clean_subqueries(text: str) -> list[str]:
+    """Split an LLM's one-item-per-line answer into clean items (see the module docstring).
+
+    Per line: skip blank lines, code-fence lines (```` ``` ````) and Markdown headings (``# ...``);
+    remove list markers (``1.``, ``2)``, ``(3)``, ``4:``, ``-``, ``*``, ``•``, ``Query 1:``,
+    ``Answer 1:``) when followed by whitespace, surrounding quotes, ``**`` and backticks; skip
+    lines that end with ``:`` (preambles such as ``"Here are the queries:"``) and polite chatter
+    (``Sure!``, ``Let me know if you need more!``). If any remaining line carried a list marker, only
+    such lines are kept. Order is kept; duplicates are kept (see :func:`dedupe`).
     """
-    items: list[str] = []
+    items: list[tuple[str, bool]] = []
     for raw in text.splitlines():
         line = raw.strip()
-        if not line or line.startswith("```"):
+        if not line or line.startswith("```") or _HEADING.match(line):
             continue
-        previous = None
-        while previous != line:  # markers may sit inside quotes/bold and vice versa
-            previous = line
-            line = _strip_quotes(_LIST_MARKER.sub("", line))
-        if not line or line.endswith(":"):
+        item, marked = _clean_line(line)
+        if not item or item.endswith(":") or _CHATTER.match(item):
             continue
-        items.append(line)
-    return items
+        items.append((item, marked))
+    listed = any(marked for _, marked in items)
+    return [item for item, marked in items if marked or not listed]
 
 
 def dedupe(texts: list[str]) -> list[str]:

@@ -37,9 +37,27 @@ def test_clean_subqueries_numbering_and_blank_lines() -> None:
 def test_clean_subqueries_quotes_bullets_preamble_fences() -> None:
     text = (
         "Here are the queries:\n```\n* \"What is X?\"\n**Query 2: foo bar**\n(3) baz\n"
-        "• 'qux'\n3.5 inch floppy\n```\n"
+        "• 'qux'\n- 3.5 inch floppy\n```\n"
     )
     assert clean_subqueries(text) == ["What is X?", "foo bar", "baz", "qux", "3.5 inch floppy"]
+    assert clean_subqueries("3.5 inch floppy\n`Mars moons`") == ["3.5 inch floppy", "Mars moons"]  # "3.5" is no marker
+
+
+def test_clean_subqueries_keeps_only_the_list_items_of_a_chatty_answer() -> None:
+    text = (
+        "Sure! Here are three search queries:\n\n1. moons of Mars\nThis one asks about the satellites.\n"
+        "2. **Phobos** and `Deimos` orbits\n3. \"Mars natural satellites\"\n\nLet me know if you need more!"
+    )
+    assert clean_subqueries(text) == ["moons of Mars", "Phobos and Deimos orbits", "Mars natural satellites"]
+
+
+def test_clean_subqueries_without_a_list_drops_preamble_headings_and_chatter_lines() -> None:
+    text = (
+        "## Search queries\nCertainly, happy to help.\nHere's what I came up with\nmoons of Mars\n"
+        "Sure: Phobos\nOK Computer album\nThese queries cover both meanings.\nI hope this helps!\n"
+        "Feel free to ask for more.\nNote: none"
+    )
+    assert clean_subqueries(text) == ["moons of Mars", "OK Computer album"]
 
 
 def test_dedupe_is_normalised_and_keeps_first() -> None:
