@@ -28,6 +28,8 @@ st.caption("MRAG's head vectors are what each head reads from the text. These he
 
 
 ss = st.session_state
+MOST_TOKENS = 512
+"""The largest *Max tokens*: longer maps get slow to draw."""
 
 
 def ordinal(n: int) -> str:
@@ -62,7 +64,7 @@ except ModelLoadError as exc:
 follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model starts at its own last layer
 layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer", **KEEP,
                      help=f"Counted from 0: 0 is the first layer, {lm.n_layers - 1} the last.")
-max_tokens = c3.number_input("Max tokens", 8, 512, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens", **KEEP,
+max_tokens = c3.number_input("Max tokens", 8, MOST_TOKENS, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens", **KEEP,
                              help="Longer texts are cut; big maps get slow to draw.")
 
 source = st.radio("Text", ["A corpus document", "A query", "Type a text"], horizontal=True, key="attn_source", **KEEP)
@@ -94,8 +96,9 @@ if not text.strip():
 
 maps = attention_maps(lm, text, layer, max_tokens=int(max_tokens), kind=kind)
 if maps.truncated:
-    st.warning(f"The text has {maps.n_tokens_total} tokens; only the first {len(maps.tokens)} are shown "
-               "(raise *Max tokens* to see more).")
+    more = ("raise *Max tokens* to see more" if max_tokens < MOST_TOKENS
+            else f"{MOST_TOKENS} is the most this page shows")
+    st.warning(f"The text has {maps.n_tokens_total} tokens; only the first {len(maps.tokens)} are shown ({more}).")
 labels = axis_labels(maps.tokens)
 
 clamp_state("attn_head", 0, maps.n_heads - 1)  # a head kept from a model with more heads

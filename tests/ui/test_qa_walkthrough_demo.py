@@ -108,3 +108,20 @@ def test_compare_says_why_it_shows_nothing_for_a_blank_query_or_no_strategy(demo
     assert "Choose at least one strategy to compare." in [i.value for i in at.info]
     at.multiselect(key="compare_strategies").set_value(["mrag"]).run()  # the results come back, no click needed
     assert any("heads (rank in head, vote)" in d.value.columns for d in at.dataframe)
+
+
+def test_attention_asks_for_more_tokens_only_below_the_most_it_shows(demo) -> None:
+    """A 5,000-character text at Max tokens 512 (the most the box takes) was told to 'raise *Max tokens* to see
+    more'."""
+    at = AppTest.from_file(str(PAGES / "6_Attention.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="attn_source").set_value("Type a text").run()
+    text = ("Lighthouses guide ships and kefir grains ferment milk. " * 100)[:5000]
+    at.text_area(key="attn_text").input(text).run()
+    no_exceptions(at)
+    n = len(demo.tokenizer([text])["input_ids"][0])
+    assert n > 512 and [w.value for w in at.warning] == [
+        f"The text has {n} tokens; only the first 96 are shown (raise *Max tokens* to see more)."]
+    at.number_input(key="attn_max_tokens").set_value(512).run()
+    no_exceptions(at)
+    assert [w.value for w in at.warning] == [f"The text has {n} tokens; only the first 512 are shown (512 is the most "
+                                             "this page shows)."]
