@@ -4,7 +4,9 @@ The run is written to the same store the app uses (``--database`` or ``$MRAG_DAT
 else the default SQLite file), so it shows up on the Evaluation Runs page. Prints the run id
 and a summary table (mean RSR / CSR / weighted at k = n and k = 2n per aspect count); with LLM
 strategies (``multi-query``, ``hyde``, ``intent`` and their ``-mrag`` forms, endpoint from
-``MRAG_LLM_*`` as elsewhere) also their token cost per strategy.
+``MRAG_LLM_*`` as elsewhere) also their token cost per strategy and, with two or more, a ``total`` row that
+counts each LLM call once (a strategy and its ``-mrag`` form search the same expansions: both rows count them,
+and a line under the table says so).
 ``--resume ID`` continues a cancelled or interrupted run; ``--stop ID`` asks the process that runs it (the app,
 another ``eval``) to stop after its current batch; ``--list`` prints the stored runs (of
 ``--corpus`` when given) with their state as the Evaluation Runs page says it: ``done``, ``stopped``,
@@ -180,7 +182,10 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         if llm:
             print()
             print(COST_HEADING)
-            print(format_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm]))
+            total = [{"strategy": "total", **er.llm_cost_total(metrics)}] if len(llm) > 1 else []
+            print(format_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm] + total))
+            if shared := er.shared_expansions_note(llm):
+                print(f"note: {shared}")
             warning = info.timing.get("warning")
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)

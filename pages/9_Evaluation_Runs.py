@@ -62,7 +62,8 @@ COST_FORMAT = {"rsr": st.column_config.NumberColumn(format="%.3f"), "csr": st.co
                "tokens_per_query": st.column_config.NumberColumn("tokens / query", format="%.1f"),
                "spent_tokens": st.column_config.NumberColumn("tokens spent"),
                "llm_s": st.column_config.NumberColumn("LLM s", format="%.2f"),
-               "llm_queries": st.column_config.NumberColumn("LLM-expanded queries")}
+               "llm_queries": st.column_config.NumberColumn("LLM-expanded queries"),
+               er.SHARED_COLUMN: st.column_config.TextColumn("expansions shared with")}
 
 
 
@@ -330,6 +331,8 @@ with tab_view:
                 "expansions (cached answers counted at what they cost once), tokens spent = sent by this run, "
                 "LLM s = seconds waited for answers." if spent else " No strategy of this run used an LLM."))
             st.dataframe(cost, hide_index=True, key="ev_cost", column_config=COST_FORMAT)
+            if spent and (total_note := er.llm_total_note(m)):  # rows may share calls: their total, each once
+                st.caption(total_note)
             if chosen.timing.get("warning"):
                 st.warning(chosen.timing["warning"])
             aspects = sorted(int(n) for n in m.summary["n_aspects"].unique())
@@ -430,7 +433,8 @@ with tab_compare:
                 overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
                 cost = er.items_cost(store, picked, metrics=loaded)
                 cost.insert(1, metric, cost["item"].map(overall))
-                st.dataframe(cost[["item", metric, "tokens_per_query", "tokens", "spent_tokens", "llm_s", "failed"]],
+                st.dataframe(cost[["item", metric, "tokens_per_query", "tokens", "spent_tokens", "llm_s", "failed",
+                                   er.SHARED_COLUMN]],
                              hide_index=True, key="ev_cmp_cost",
                              column_config={**COST_FORMAT, metric: st.column_config.NumberColumn(format="%.3f")})
                 cmp_fig = px.bar(means[means["n_aspects"] != "all"], x="n_aspects",

@@ -74,12 +74,14 @@ from mrag_core.evaluation import (
 from mrag_core.extraction import ExtractionCancelled
 from mrag_core.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
 from mrag_core.llm_strategies import (
+    LLM_FAMILIES,
     ExpansionOutcome,
     LLMOptions,
     TextBatch,
     cost_summary,
     expand_many,
     families_for,
+    family_of,
     is_llm_strategy,
 )
 from mrag_core.metrics.weighted import weighted_success_ratio
@@ -100,6 +102,10 @@ __all__ = [
     "accuracy_and_cost",
     "items_cost",
     "llm_cost",
+    "llm_cost_total",
+    "llm_total_note",
+    "shared_expansions_note",
+    "sharing_expansions",
     "authors_json",
     "compare_runs",
     "drilldown",
@@ -998,19 +1004,82 @@ def coverage_note(metrics: RunMetrics) -> str | None:
 
 COST_COLUMNS = ["llm_queries", "prompt_tokens", "completion_tokens", "tokens", "tokens_per_query", "spent_tokens",
                 "llm_s", "cached", "failed"]
+SHARED_COLUMN = "shared_with"
+"""The column naming the strategies that searched the same LLM expansions as a row's (their calls are shared)."""
+
+
+def _cost_row(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """:data:`COST_COLUMNS` of expansion records (:func:`~mrag_core.llm_strategies.cost_summary`)."""
+    summary = cost_summary(records)
+    return {"llm_queries": summary["expansions"], "prompt_tokens": summary["prompt_tokens"],
+            "completion_tokens": summary["completion_tokens"], "tokens": summary["tokens"],
+            "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
+            "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]}
+
+
+def _llm_records(metrics: RunMetrics, strategy: str | None = None) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(strategy, query id, details["llm"])`` of the run's results (of ``strategy`` when given)."""
+    return [(s, q, d["llm"]) for (s, q), d in metrics.details.items()
+            if (strategy is None or s == strategy) and isinstance(d.get("llm"), dict)]
+
+
+def sharing_expansions(metrics: RunMetrics, strategy: str) -> list[str]:
+    """The run's other strategies that search the same LLM expansions as ``strategy`` (its family's other form:
+    ``multi-query`` and ``multi-query-mrag`` search the same rewrites, one LLM call per query serving both)."""
+    family = family_of(strategy)
+    return [] if family is None else [s for s in metrics.strategies if s != strategy and family_of(s) == family]
 
 
 def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
     """LLM cost of one strategy of a run, from its results' ``details["llm"]``
     (:func:`~mrag_core.llm_strategies.cost_summary`; all zeros for a strategy without an LLM).
     ``llm_queries`` = queries expanded by the LLM; ``tokens`` counts what the expansions cost (cache hits at their original cost),
-    ``spent_tokens`` / ``llm_s`` what was sent / waited for when the results were computed."""
-    records = [d["llm"] for (s, _), d in metrics.details.items() if s == strategy and isinstance(d.get("llm"), dict)]
-    summary = cost_summary(records)
-    return {"llm_queries": summary["expansions"], "prompt_tokens": summary["prompt_tokens"],
-            "completion_tokens": summary["completion_tokens"], "tokens": summary["tokens"],
-            "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
-            "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]}
+    ``spent_tokens`` / ``llm_s`` what was sent / waited for when the results were computed.
+
+    The cost of what this strategy searched, whether or not another strategy searched it too: ``shared_with``
+    names the run's strategies that share these expansions (:func:`sharing_expansions`), whose rows count the
+    same calls; adding rows up counts them once per strategy, :func:`llm_cost_total` counts each once."""
+    return {**_cost_row([r for _, _, r in _llm_records(metrics, strategy)]),
+            SHARED_COLUMN: ", ".join(sharing_expansions(metrics, strategy))}
+
+
+def llm_cost_total(metrics: RunMetrics) -> dict[str, Any]:
+    """LLM cost of the whole run (:data:`COST_COLUMNS`), each expansion counted once: one record per (LLM family,
+    query), whichever strategies searched it. Of the records of one (family, query), that of the call actually
+    sent is kept (a strategy scored in a later session got the same expansion from the cache: 0 spent, 0 s);
+    so ``tokens`` is what the run's expansions cost and ``spent_tokens`` / ``llm_s`` what was sent / waited for,
+    never counted once per strategy that shares them."""
+    once: dict[tuple[str, int], dict[str, Any]] = {}
+    for s, q, record in _llm_records(metrics):
+        key = (str(record.get("family") or family_of(s)), q)
+        kept = once.get(key)
+        if kept is None or (kept.get("cached") and not record.get("cached")):
+            once[key] = record
+    return _cost_row(list(once.values()))
+
+
+def shared_expansions_note(strategies: Sequence[str]) -> str | None:
+    """Which of ``strategies`` share their LLM expansions, said once under a cost table (None when none do)."""
+    pairs = [" and ".join(g) for g in ([s for s in strategies if family_of(s) == f] for f in LLM_FAMILIES)
+             if len(g) > 1]
+    if not pairs:
+        return None
+    return (pairs[0] + " share their LLM expansions" + "".join(f", as do {p}" for p in pairs[1:])
+            + " (one call per query serves both strategies): each of their rows counts those calls, so a sum of "
+            "the rows counts them twice; the total counts each call once.")
+
+
+def llm_total_note(metrics: RunMetrics) -> str | None:
+    """The line under a run's cost table that totals its LLM-assisted strategies, each call counted once
+    (:func:`llm_cost_total`), and says which share their expansions (:func:`shared_expansions_note`); None when
+    the run has fewer than two LLM-assisted strategies (a single row is its own total)."""
+    if sum(1 for s in metrics.strategies if family_of(s) is not None) < 2:
+        return None
+    total = llm_cost_total(metrics)
+    shared = shared_expansions_note(metrics.strategies)
+    return (f"All LLM-assisted strategies together, each LLM call counted once: {total['tokens']} tokens over "
+            f"{total['llm_queries']} expansions, {total['spent_tokens']} spent, {total['llm_s']:.2f} LLM s."
+            + (f" {shared}" if shared else ""))
 
 
 def accuracy_and_cost(metrics: RunMetrics, *, k: int | None = None) -> pd.DataFrame:
@@ -1028,29 +1097,29 @@ def accuracy_and_cost(metrics: RunMetrics, *, k: int | None = None) -> pd.DataFr
                      "weighted": float(at["weighted"].mean()),
                      "search_s": float(search_s.get(strat, 0.0)) if isinstance(search_s, dict) else 0.0,
                      **llm_cost(metrics, strat)})
-    return pd.DataFrame(rows, columns=["strategy", "rsr", "csr", "weighted", "search_s", *COST_COLUMNS])
+    return pd.DataFrame(rows, columns=["strategy", "rsr", "csr", "weighted", "search_s", *COST_COLUMNS, SHARED_COLUMN])
 
 
 def without_unused_cost(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (:func:`accuracy_and_cost`) without its LLM cost columns when every one of them is zero
-    (no strategy of the run used an LLM); otherwise unchanged."""
+    """``table`` (:func:`accuracy_and_cost`) without its LLM cost columns (``shared_with`` too) when every one of
+    them is zero (no strategy of the run used an LLM); otherwise unchanged."""
     cost = [c for c in COST_COLUMNS if c in table.columns]
     if cost and not table[cost].astype(float).to_numpy().any():
-        return table.drop(columns=cost)
+        return table.drop(columns=[*cost, *([SHARED_COLUMN] if SHARED_COLUMN in table.columns else [])])
     return table
 
 
 def items_cost(store: db.Store, items: Sequence[tuple[int, str]], *,
                metrics: dict[int, RunMetrics] | None = None) -> pd.DataFrame:
     """LLM cost (:func:`llm_cost`) of each (run, strategy) item, labelled ``#run strategy`` as in
-    :func:`compare_runs`."""
+    :func:`compare_runs`; ``shared_with`` names the strategies of the item's run that share its expansions."""
     cache = dict(metrics or {})
     rows = []
     for run_id, strat in items:
         if run_id not in cache:
             cache[run_id] = load_run_metrics(store, run_id)
         rows.append({"item": f"#{run_id} {strat}", **llm_cost(cache[run_id], strat)})
-    return pd.DataFrame(rows, columns=["item", *COST_COLUMNS])
+    return pd.DataFrame(rows, columns=["item", *COST_COLUMNS, SHARED_COLUMN])
 
 
 def to_evaluation_result(metrics: RunMetrics) -> EvaluationResult:

@@ -146,6 +146,34 @@ def test_cli_llm_strategies_write_a_run_and_print_tokens(url: str, monkeypatch: 
     assert mq[:5] == ["multi-query", "2", "50", "25.0", "0"] and mq[-2:] == ["2", "0"]  # 2 cached, 0 failed
 
 
+def test_cli_cost_table_counts_shared_expansions_once_in_its_total(url: str, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys) -> None:
+    """multi-query and multi-query-mrag search the same rewrites: one request per query serves both. Each row
+    shows what its strategy searched; the total row counts each call once, and a note says they are shared."""
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    def answer(prompt: str) -> Reply:
+        question = prompt.rsplit("Question: ", 1)[1]
+        return Reply.ok(f"{question}\n{question} facts", prompt_tokens=20, completion_tokens=5)
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        _llm_env(monkeypatch, server.base_url)
+        args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                     "multi-query,multi-query-mrag", "--c", "4", "--k-max", "3", "--rewrites", "2",
+                                     "--database", url])
+        assert cmd_eval(args) == 0
+        assert len(server.requests) == 2  # one per query, for both strategies
+    lines = capsys.readouterr().out.splitlines()
+    head = lines.index("LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)")
+    # 2 queries x (20 + 5) tokens: each strategy searched 50 tokens' worth; the run sent 50, not 100.
+    assert lines[head + 2].split()[:5] == ["multi-query", "2", "50", "25.0", "50"]
+    assert lines[head + 3].split()[:5] == ["multi-query-mrag", "2", "50", "25.0", "50"]
+    assert lines[head + 4].split()[:5] == ["total", "2", "50", "25.0", "50"]
+    assert lines[head + 5] == ("note: multi-query and multi-query-mrag share their LLM expansions (one call per query "
+                               "serves both strategies): each of their rows counts those calls, so a sum of the rows "
+                               "counts them twice; the total counts each call once.")
+
+
 def test_cli_llm_strategies_without_endpoint(url: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     _llm_env(monkeypatch, None)
     args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",

@@ -155,3 +155,27 @@ def test_queries_that_all_differ_by_the_same_amount_get_no_t_test_stars() -> Non
     assert tests.loc["2", "wilcoxon_p"] == pytest.approx(0.5) and tests.loc["all", "wilcoxon_p"] == pytest.approx(0.25)
     assert tests["wilcoxon_sig"].tolist() == ["", "n.s.", "n.s."]
     assert tests.loc["all", ["wins", "ties", "losses"]].tolist() == [3, 0, 0]
+
+
+def test_the_cost_table_marks_shared_expansions_and_totals_each_call_once() -> None:
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, _, (q1, q2, _) = _corpus(store)
+    strategies = ["multi-query", "multi-query-mrag"]
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, name="llm",
+                             config={"model": "minilm", "layer": 5, "strategies": strategies, "c": 4, "k_max": 2,
+                                     "w": 2.0}, seed=0)
+    llm = {q: {"llm": {"family": "multi-query", "texts": ["t"], "prompt_tokens": p, "completion_tokens": 10,
+                       "latency_s": 0.25, "cached": False}} for q, p in ((q1, 40), (q2, 30))}
+    db.save_eval_results(store, run.id, [{"strategy": s, "query_id": q, "retrieved": [], "rsr": [1.0, 1.0],
+                                          "csr": [1.0, 1.0], "details": llm[q]} for s in strategies for q in (q1, q2)])
+    db.finish_eval_run(store, run.id)
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    cost = next(df.value for df in at.dataframe if "search_s" in df.value.columns).set_index("strategy")
+    # Each row: the 50 + 40 tokens its strategy searched; the run sent them once (one call per query).
+    assert cost.loc[strategies, ["tokens", "spent_tokens", "shared_with"]].values.tolist() == [
+        [90, 90, "multi-query-mrag"], [90, 90, "multi-query"]]
+    assert any(c.value.startswith("All LLM-assisted strategies together, each LLM call counted once: 90 tokens over "
+                                  "2 expansions, 90 spent, 0.50 LLM s. multi-query and multi-query-mrag share their "
+                                  "LLM expansions") for c in at.caption), [c.value for c in at.caption]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import db
@@ -143,3 +142,60 @@ def test_runs_of_different_query_sets_are_not_compared(store) -> None:
         er.compare_runs(store, [(a, "standard"), (b, "mrag")])
     assert str(exc.value) == (f"These runs were scored on different query sets (#{a} on 'Q', #{b} on 'Other') and "
                               "share no query: paired tests compare the same queries, so choose runs of one query set.")
+
+
+def _llm(family: str, prompt: int, completion: int, latency: float, cached: bool) -> dict:
+    return {"llm": {"family": family, "texts": ["t"], "prompt_tokens": prompt, "completion_tokens": completion,
+                    "latency_s": latency, "cached": cached}}
+
+
+def test_expansions_shared_by_two_strategies_are_marked_and_counted_once_in_the_total(store) -> None:
+    """multi-query and multi-query-mrag search the same rewrites (one LLM call per query serves both): the cost
+    table charged the calls to each, and a sum over its rows counted them twice."""
+    corpus, qs, _, (q1, q2, _) = make_corpus(store)
+    details = {  # q1: one call for both; q2: multi-query's call, multi-query-mrag (a later session) from the cache
+        ("multi-query", q1): _llm("multi-query", 40, 12, 0.5, False),
+        ("multi-query-mrag", q1): _llm("multi-query", 40, 12, 0.5, False),
+        ("multi-query", q2): _llm("multi-query", 30, 10, 0.4, False),
+        ("multi-query-mrag", q2): _llm("multi-query", 30, 10, 0.0, True),
+        ("hyde", q1): _llm("hyde", 20, 30, 1.0, False),
+        ("hyde", q2): _llm("hyde", 20, 25, 0.0, True),
+    }
+    strategies = ["standard", "multi-query", "multi-query-mrag", "hyde"]
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, name="llm",
+                             config={"model": "minilm", "layer": 5, "strategies": strategies, "c": 4, "k_max": 2,
+                                     "w": 2.0}, seed=0)
+    db.save_eval_results(store, run.id, [
+        {"strategy": s, "query_id": q, "retrieved": [], "rsr": [1.0, 1.0], "csr": [1.0, 1.0],
+         "details": details.get((s, q))} for s in strategies for q in (q1, q2)])
+    db.finish_eval_run(store, run.id)
+    m = er.load_run_metrics(store, run.id)
+    table = er.accuracy_and_cost(m).set_index("strategy")
+    cols = ["llm_queries", "tokens", "spent_tokens", "cached", er.SHARED_COLUMN]
+    # Per strategy: what it searched. multi-query 52 + 40 = 92 tokens, all sent; multi-query-mrag the same 92,
+    # 52 sent (q2 from the cache); hyde 50 + 45 = 95, 50 sent.
+    assert table.loc["multi-query", cols].tolist() == [2, 92, 92, 0, "multi-query-mrag"]
+    assert table.loc["multi-query-mrag", cols].tolist() == [2, 92, 52, 1, "multi-query"]
+    assert table.loc["hyde", cols].tolist() == [2, 95, 50, 1, ""]
+    assert table.loc["standard", cols].tolist() == [0, 0, 0, 0, ""]
+    assert table["tokens"].sum() == 279  # the rows added up count the shared rewrites twice
+    # Each (family, query) expansion once, the sent call kept: 92 + 95 = 187 tokens over 4 expansions;
+    # sent 52 + 40 + 50 = 142; LLM seconds 0.5 + 0.4 + 1.0; hyde's q2 the one cache hit.
+    total = er.llm_cost_total(m)
+    assert {k: total[k] for k in ("llm_queries", "tokens", "spent_tokens", "cached", "failed")} == {
+        "llm_queries": 4, "tokens": 187, "spent_tokens": 142, "cached": 1, "failed": 0}
+    assert total["llm_s"] == pytest.approx(1.9) and total["tokens_per_query"] == pytest.approx(187 / 4)
+    shared = ("multi-query and multi-query-mrag share their LLM expansions (one call per query serves both "
+              "strategies): each of their rows counts those calls, so a sum of the rows counts them twice; the total "
+              "counts each call once.")
+    assert er.shared_expansions_note(m.strategies) == shared
+    assert er.llm_total_note(m) == ("All LLM-assisted strategies together, each LLM call counted once: 187 tokens "
+                                    f"over 4 expansions, 142 spent, 1.90 LLM s. {shared}")
+    assert er.shared_expansions_note(["hyde", "multi-query", "standard"]) is None
+    assert er.shared_expansions_note(["hyde-mrag", "multi-query", "hyde", "multi-query-mrag"]).startswith(
+        "multi-query and multi-query-mrag share their LLM expansions, as do hyde-mrag and hyde (one call")
+    cost = er.items_cost(store, [(run.id, "multi-query-mrag"), (run.id, "hyde")])
+    assert cost[["item", "tokens", er.SHARED_COLUMN]].values.tolist() == [
+        [f"#{run.id} multi-query-mrag", 92, "multi-query"], [f"#{run.id} hyde", 95, ""]]
+    free = er.without_unused_cost(table.loc[["standard"]].reset_index())
+    assert list(free.columns) == ["strategy", "rsr", "csr", "weighted", "search_s"]
