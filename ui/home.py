@@ -66,7 +66,8 @@ def home() -> None:
                 st.rerun()
     elif demo_runs:
         newest = demo_runs[0]  # newest first
-        st.success(f"The demo corpus has a finished index (#{newest.id}: {newest.model_name}, layer {newest.layer}): "
+        st.success(f"The demo corpus has a finished index (#{newest.id}: {md_plain(newest.model_name)}, layer "
+                   f"{newest.layer}): "
                    "go straight to Compare.")
     else:
         st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "

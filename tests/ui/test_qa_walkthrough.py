@@ -65,3 +65,23 @@ def test_the_index_page_offers_no_build_for_an_empty_corpus() -> None:
     assert [i.value for i in at.info] == ["This corpus has no documents yet: import some on the Corpus Import page, "
                                           "then build its index here."]
     assert not [b for b in at.button if b.key == "index_build"]
+
+
+def test_home_names_the_demo_index_model_verbatim() -> None:
+    """Home wrote the model of the demo's index into Markdown as it was: a local model folder such as
+    '/models/**tiny**_[v2](x)' showed in bold with a link."""
+    from mrag_core.demo import DEMO_CORPUS_NAME
+
+    app = str(PAGES.parent / "app.py")
+    no_exceptions(AppTest.from_file(app, default_timeout=TIMEOUT).run())  # loads the demo corpus
+    store = page_store()
+    corpus = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    run = db.create_embedding_run(store, corpus.id, model_name="/models/**tiny**_[v2](x)", layer=1, pooling="last",
+                                  n_heads=2, head_dim=2, dim=4)
+    db.finish_embedding_run(store, run.id)
+    store.close()
+    at = AppTest.from_file(app, default_timeout=TIMEOUT).run()
+    no_exceptions(at)
+    assert [s.value for s in at.success] == [
+        rf"The demo corpus has a finished index (#{run.id}: /models/\*\*tiny\*\*\_\[v2\]\(x\), layer 1): go straight "
+        "to Compare."]
