@@ -295,11 +295,15 @@ with tab_review:
                 st.rerun()
         with st.expander("Delete this query set", key=f"qb_del_set_open_{qs.id}", on_change="rerun"):
             runs_on_set = db.list_eval_runs(store, query_set_id=qs.id)
+            busy = "; ".join(qw.set_work_in_progress(store, qs.id))
+            if busy:
+                st.info(f"This query set cannot be deleted while {md_plain(busy)}. Stop that work or wait until it "
+                        "ends.")
             sure_set = st.checkbox(
                 f"Delete '{md_plain(qs.name)}' with its {qs.n_queries} quer{'y' if qs.n_queries == 1 else 'ies'} and "
                 f"the {len(runs_on_set)} evaluation run{'s' if len(runs_on_set) != 1 else ''} made on it; this "
-                "cannot be undone", key=f"qb_del_set_sure_{qs.id}")
-            if st.button("Delete query set", key="qb_del_set", disabled=not sure_set):
+                "cannot be undone", key=f"qb_del_set_sure_{qs.id}", disabled=bool(busy))
+            if st.button("Delete query set", key="qb_del_set", disabled=not sure_set or bool(busy)) and not busy:
                 try:
                     db.delete_query_set(store, qs.id)
                 except db.NotFoundError:
