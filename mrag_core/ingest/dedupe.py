@@ -28,7 +28,8 @@ def dedupe(
 
     Records whose hash is in ``existing_hashes`` (texts already in the collection) are dropped
     too. Each dropped record gives a warning located at its ``source`` that names what it
-    duplicates. Order of the kept records is preserved.
+    duplicates, and its label when that is lost (the kept record has another label or none).
+    Order of the kept records is preserved.
     """
     seen: dict[str, ImportRecord] = {}
     existing = set(existing_hashes)
@@ -42,10 +43,19 @@ def dedupe(
             continue
         first = seen.get(h)
         if first is not None:
-            issues.append(ImportIssue(
-                r.source, f"{r.title!r} has the same text as {first.title!r} ({first.source}); skipped",
-                "warning"))
+            issues.append(ImportIssue(r.source, _same_text(r, first), "warning"))
             continue
         seen[h] = r
         unique.append(r)
     return unique, issues
+
+
+def _same_text(dropped: ImportRecord, kept: ImportRecord) -> str:
+    """The warning for ``dropped``, a later copy of ``kept``'s text in the same upload; it names ``dropped``'s label
+    when that is lost (the kept copy has another label or none)."""
+    message = f"{dropped.title!r} has the same text as {kept.title!r} ({kept.source}); skipped"
+    if dropped.label is not None and dropped.label != kept.label:
+        kept_label = f"has {kept.label!r}" if kept.label is not None else "has no label"
+        message += (f" with its label {dropped.label!r} (the copy kept {kept_label}): check which is right after the "
+                    "import")
+    return message

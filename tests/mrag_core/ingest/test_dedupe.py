@@ -31,6 +31,22 @@ def test_dedupe_keeps_first_and_reports_later() -> None:
     assert "already in the collection" in issues[1].message
 
 
+def test_dedupe_names_a_dropped_copys_lost_label() -> None:
+    def row(title: str, label: str | None, n: int) -> ImportRecord:
+        return ImportRecord(title, "Same text.", label, f"f.csv row {n}")
+
+    unique, issues = dedupe([row("a", "moon", 2), row("b", "mars", 3), row("c", "moon", 4), row("d", None, 5)])
+    assert [r.title for r in unique] == ["a"]
+    assert [i.message for i in issues] == [
+        "'b' has the same text as 'a' (f.csv row 2); skipped with its label 'mars' (the copy kept has 'moon'): "
+        "check which is right after the import",
+        "'c' has the same text as 'a' (f.csv row 2); skipped",  # same label: nothing lost
+        "'d' has the same text as 'a' (f.csv row 2); skipped"]  # no label: nothing lost
+    _, issues = dedupe([row("a", None, 2), row("b", "mars", 3)])
+    assert issues[0].message.endswith("skipped with its label 'mars' (the copy kept has no label): check which is "
+                                      "right after the import")
+
+
 def test_check_records_limits() -> None:
     records = [rec("ok", "  fine\r\n"), rec("empty", " \n "), rec("big", "é" * 600)]
     kept, issues = check_records(records, max_doc_bytes=1000)
