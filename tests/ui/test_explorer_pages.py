@@ -281,9 +281,10 @@ def test_compare_page_llm_strategies_with_texts_and_cost(built, monkeypatch):
         labels = [e.label for e in at.expander]
         assert any(lb.startswith("Multi-query rewrites (2) — 49 tokens (40 prompt + 9 completion)") for lb in labels)
         assert any(lb.startswith("HyDE passage (1) — 44 tokens") for lb in labels)
-        # the generated texts are shown as plain text (a dataframe cell), markup included verbatim
+        # the generated texts are shown as plain text (a dataframe cell), markup included verbatim (the list parser
+        # takes ** out of a rewrite: expansion.common.parse_list)
         rewrites, passage = [d.value for d in at.dataframe if list(d.value.columns) == ["text"]]  # family order
-        assert rewrites["text"].tolist() == ["<b>lighthouse</b> history", "**cheese** making"]
+        assert rewrites["text"].tolist() == ["<b>lighthouse</b> history", "cheese making"]
         assert passage["text"].tolist() == ["A lighthouse guides ships <script>x</script> and cheese ripens in caves."]
         assert any(c.startswith("LLM: 49 tokens") for c in texts(at.caption))
         # a rerun (k changed) sends nothing for the families that succeeded
