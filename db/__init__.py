@@ -130,8 +130,8 @@ from db.evals import (
     runs_with_results_for,
     save_eval_results,
 )
-from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, beat_lease, heartbeat_age, is_live, lease_holder, new_owner,
-                         process_of, release_lease, take_lease)
+from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, LeaseHeldError, LeaseInfo, beat_lease, heartbeat_age, is_live,
+                         lease_holder, lease_info, new_owner, process_of, release_lease, take_lease, work_title)
 from db.llm_cache import (
     CachedResponse,
     CacheStats,
@@ -177,6 +177,10 @@ __all__ = [
     "request_eval_stop",
     "beat_lease",
     "lease_holder",
+    "lease_info",
+    "LeaseHeldError",
+    "LeaseInfo",
+    "work_title",
     "release_lease",
     "take_lease",
     "beat_eval_run",

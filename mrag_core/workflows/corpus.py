@@ -313,21 +313,20 @@ def work_in_progress(store: db.Store, corpus_id: int) -> list[str]:
     (:mod:`db.liveness`): index builds, evaluation runs (by name), a pre-annotation and query generations into its
     query sets (by name), each naming its process, and a leased work since when. Deleting the corpus under them
     would make them fail half-way; empty when nothing runs."""
-    from db.liveness import lease_info, work_title
     from mrag_core.workflows.annotation import preannotation_lease
     from mrag_core.workflows.querysets import generation_lease
 
     out = [f"index #{r.id} ({r.model_name}, layer {r.layer}) is being built ({r.process})"
            for r in db.list_embedding_runs(store, corpus_id) if r.live]
-    out += [f"{work_title('evaluation run', r.id, r.name)} is running ({r.process})"
+    out += [f"{db.work_title('evaluation run', r.id, r.name)} is running ({r.process})"
             for r in db.list_eval_runs(store, corpus_id=corpus_id) if r.live]
-    lease = lease_info(store, preannotation_lease(corpus_id))
+    lease = db.lease_info(store, preannotation_lease(corpus_id))
     if lease is not None:
         out.append(f"it is being pre-annotated ({lease.describe()})")
     for qs in db.list_query_sets(store, corpus_id):
-        lease = lease_info(store, generation_lease(qs.id))
+        lease = db.lease_info(store, generation_lease(qs.id))
         if lease is not None:
-            out.append(f"queries are being generated into {work_title('query set', qs.id, qs.name)} "
+            out.append(f"queries are being generated into {db.work_title('query set', qs.id, qs.name)} "
                        f"({lease.describe()})")
     return out
 

@@ -227,11 +227,9 @@ def set_work_in_progress(store: db.Store, query_set_id: int) -> list[str]:
     """What some process is doing to query set ``query_set_id`` now, as its heartbeats say (:mod:`db.liveness`):
     a query generation into it (since when, by which process) and evaluation runs scoring it (by name). Deleting
     the set under them would make them fail half-way; empty when nothing runs."""
-    from db.liveness import lease_info, work_title
-
-    out = [f"{work_title('evaluation run', r.id, r.name)} is scoring it ({r.process})"
+    out = [f"{db.work_title('evaluation run', r.id, r.name)} is scoring it ({r.process})"
            for r in db.list_eval_runs(store, query_set_id=query_set_id) if r.live]
-    lease = lease_info(store, generation_lease(query_set_id))
+    lease = db.lease_info(store, generation_lease(query_set_id))
     if lease is not None:
         out.insert(0, f"queries are being generated into it ({lease.describe()})")
     return out
