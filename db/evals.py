@@ -294,12 +294,16 @@ def finish_eval_run(
         return _info(session, run)
 
 
-def claim_eval_run(store: Store, run_id: int, owner: str) -> EvalRunInfo:
+def claim_eval_run(store: Store, run_id: int, owner: str, *, unfinished_only: bool = False) -> EvalRunInfo:
     """Make ``owner`` (:func:`db.liveness.new_owner`) the process that runs evaluation ``run_id``, to resume it:
-    status ``running``, a fresh heartbeat. Raises NotFoundError, RunInProgressError (another process's
-    heartbeat on it is recent)."""
+    status ``running``, a fresh heartbeat. With ``unfinished_only`` (a resume) a finished (``done``) run is
+    refused in the same transaction, so a run that finished since the caller looked stays as it is. Raises
+    NotFoundError, RunInProgressError (another process's heartbeat on it is recent), InvalidInputError (a
+    finished run, with ``unfinished_only``)."""
     with store.session() as session:
         run = require(session, EvalRun, run_id, "Evaluation run")
+        if unfinished_only and run.status == "done":
+            raise InvalidInputError(f"Evaluation run {run_id} is finished: a finished run is not resumed.")
         claim_row(session, run, "Evaluation run", owner)
         session.flush()
         return _info(session, run)

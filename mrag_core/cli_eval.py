@@ -7,7 +7,8 @@ strategies (``multi-query``, ``hyde``, ``intent`` and their ``-mrag`` forms, end
 ``MRAG_LLM_*`` as elsewhere) also their token cost per strategy and, with two or more, a ``total`` row that
 counts each LLM call once (a strategy and its ``-mrag`` form search the same expansions: both rows count them,
 and a line under the table says so).
-``--resume ID`` continues a cancelled or interrupted run; ``--stop ID`` asks the process that runs it (the app,
+``--resume ID`` continues a cancelled or interrupted run (a finished one is refused, unchanged: the error names the
+``eval`` command that starts a new run with its settings); ``--stop ID`` asks the process that runs it (the app,
 another ``eval``) to stop after its current batch; ``--list`` prints the stored runs (of
 ``--corpus`` when given) with their state as the Evaluation Runs page says it: ``done``, ``stopped``,
 ``failed``, ``running elsewhere`` (another process keeps its heartbeat fresh: the app, or another
@@ -17,6 +18,7 @@ another ``eval``) to stop after its current batch; ``--list`` prints the stored 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import threading
 from typing import Any
@@ -25,6 +27,7 @@ from mrag_core.cli import (COST_HEADING, add_llm_options, every_few_seconds, fai
                            format_cost_table, format_table, llm_options_from, named_corpus, positive_int,
                            stop_on_ctrl_c, stopped_elsewhere, store_command, text_table)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
+from mrag_core.llm_strategies import LLMOptions
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
 
@@ -91,6 +94,35 @@ def format_runs(runs: list[Any], query_sets: dict[int, str], corpora: dict[int, 
          results(r), f"{r.created_at:%Y-%m-%d %H:%M}", state(r)] for r in runs])
 
 
+def same_settings_command(run: Any, corpus_name: str, query_set_name: str) -> str:
+    """The ``eval`` command line that starts a new run with ``run``'s settings (``db.EvalRunInfo``): its corpus,
+    query set, model, strategies (voting variants applied) and variant, layer and c as asked for, k_max, w, seed
+    and, for LLM strategies, its LLM options."""
+    cfg = run.config
+    words = ["python", "-m", "mrag_core", "eval", "--corpus", corpus_name, "--query-set", query_set_name,
+             "--model", str(cfg.get("model", "minilm")), "--strategies", ",".join(cfg.get("strategies", [])),
+             "--variant", str(cfg.get("variant", "importance")),
+             f"--layer={int(cfg.get('layer_requested', cfg.get('layer', -1)))}",
+             "--c", str(int(cfg.get("c_requested", cfg.get("c", 32)))), "--k-max", str(int(cfg.get("k_max", 32))),
+             "--w", f"{float(cfg.get('w', 2.0)):g}", "--seed", str(int(run.seed or 0))]
+    if isinstance(cfg.get("llm"), dict):
+        options = LLMOptions.from_dict(cfg["llm"])
+        words += ["--rewrites", str(options.n_rewrites), "--intent-answers", str(options.n_answers),
+                  "--hyde-with-query" if options.hyde_with_query else "--no-hyde-with-query"]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _finished_run_error(store: Any, run: Any) -> int:
+    """``error: ...`` for ``--resume`` of a finished run (left unchanged), with the command of a new run like it."""
+    import db
+    from mrag_core.workflows import evaluation_runs as er
+
+    corpus = db.get_corpus(store, run.corpus_id).name
+    query_set = next((q.name for q in db.list_query_sets(store, run.corpus_id) if q.id == run.query_set_id), "?")
+    return fail(f"{er.finished_run_message(run)} With the command line: "
+                f"{same_settings_command(run, corpus, query_set)}")
+
+
 def list_runs(store: Any, corpus_name: str | None) -> int:
     """Print the stored evaluation runs (of the named corpus, else all); returns 0."""
     import db
@@ -147,9 +179,12 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     model_name = args.model
     if resume is not None:
         try:
-            model_name = db.get_eval_run(store, resume).config.get("model", model_name)
+            resumed = db.get_eval_run(store, resume)
         except db.NotFoundError:
             return fail(f"evaluation run {resume} does not exist")
+        if resumed.status == "done":  # before the model loads: a finished run stays as it is
+            return _finished_run_error(store, resumed)
+        model_name = resumed.config.get("model", model_name)
     try:
         lm = load_model(model_name, check_layer=args.layer if resume is None else None)  # before the weights load
     except (ModelLoadError, RuntimeError, ValueError) as exc:

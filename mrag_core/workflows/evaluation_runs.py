@@ -14,7 +14,9 @@ strategy, and each batch stores its results together with the fingerprints of th
 transaction that also drops the query's older results of the other strategies (:func:`db.save_eval_results`).
 So every stored result is of the version its fingerprint names, a stop at any point keeps that true, and the
 edited note of a run that was resumed names only the queries edited after that resume. (Refusing the resume
-instead would leave a stopped run that can never be finished once one of its queries is corrected.)
+instead would leave a stopped run that can never be finished once one of its queries is corrected.) A finished
+(``done``) run is never resumed (:func:`finished_run_message`): it is the record analysts compare against, so a
+query edited after it finished leaves its results as they are, and a new run scores the query set as it is now.
 
 Vectors: a finished, up-to-date embedding run of (corpus, model, layer, pooling) is used when
 there is one (:func:`mrag_core.workflows.indexing.load_corpus_index`, its stored head importance
@@ -119,6 +121,7 @@ __all__ = [
     "load_run_metrics",
     "means_table",
     "relative_improvement",
+    "finished_run_message",
     "resume_evaluation",
     "resume_sweep",
     "sweep_plans",
@@ -492,6 +495,8 @@ def run_evaluation(
             info = db.get_eval_run(store, run_id)
         except db.NotFoundError as exc:
             raise EvaluationInputError(f"evaluation run {run_id} does not exist") from exc
+        if info.status == "done":
+            raise EvaluationInputError(finished_run_message(info))
         cfg = info.config
         corpus_id, query_set_id = info.corpus_id, info.query_set_id
         model_name, layer = cfg["model"], int(cfg["layer"])
@@ -539,10 +544,13 @@ def run_evaluation(
     else:
         _claim(run_id, cancel)
         try:
-            db.claim_eval_run(store, run_id, owner)
+            db.claim_eval_run(store, run_id, owner, unfinished_only=True)
         except db.RunInProgressError as exc:  # the CLI (or another server) works on it now
             _release(run_id)
             raise EvaluationInputError(str(exc)) from exc
+        except db.InvalidInputError as exc:  # it finished since it was read above
+            _release(run_id)
+            raise EvaluationInputError(finished_run_message(info)) from exc
         except BaseException:
             _release(run_id)
             raise
@@ -737,13 +745,25 @@ def _details(spec: StrategySpec, query_id: int, fallback: set[int],
     return None
 
 
+def finished_run_message(run: db.EvalRunInfo) -> str:
+    """Why a finished (``done``) run is not resumed, and what to do instead."""
+    return (f"evaluation run {run.id} is finished (done) and is not resumed: a finished run is kept as it is, to "
+            "compare other runs against. To score the query set as it is now, start a new run with the same "
+            "settings.")
+
+
 def resume_evaluation(store: db.Store, run_id: int, *, lm: Any | None = None,
                       progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                       llm_config: LLMConfig | None = None) -> int:
     """Continue a cancelled / failed / interrupted run from where its saved results stop
     (LLM strategies: ``llm_config`` or the environment's endpoint; cached answers cost nothing).
-    Queries edited since the run scored them are scored again, every strategy (see the module doc)."""
-    info = db.get_eval_run(store, run_id)
+    Queries edited since the run scored them are scored again, every strategy (see the module doc).
+    A finished (``done``) run is refused with :class:`EvaluationInputError` (:func:`finished_run_message`) and
+    left unchanged, even when queries were edited since: it is a record other runs are compared against."""
+    try:
+        info = db.get_eval_run(store, run_id)
+    except db.NotFoundError as exc:
+        raise EvaluationInputError(f"evaluation run {run_id} does not exist") from exc
     return run_evaluation(store, corpus_id=info.corpus_id, query_set_id=info.query_set_id,
                           model_name=info.config.get("model", "minilm"), run_id=run_id, lm=lm,
                           progress=progress, cancel=cancel, llm_config=llm_config)

@@ -171,3 +171,20 @@ def test_fingerprints_are_recorded_with_their_batch_and_a_changed_one_drops_the_
     with pytest.raises(db.InvalidInputError, match=f"Query {q1} has a fingerprint but no result"):
         db.save_eval_results(store, run.id, [_result("b", q2)], fingerprints={q2: "2:x", q1: "2:y"})
     assert db.get_eval_run(store, run.id).config == info.config and count_rows("eval_results") == 4
+
+
+def test_a_resume_claim_refuses_a_finished_run_and_changes_nothing(store) -> None:
+    corpus = db.create_corpus(store, "C")
+    docs = db.add_documents(store, corpus.id, [{"title": "a", "text": "x"}]).document_ids
+    qs = db.create_query_set(store, corpus.id, "Q")
+    db.add_queries(store, qs.id, [{"text": "q", "ground_truth": docs}])
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, owner="a pid 1 #a")
+    done = db.finish_eval_run(store, run.id, status="done", owner="a pid 1 #a")
+    with pytest.raises(db.InvalidInputError, match=f"Evaluation run {run.id} is finished"):
+        db.claim_eval_run(store, run.id, "b pid 2 #b", unfinished_only=True)
+    assert db.get_eval_run(store, run.id) == done
+    claimed = db.claim_eval_run(store, run.id, "b pid 2 #b")  # a claim that is no resume may take it
+    assert (claimed.status, claimed.owner) == ("running", "b pid 2 #b")
+    db.finish_eval_run(store, run.id, status="cancelled", owner="b pid 2 #b")
+    resumed = db.claim_eval_run(store, run.id, "c pid 3 #c", unfinished_only=True)  # a stopped run resumes
+    assert (resumed.status, resumed.owner) == ("running", "c pid 3 #c")

@@ -308,3 +308,39 @@ def test_stop_asks_the_process_that_runs_it(url: str, capsys) -> None:
     assert cmd_eval(parser.parse_args(["eval", "--stop", "999", "--database", url])) == 2
     assert capsys.readouterr().err.strip() == "error: evaluation run 999 does not exist"
     store.close()
+
+
+def test_resume_of_a_finished_run_is_refused_and_names_the_command_of_a_new_one(url: str, capsys) -> None:
+    """`eval --resume` of a done run re-scored its edited queries, changing a finished record. It is refused now,
+    before the model loads, with the command line of a new run with its settings, which starts that run."""
+    import shlex
+
+    parser = _parser()
+    assert cmd_eval(parser.parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                       "standard,mrag", "--variant", "decay", "--layer", "-1", "--c", "4",
+                                       "--k-max", "3", "--w", "1.5", "--seed", "3", "--database", url])) == 0
+    capsys.readouterr()
+    store = db.open_store(url)
+    (run,) = db.list_eval_runs(store)
+    results = db.load_eval_results(store, run.id)
+    first = min(q.id for q in db.list_queries(store, run.query_set_id))
+    db.update_query(store, first, text="storms on the red planet")
+    assert cmd_eval(parser.parse_args(["eval", "--resume", str(run.id), "--database", url])) == 2
+    err = capsys.readouterr().err
+    command = ("python -m mrag_core eval --corpus Mini --query-set 'Set A' --model minilm --strategies "
+               "standard,mrag-decay --variant decay --layer=-1 --c 4 --k-max 3 --w 1.5 --seed 3")
+    assert err.strip() == (f"error: evaluation run {run.id} is finished (done) and is not resumed: a finished run is "
+                           "kept as it is, to compare other runs against. To score the query set as it is now, start "
+                           f"a new run with the same settings. With the command line: {command}")
+    assert "Loading weights" not in err
+    after = db.get_eval_run(store, run.id)
+    assert (after.status, after.finished_at, after.config) == ("done", run.finished_at, run.config)
+    assert db.load_eval_results(store, run.id) == results
+    # The command it names starts a new run with the same settings.
+    assert cmd_eval(parser.parse_args(shlex.split(command)[3:] + ["--database", url])) == 0
+    new = db.list_eval_runs(store)[0]
+    assert new.id != run.id and new.seed == 3
+    assert {k: new.config[k] for k in ("model", "layer", "layer_requested", "strategies", "variant", "c", "k_max",
+                                       "w", "n_queries")} == {k: run.config[k] for k in (
+        "model", "layer", "layer_requested", "strategies", "variant", "c", "k_max", "w", "n_queries")}
+    store.close()

@@ -716,3 +716,32 @@ def test_a_query_edited_between_stop_and_resume_is_scored_again_and_its_fingerpr
     assert a == b
     assert a[("standard", comet.id)][0] != before[comet.id].retrieved  # the galaxy text finds other documents
     assert all(a[("standard", q)] == (r.retrieved, r.rsr) for q, r in before.items() if q != comet.id)
+
+
+def test_a_finished_run_is_not_resumed_even_after_a_query_edit(store, setup, lm) -> None:
+    """`resume` of a done run re-scored the queries edited since it finished, changing a record analysts compare
+    against, while its edited note said to start a new run. It is refused now and nothing of the run changes."""
+    corpus, qs, _ = setup
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
+                               k_max=5, lm=lm)
+    done = db.get_eval_run(store, run_id)
+    results = db.load_eval_results(store, run_id)
+    comet = next(q for q in er.evaluable_queries(store, qs.id) if q.text == "a comet with a glowing tail")
+    db.update_query(store, comet.id, text="a telescope observing a spiral galaxy")
+    assert er.edited_note(er.load_run_metrics(store, run_id)).endswith(
+        "Start a new run to score the query set as it is now.")
+    message = (f"evaluation run {run_id} is finished (done) and is not resumed: a finished run is kept as it is, to "
+               "compare other runs against. To score the query set as it is now, start a new run with the same "
+               "settings.")
+    with pytest.raises(er.EvaluationInputError) as exc:
+        er.resume_evaluation(store, run_id, lm=lm)
+    assert str(exc.value) == message
+    with pytest.raises(er.EvaluationInputError, match="is finished"):  # a sweep of one run resumes it alone
+        er.resume_sweep(store, run_id, lm=lm)
+    with pytest.raises(er.EvaluationInputError, match="does not exist"):
+        er.resume_evaluation(store, 999, lm=lm)
+    after = db.get_eval_run(store, run_id)
+    assert (after.status, after.finished_at, after.timing, after.config, after.owner) == (
+        done.status, done.finished_at, done.timing, done.config, done.owner)
+    assert db.load_eval_results(store, run_id) == results
+    assert er.load_run_metrics(store, run_id).edited == [comet.id]  # still the record of the old version
