@@ -294,17 +294,25 @@ def finish_eval_run(
         return _info(session, run)
 
 
-def claim_eval_run(store: Store, run_id: int, owner: str, *, unfinished_only: bool = False) -> EvalRunInfo:
+def claim_eval_run(store: Store, run_id: int, owner: str, *, unfinished_only: bool = False,
+                   n_queries: int | None = None) -> EvalRunInfo:
     """Make ``owner`` (:func:`db.liveness.new_owner`) the process that runs evaluation ``run_id``, to resume it:
     status ``running``, a fresh heartbeat. With ``unfinished_only`` (a resume) a finished (``done``) run is
-    refused in the same transaction, so a run that finished since the caller looked stays as it is. Raises
+    refused in the same transaction, so a run that finished since the caller looked stays as it is.
+    ``n_queries`` (the number of queries the resume scores: the query set as it is now, queries added or
+    deleted since the run began included) replaces ``config["n_queries"]`` in the claim's transaction, so the
+    run's expected results (``n_queries`` x strategies) are right from the moment it runs again. Raises
     NotFoundError, RunInProgressError (another process's heartbeat on it is recent), InvalidInputError (a
-    finished run, with ``unfinished_only``)."""
+    finished run, with ``unfinished_only``; a negative ``n_queries``)."""
+    if n_queries is not None and n_queries < 0:
+        raise InvalidInputError(f"n_queries must be 0 or more, not {n_queries}.")
     with store.session() as session:
         run = require(session, EvalRun, run_id, "Evaluation run")
         if unfinished_only and run.status == "done":
             raise InvalidInputError(f"Evaluation run {run_id} is finished: a finished run is not resumed.")
         claim_row(session, run, "Evaluation run", owner)
+        if n_queries is not None:
+            run.config = {**(run.config or {}), "n_queries": int(n_queries)}
         session.flush()
         return _info(session, run)
 

@@ -344,3 +344,29 @@ def test_resume_of_a_finished_run_is_refused_and_names_the_command_of_a_new_one(
                                        "w", "n_queries")} == {k: run.config[k] for k in (
         "model", "layer", "layer_requested", "strategies", "variant", "c", "k_max", "w", "n_queries")}
     store.close()
+
+
+def test_list_counts_the_queries_a_resume_added_in_the_expected_results(url: str, capsys) -> None:
+    """A run stopped after its first batch, a query added, `eval --resume`: --list read '6/4' (the 2 queries the
+    run began with x 2 strategies); it reads 6/6 now."""
+    import threading
+
+    from mrag_core.workflows import evaluation_runs as er
+
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    (qs,) = db.list_query_sets(store, corpus.id)
+    cancel = threading.Event()
+    run = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=4,
+                            k_max=3, cancel=cancel, batch_size=2,
+                            progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    assert db.get_eval_run(store, run).n_results == 2
+    db.add_queries(store, qs.id, [{"text": "yeast and flour", "ground_truth": [db.document_ids(store, corpus.id)[2]]}])
+    parser = _parser()
+    assert cmd_eval(parser.parse_args(["eval", "--list", "--database", url])) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[7] == "2/4"  # as the stopped run began: 2 queries
+    assert cmd_eval(parser.parse_args(["eval", "--resume", str(run), "--database", url])) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"run {run}: done, 6 results"
+    assert cmd_eval(parser.parse_args(["eval", "--list", "--database", url])) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[7] == "6/6"
+    store.close()

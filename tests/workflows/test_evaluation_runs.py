@@ -745,3 +745,36 @@ def test_a_finished_run_is_not_resumed_even_after_a_query_edit(store, setup, lm)
         done.status, done.finished_at, done.timing, done.config, done.owner)
     assert db.load_eval_results(store, run_id) == results
     assert er.load_run_metrics(store, run_id).edited == [comet.id]  # still the record of the old version
+
+
+def test_a_resume_counts_the_queries_added_since_the_run_began_in_its_expected_results(store, setup, lm) -> None:
+    """config["n_queries"] stayed the count of the run's first session: after a resume that scored a query added
+    meanwhile, `eval --list` read 14/12 results and page 9's progress of a run elsewhere '14 of 12'."""
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
+                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    stopped = db.get_eval_run(store, run_id)
+    assert (stopped.status, stopped.n_results, stopped.config["n_queries"]) == ("cancelled", 6, 6)
+    football = [d for d in db.document_ids(store, corpus.id)][8]
+    db.add_queries(store, qs.id, [{"text": "a late goal in the cup final", "ground_truth": [football]}])
+    # A resume stopped before it stored anything already expects the 7 queries it scores.
+    cancel = threading.Event()
+    er.resume_evaluation(store, run_id, lm=lm, cancel=cancel,
+                         progress=lambda s, d, t: cancel.set() if s == "queries" else None)
+    again = db.get_eval_run(store, run_id)
+    assert (again.status, again.n_results, again.config["n_queries"]) == ("cancelled", 6, 7)
+    er.resume_evaluation(store, run_id, lm=lm)
+    done = db.get_eval_run(store, run_id)
+    assert (done.status, done.n_results, done.config["n_queries"]) == ("done", 14, 7)  # 7 queries x 2 strategies
+    # A query deleted while the run is stopped counts no more either.
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
+                               lm=lm, cancel=cancel, batch_size=2,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    assert db.get_eval_run(store, run_id).config["n_queries"] == 7
+    db.delete_query(store, max(q.id for q in er.evaluable_queries(store, qs.id)))
+    er.resume_evaluation(store, run_id, lm=lm)
+    done = db.get_eval_run(store, run_id)
+    assert (done.status, done.n_results, done.config["n_queries"]) == ("done", 6, 6)
