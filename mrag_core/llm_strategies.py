@@ -196,23 +196,30 @@ class ExpansionOutcome:
 
 
 def expand(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
-           cache: LLMCache | None = None) -> Expansion:
-    """The expansion of ``question`` for ``family`` (raises ExpansionError / LLMError / ValueError)."""
+           cache: LLMCache | None = None, *, cancel: threading.Event | None = None) -> Expansion:
+    """The expansion of ``question`` for ``family`` (raises ExpansionError / LLMError / ValueError).
+
+    ``cancel`` ends the client's retry waits: once it is set, a request waiting to retry raises
+    :class:`~mrag_core.llm.client.LLMCancelled` instead of being sent again (nothing is cached)."""
     if family == "multi-query":
-        return rewrite_queries(client, question, options.n_rewrites, cache)
+        return rewrite_queries(client, question, options.n_rewrites, cache, cancel=cancel)
     if family == "hyde":
-        return hypothetical_passage(client, question, cache)
+        return hypothetical_passage(client, question, cache, cancel=cancel)
     if family == "intent":
-        return intent_statements(client, question, options.n_answers, cache)
+        return intent_statements(client, question, options.n_answers, cache, cancel=cancel)
     raise ValueError(f"unknown LLM family {family!r}: use {', '.join(LLM_FAMILIES)}")
 
 
 def expand_one(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
                cache: LLMCache | None = None, breaker: Breaker | None = None) -> ExpansionOutcome:
     """:func:`expand` that never raises for a bad answer or a failed request: a failed outcome instead (an
-    endpoint-wide failure also trips ``breaker``)."""
+    endpoint-wide failure also trips ``breaker``). The retry waits end when ``breaker``'s cancel event is set:
+    :class:`~mrag_core.llm.client.LLMCancelled` then propagates (the question stays to do; :func:`expand_many`
+    reports it as cancelled)."""
+    cancel = breaker.cancel_event if breaker is not None else None
     try:
-        return ExpansionOutcome.from_expansion(family, expand(client, family, question, options, cache))
+        return ExpansionOutcome.from_expansion(family, expand(client, family, question, options, cache,
+                                                              cancel=cancel))
     except ExpansionError as exc:
         return ExpansionOutcome(family, (), exc.prompt_tokens, exc.completion_tokens, exc.latency_s, False,
                                 f"unusable LLM answer: {exc}")

@@ -14,7 +14,9 @@ import pytest
 import db
 from mrag_core.annotate import AnnotationDoc, CategorySpec, annotate_documents
 from mrag_core.expansion import rewrite_queries
+from mrag_core.llm.cache import MemoryCache
 from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError
+from mrag_core.llm_strategies import LLM_FAMILIES, expand, expand_many
 from mrag_core.querygen.generate import generate_queries
 from mrag_core.querygen.sampling import QueryPlan
 from mrag_core.workflows import annotation as aw
@@ -142,3 +144,23 @@ def test_stored_preannotation_stopped_in_a_retry_wait_is_cancelled_with_nothing_
     assert (summary.cancelled, summary.stored, summary.remaining) == (True, 0, len(doc_ids))
     assert all(db.list_suggestions(store, d) == [] for d in doc_ids)
     store.close()
+
+
+@pytest.mark.parametrize("family", LLM_FAMILIES)
+def test_an_evaluation_run_expansion_stopped_in_a_retry_wait_returns_at_once(
+    fake_openai: Factory, stop_soon: Callable[[], threading.Event], family: str
+) -> None:
+    """``expand`` takes the cancel event; ``expand_many`` (an evaluation run's expansions) hands it on through
+    ``expand_one``, so the question comes back cancelled (to do), not after the server's 30 s."""
+    server = fake_openai(_busy)
+    client = LLMClient(server.llm_config(max_retries=1))
+    with pytest.raises(LLMCancelled):
+        expand(client, family, "Which moons orbit Mars?", cancel=stop_soon())
+    assert len(server.requests) == 1
+
+    cache = MemoryCache()
+    cancel, started = stop_soon(), time.monotonic()
+    (outcome,) = expand_many(client, family, ["Which moons orbit Mars?"], cache=cache, cancel=cancel)
+    assert time.monotonic() - started < WELL_UNDER_S
+    assert (outcome.cancelled, outcome.ok, outcome.texts, outcome.tokens) == (True, False, (), 0)
+    assert len(server.requests) == 2 and len(cache) == 0  # one request for expand_many, nothing cached
