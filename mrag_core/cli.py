@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
-from mrag_core.llm_strategies import LLMOptions, TextBatch, cost_summary, families_for, is_llm_strategy
+from mrag_core.llm_strategies import LLMOptions, TextBatch, families_for, is_llm_strategy
 from mrag_core.wording import counted
 
 DEFAULT_STRATEGIES = "standard,mrag,split,fusion,fusion-mrag"
@@ -322,8 +322,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(format_table(summarize(out.result, w=args.w)))
     if costs:
         print()
-        print(COST_HEADING)
-        print(format_cost_table(costs))
+        print_cost_table(costs, llm_names)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(authors_layout(out.result)))
         print(f"wrote {args.json_out}", file=sys.stderr)
@@ -365,7 +364,7 @@ def _bench_llm(lm: Any, data: Any, index: Any, names: Sequence[str], cfg: Any, o
                args: argparse.Namespace, log: Any) -> tuple[EvaluationResult, list[dict[str, Any]]]:
     """Expand every benchmark query per LLM family (cached in ``$MRAG_CACHE_DIR/llm_cache.json``), embed
     all expansion texts in one pass, evaluate the LLM strategies per k; returns the result and the
-    cost rows per strategy. A failed expansion searches the query's own text (counted as failed)."""
+    cost rows (:func:`bench_cost_rows`). A failed expansion searches the query's own text (counted as failed)."""
     from mrag_core.embedding_cache import cache_dir, cached_embed
     from mrag_core.llm.cache import JsonFileCache
     from mrag_core.llm.client import LLMClient
@@ -389,13 +388,34 @@ def _bench_llm(lm: Any, data: Any, index: Any, names: Sequence[str], cfg: Any, o
              for qi, (q, gt) in enumerate(zip(data.queries, data.ground_truth))]
     result = evaluate(index, qemb, cases, [a.label for a in data.articles], names, k_max=args.k_max, c=args.c,
                       expansions=texts, hyde_with_query=options.hyde_with_query, units=data.units)
-    costs = []
-    for name in names:
-        summary = cost_summary(records[NAMED_STRATEGIES[name].source])
-        costs.append({"strategy": name, "llm_queries": summary["expansions"], "tokens": summary["tokens"],
-                      "tokens_per_query": summary["tokens_per_query"], "spent_tokens": summary["spent_tokens"],
-                      "llm_s": summary["latency_s"], "cached": summary["cached"], "failed": summary["failed"]})
-    return result, costs
+    return result, bench_cost_rows(names, records)
+
+
+def bench_cost_rows(names: Sequence[str], records: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``bench``'s LLM cost rows: per strategy of ``names`` the expansions it searched (``records``: per LLM family,
+    one record per benchmark query, in query order), with ``shared_with`` naming the strategies that search the
+    same expansions; with two or more strategies a ``total`` row that counts each expansion once, by the rule of
+    an evaluation run's cost table (:func:`~mrag_core.workflows.evaluation_runs.once_each_cost`)."""
+    from mrag_core.workflows import evaluation_runs as er
+
+    rows = [{"strategy": name, **er.cost_row(records[NAMED_STRATEGIES[name].source]),
+             er.SHARED_COLUMN: ", ".join(er.shared_with(names, name))} for name in names]
+    if len(names) > 1:
+        once = er.once_each_cost((name, qi, record) for name in names
+                                 for qi, record in enumerate(records[NAMED_STRATEGIES[name].source]))
+        rows.append({"strategy": "total", **once, er.SHARED_COLUMN: ""})
+    return rows
+
+
+def print_cost_table(rows: list[dict[str, Any]], strategies: Sequence[str]) -> None:
+    """Print :data:`COST_HEADING`, the cost table of ``rows`` and, when some of ``strategies`` share their LLM
+    expansions, the note that says so (:func:`~mrag_core.workflows.evaluation_runs.shared_expansions_note`)."""
+    from mrag_core.workflows import evaluation_runs as er
+
+    print(COST_HEADING)
+    print(format_cost_table(rows))
+    if shared := er.shared_expansions_note(strategies):
+        print(f"note: {shared}")
 
 
 def _silence_stdout() -> None:

@@ -23,9 +23,9 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli import (COST_HEADING, add_llm_options, every_few_seconds, fail,
-                           format_cost_table, format_table, llm_options_from, named_corpus, positive_int,
-                           stop_on_ctrl_c, stopped_elsewhere, store_command, text_table)
+from mrag_core.cli import (add_llm_options, every_few_seconds, fail, format_table, llm_options_from, named_corpus,
+                           positive_int, print_cost_table, stop_on_ctrl_c, stopped_elsewhere, store_command,
+                           text_table)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 from mrag_core.llm_strategies import LLMOptions
 
@@ -216,11 +216,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
         if llm:
             print()
-            print(COST_HEADING)
             total = [{"strategy": "total", **er.llm_cost_total(metrics)}] if len(llm) > 1 else []
-            print(format_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm] + total))
-            if shared := er.shared_expansions_note(llm):
-                print(f"note: {shared}")
+            print_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm] + total, llm)
             warning = info.timing.get("warning")
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)

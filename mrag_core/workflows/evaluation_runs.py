@@ -55,7 +55,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -105,6 +105,9 @@ __all__ = [
     "items_cost",
     "llm_cost",
     "llm_cost_total",
+    "once_each_cost",
+    "cost_row",
+    "shared_with",
     "llm_total_note",
     "shared_expansions_note",
     "sharing_expansions",
@@ -1030,7 +1033,7 @@ SHARED_COLUMN = "shared_with"
 """The column naming the strategies that searched the same LLM expansions as a row's (their calls are shared)."""
 
 
-def _cost_row(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def cost_row(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """:data:`COST_COLUMNS` of expansion records (:func:`~mrag_core.llm_strategies.cost_summary`)."""
     summary = cost_summary(records)
     return {"llm_queries": summary["expansions"], "prompt_tokens": summary["prompt_tokens"],
@@ -1045,11 +1048,16 @@ def _llm_records(metrics: RunMetrics, strategy: str | None = None) -> list[tuple
             if (strategy is None or s == strategy) and isinstance(d.get("llm"), dict)]
 
 
-def sharing_expansions(metrics: RunMetrics, strategy: str) -> list[str]:
-    """The run's other strategies that search the same LLM expansions as ``strategy`` (its family's other form:
+def shared_with(strategies: Sequence[str], strategy: str) -> list[str]:
+    """The other ``strategies`` that search the same LLM expansions as ``strategy`` (its family's other form:
     ``multi-query`` and ``multi-query-mrag`` search the same rewrites, one LLM call per query serving both)."""
     family = family_of(strategy)
-    return [] if family is None else [s for s in metrics.strategies if s != strategy and family_of(s) == family]
+    return [] if family is None else [s for s in strategies if s != strategy and family_of(s) == family]
+
+
+def sharing_expansions(metrics: RunMetrics, strategy: str) -> list[str]:
+    """The run's other strategies that search the same LLM expansions as ``strategy`` (:func:`shared_with`)."""
+    return shared_with(metrics.strategies, strategy)
 
 
 def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
@@ -1061,7 +1069,7 @@ def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
     The cost of what this strategy searched, whether or not another strategy searched it too: ``shared_with``
     names the run's strategies that share these expansions (:func:`sharing_expansions`), whose rows count the
     same calls; adding rows up counts them once per strategy, :func:`llm_cost_total` counts each once."""
-    return {**_cost_row([r for _, _, r in _llm_records(metrics, strategy)]),
+    return {**cost_row([r for _, _, r in _llm_records(metrics, strategy)]),
             SHARED_COLUMN: ", ".join(sharing_expansions(metrics, strategy))}
 
 
@@ -1071,13 +1079,21 @@ def llm_cost_total(metrics: RunMetrics) -> dict[str, Any]:
     sent is kept (a strategy scored in a later session got the same expansion from the cache: 0 spent, 0 s);
     so ``tokens`` is what the run's expansions cost and ``spent_tokens`` / ``llm_s`` what was sent / waited for,
     never counted once per strategy that shares them."""
-    once: dict[tuple[str, int], dict[str, Any]] = {}
-    for s, q, record in _llm_records(metrics):
+    return once_each_cost(_llm_records(metrics))
+
+
+def once_each_cost(records: Iterable[tuple[str, Hashable, Mapping[str, Any]]]) -> dict[str, Any]:
+    """:data:`COST_COLUMNS` of ``(strategy, query key, expansion record)`` triples with each expansion counted
+    once: one record per (LLM family, query key), the family being the record's ``family`` or the strategy's;
+    of the records of one expansion, that of the call actually sent (not ``cached``) is kept. The rule of
+    :func:`llm_cost_total`, for any list of expansions (``bench`` keys its queries by position)."""
+    once: dict[tuple[str, Hashable], Mapping[str, Any]] = {}
+    for s, q, record in records:
         key = (str(record.get("family") or family_of(s)), q)
         kept = once.get(key)
         if kept is None or (kept.get("cached") and not record.get("cached")):
             once[key] = record
-    return _cost_row(list(once.values()))
+    return cost_row(once.values())
 
 
 def shared_expansions_note(strategies: Sequence[str]) -> str | None:

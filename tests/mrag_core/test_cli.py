@@ -254,3 +254,42 @@ def test_bench_warns_about_query_topics_without_a_single_document(tmp_path: Path
     warning = next(line for line in err.splitlines() if line.startswith("warning:"))
     assert warning.startswith("warning: 1 query topic matches no single document (none, or several that nothing ")
     assert warning.endswith("first: 'Atlantis')")
+
+
+def test_bench_cost_table_counts_shared_expansions_once_in_its_total(tmp_path: Path, capsys,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """multi-query and multi-query-mrag (Fusion RAG and Fusion MRAG over the LLM's rewrites) search the same
+    expansions, one call per query: bench's cost table had one row each and no total, so a sum counted the
+    rewrites twice. A total row counts each call once (as eval's table does) and a note says which share."""
+    from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    a, q = write_dataset(tmp_path)
+    args = ["bench", "--articles", str(a), "--queries", str(q), "--model", "minilm", "--device", "cpu",
+            "--threads", "1", "--k-max", "6", "--c", "6", "--strategies", "standard,multi-query,multi-query-mrag,hyde"]
+
+    def answer(prompt: str) -> Reply:
+        question = prompt.rsplit("Question: ", 1)[1]
+        if "diverse search queries" in prompt:
+            return Reply.ok(f"1. {question}\n2. more on {question}", prompt_tokens=20, completion_tokens=6)
+        return Reply.ok(f"An encyclopedia passage: {question}", prompt_tokens=30, completion_tokens=10)
+
+    with FakeOpenAIServer(by_content(answer)) as server:
+        server.set_env(monkeypatch)
+        assert main(args) == 0
+        assert len(server.requests) == 8  # 4 queries x 2 families: the rewrites serve both multi-query strategies
+        first = capsys.readouterr().out.splitlines()
+        assert main(args) == 0  # again: every answer from the cache
+        again = capsys.readouterr().out.splitlines()
+    head = first.index("LLM cost (tokens of the expansions; spent = sent by this run, 0 when cached)")
+    # 4 rewrites at 26 tokens: 104 per multi-query row; 4 passages at 40: 160. Sent: 104 + 160 = 264, not 368.
+    assert [ln.split()[:5] for ln in first[head + 2:head + 6]] == [
+        ["multi-query", "4", "104", "26.0", "104"], ["multi-query-mrag", "4", "104", "26.0", "104"],
+        ["hyde", "4", "160", "40.0", "160"], ["total", "8", "264", "33.0", "264"]]
+    assert first[head + 6] == ("note: multi-query and multi-query-mrag share their LLM expansions (one call per query "
+                               "serves both strategies): each of their rows counts those calls, so a sum of the rows "
+                               "counts them twice; the total counts each call once.")
+    total = again[head + 5].split()
+    assert total[:5] == ["total", "8", "264", "33.0", "0"] and total[-2:] == ["8", "0"]  # all 8 cached, 0 failed
