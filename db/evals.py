@@ -230,6 +230,24 @@ def load_eval_results(
         ]
 
 
+def eval_llm_records(store: Store, run_ids: Sequence[int]) -> dict[int, list[tuple[str, int, dict[str, Any]]]]:
+    """Per run of ``run_ids``: ``(strategy, query id, details["llm"])`` of its results that record an LLM
+    expansion (only the ``details`` column is read: what a runs table needs to total LLM cost); runs without any
+    are left out."""
+    out: dict[int, list[tuple[str, int, dict[str, Any]]]] = {}
+    if not run_ids:
+        return out
+    with store.session(readonly=True) as session:
+        rows = session.execute(
+            select(EvalResult.run_id, EvalResult.strategy, EvalResult.query_id, EvalResult.details)
+            .where(EvalResult.run_id.in_(list(run_ids)), EvalResult.details.is_not(None))
+            .order_by(EvalResult.run_id, EvalResult.strategy, EvalResult.query_id))
+        for run_id, strategy, query_id, details in rows:
+            if isinstance(details, dict) and isinstance(details.get("llm"), dict):
+                out.setdefault(run_id, []).append((strategy, query_id, details["llm"]))
+    return out
+
+
 def completed_queries(store: Store, run_id: int, strategy: str) -> set[int]:
     """Query ids that already have a result for ``strategy`` in this run (for resuming)."""
     with store.session(readonly=True) as session:

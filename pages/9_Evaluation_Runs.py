@@ -299,6 +299,7 @@ with tab_view:
     if not runs:
         st.info("No evaluation run for this corpus yet.")
     else:
+        llm_tokens = er.runs_llm_tokens(store, [r.id for r in runs])  # each call once, not once per session
         table = pd.DataFrame([{
             "id": r.id, "name": r.name, "query set": qs_names.get(r.query_set_id, r.query_set_id),
             "model": r.config.get("model"), "layer": r.config.get("layer"),
@@ -306,10 +307,14 @@ with tab_view:
             "strategies": ", ".join(r.config.get("strategies", [])), "c": r.config.get("c"),
             "k_max": r.config.get("k_max"), "w": r.config.get("w"), "seed": r.seed, "status": er.status_label(r),
             "results": r.n_results, "seconds": round(float(r.timing.get("total_s", 0.0)), 1),
-            "LLM tokens": int(r.llm_usage.get("total", {}).get("tokens", 0)),
+            "LLM tokens": llm_tokens.get(r.id, 0),
             "created": r.created_at,
         } for r in runs])
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(table, hide_index=True, width="stretch", column_config={
+            "LLM tokens": st.column_config.NumberColumn(
+                help="prompt + completion tokens of the run's LLM expansions, each counted once however many of its "
+                     "strategies searched it or sessions scored it (an answer from the cache at what it cost once): "
+                     "the total under the run's cost table")})
         run_by_id = {r.id: r for r in runs}
         if st.session_state.get("ev_view_run") not in run_by_id:
             st.session_state.pop("ev_view_run", None)

@@ -60,6 +60,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import pandas as pd
 
 import db
+from db.evals import eval_llm_records  # not (yet) exported by the db package
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
 from mrag_core.heartbeat import Heartbeat
@@ -106,6 +107,7 @@ __all__ = [
     "llm_cost",
     "llm_cost_total",
     "once_each_cost",
+    "runs_llm_tokens",
     "cost_row",
     "shared_with",
     "llm_total_note",
@@ -1094,6 +1096,15 @@ def once_each_cost(records: Iterable[tuple[str, Hashable, Mapping[str, Any]]]) -
         if kept is None or (kept.get("cached") and not record.get("cached")):
             once[key] = record
     return cost_row(once.values())
+
+
+def runs_llm_tokens(store: db.Store, run_ids: Sequence[int]) -> dict[int, int]:
+    """Per run: the tokens of its LLM expansions, each counted once (``tokens`` of :func:`llm_cost_total`, the
+    total under the run's cost table), from its stored results alone; 0 for a run without any. Not the run's
+    ``llm_usage["total"]["tokens"]``, which adds up its sessions: a resume's cache hits on the expansions an
+    earlier session asked for count there a second time, at their original cost."""
+    records = eval_llm_records(store, run_ids)
+    return {rid: int(once_each_cost(records.get(rid, []))["tokens"]) for rid in run_ids}
 
 
 def shared_expansions_note(strategies: Sequence[str]) -> str | None:

@@ -179,3 +179,33 @@ def test_the_cost_table_marks_shared_expansions_and_totals_each_call_once() -> N
     assert any(c.value.startswith("All LLM-assisted strategies together, each LLM call counted once: 90 tokens over "
                                   "2 expansions, 90 spent, 0.50 LLM s. multi-query and multi-query-mrag share their "
                                   "LLM expansions") for c in at.caption), [c.value for c in at.caption]
+
+
+def test_the_runs_table_counts_the_llm_tokens_of_each_call_once_after_a_resume() -> None:
+    """A run stopped after its first strategy and resumed: the resume's expansions came from the cache, and the
+    sessions' llm_usage totals (kept as the workflow stores them) count them twice; the table counts them once."""
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, _, (q1, q2, q3) = _corpus(store)
+    strategies = ["hyde", "hyde-mrag"]
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, name="llm",
+                             config={"model": "minilm", "layer": 5, "strategies": strategies, "c": 4, "k_max": 2,
+                                     "w": 2.0}, seed=0)
+
+    def result(s: str, q: int, cached: bool) -> dict:
+        llm = {"family": "hyde", "texts": ["t"], "prompt_tokens": 30, "completion_tokens": 20,
+               "latency_s": 0.0 if cached else 0.5, "cached": cached}
+        return {"strategy": s, "query_id": q, "retrieved": [], "rsr": [1.0, 1.0], "csr": [1.0, 1.0],
+                "details": {"llm": llm}}
+
+    # session 1 sent the 3 passages (150 tokens) and stored hyde's results; the resume got them from the cache
+    db.save_eval_results(store, run.id, [result("hyde", q, False) for q in (q1, q2, q3)])
+    session1 = {"tokens": 150, "spent_tokens": 150, "expansions": 3, "cached": 0}
+    db.finish_eval_run(store, run.id, status="cancelled", llm_usage={"total": session1})
+    db.save_eval_results(store, run.id, [result("hyde-mrag", q, True) for q in (q1, q2, q3)])
+    both = {"tokens": 300, "spent_tokens": 150, "expansions": 6, "cached": 3}
+    db.finish_eval_run(store, run.id, llm_usage={"total": both})
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    runs = next(df.value for df in at.dataframe if "LLM tokens" in df.value.columns).set_index("id")
+    assert runs.loc[run.id, "LLM tokens"] == 150  # 3 calls x 50 tokens, each once (not the sessions' 300)

@@ -778,3 +778,30 @@ def test_a_resume_counts_the_queries_added_since_the_run_began_in_its_expected_r
     er.resume_evaluation(store, run_id, lm=lm)
     done = db.get_eval_run(store, run_id)
     assert (done.status, done.n_results, done.config["n_queries"]) == ("done", 6, 6)
+
+
+def test_runs_llm_tokens_count_each_call_once_after_a_resume_served_from_the_cache(store, setup, lm,
+                                                                                    fake_openai) -> None:
+    """Page 9's 'LLM tokens' read llm_usage["total"]["tokens"], which adds up the sessions: a resume's cache hits
+    on the passages the first session asked for counted again at their original cost (600 for 300 sent)."""
+    corpus, qs, _ = setup
+    sent: list[tuple[int, int]] = []
+    server = fake_openai(_llm_responder(sent))
+    cfg = server.llm_config(max_retries=0)
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde", "hyde-mrag"], c=8,
+                               k_max=5, lm=lm, llm_config=cfg, cancel=cancel, batch_size=2,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 2 else None)
+    stopped = db.get_eval_run(store, run_id)
+    assert (stopped.status, stopped.n_results, len(server.requests)) == ("cancelled", 2, 6)  # 6 passages asked
+    er.resume_evaluation(store, run_id, lm=lm, llm_config=cfg)
+    info = db.get_eval_run(store, run_id)
+    assert (info.status, info.n_results, len(server.requests)) == ("done", 12, 6)  # the resume: all from the cache
+    # 6 passages of 30 + 20 tokens, each sent once: 300. The sessions' sum counts the 6 cache hits again.
+    assert sum(p + c for p, c in sent) == 300 and info.llm_usage["total"]["tokens"] == 600
+    assert er.runs_llm_tokens(store, [run_id]) == {run_id: 300}
+    assert er.llm_cost_total(er.load_run_metrics(store, run_id))["tokens"] == 300
+    plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
+                              lm=lm)
+    assert er.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
+    assert er.runs_llm_tokens(store, []) == {}
