@@ -42,7 +42,7 @@ from mrag_core.expansion import (
 from mrag_core.extraction import Embeddings
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient, LLMError
+from mrag_core.llm.client import LLMClient, LLMError, StopFlag
 from mrag_core.llm.concurrency import run_concurrent
 from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
 
@@ -196,7 +196,7 @@ class ExpansionOutcome:
 
 
 def expand(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
-           cache: LLMCache | None = None, *, cancel: threading.Event | None = None) -> Expansion:
+           cache: LLMCache | None = None, *, cancel: StopFlag | None = None) -> Expansion:
     """The expansion of ``question`` for ``family`` (raises ExpansionError / LLMError / ValueError).
 
     ``cancel`` ends the client's retry waits: once it is set, a request waiting to retry raises

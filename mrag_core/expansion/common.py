@@ -12,12 +12,11 @@ accepts it, and an answer the parser rejects raises :class:`ExpansionError`
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from typing import Callable
 
 from mrag_core.llm.cache import LLMCache, cached_complete
-from mrag_core.llm.client import LLMClient, LLMReply
+from mrag_core.llm.client import LLMClient, LLMReply, StopFlag
 from mrag_core.querygen.checks import clean_subqueries, dedupe
 
 __all__ = ["Expansion", "ExpansionError", "ask_and_parse", "parse_list", "preview", "strip_code_fence"]
@@ -87,7 +86,7 @@ def ask_and_parse(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     json_mode: bool = False,
-    cancel: threading.Event | None = None,
+    cancel: StopFlag | None = None,
 ) -> Expansion:
     """Ask (through the cache), parse, and wrap as :class:`Expansion`.
 

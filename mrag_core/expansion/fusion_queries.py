@@ -10,11 +10,9 @@ de-duplicated, clamped to ``n``). Cache kind: ``'fusion'``.
 
 from __future__ import annotations
 
-import threading
-
 from mrag_core.expansion.common import Expansion, ask_and_parse, parse_list
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient
+from mrag_core.llm.client import LLMClient, StopFlag
 from mrag_core.querygen.story_prompt import fusion_messages
 
 __all__ = ["KIND", "fusion_subqueries", "parse_subqueries"]
@@ -29,7 +27,7 @@ def parse_subqueries(text: str, n: int) -> list[str]:
 
 
 def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache | None = None, *,
-                      cancel: threading.Event | None = None) -> Expansion:
+                      cancel: StopFlag | None = None) -> Expansion:
     """Ask for ``n`` (1..20) sub-queries covering ``question``; ``texts`` = the sub-queries (<= n).
     ``cancel`` ends the client's retry waits."""
     if not question.strip():

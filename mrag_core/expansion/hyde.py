@@ -10,11 +10,10 @@ Cache kind: ``'hyde'``.
 from __future__ import annotations
 
 import re
-import threading
 
 from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview, strip_code_fence
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient
+from mrag_core.llm.client import LLMClient, StopFlag
 
 __all__ = ["KIND", "MIN_WORDS", "hyde_messages", "hypothetical_passage", "parse_passage"]
 
@@ -52,7 +51,7 @@ def parse_passage(text: str) -> list[str]:
 
 def hypothetical_passage(
     client: LLMClient, question: str, cache: LLMCache | None = None, *, max_tokens: int | None = 300,
-    cancel: threading.Event | None = None,
+    cancel: StopFlag | None = None,
 ) -> Expansion:
     """One hypothetical answer passage for ``question``; ``texts == [passage]``. ``cancel`` ends the client's
     retry waits."""

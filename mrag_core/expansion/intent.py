@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from typing import Any
 
 from mrag_core.expansion.common import Expansion, ExpansionError, ask_and_parse, preview, strip_code_fence
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient
+from mrag_core.llm.client import LLMClient, StopFlag
 from mrag_core.querygen.checks import clean_subqueries, dedupe
 
 __all__ = ["KIND", "intent_messages", "intent_statements", "parse_intent_answer"]
@@ -140,7 +139,7 @@ def parse_intent_answer(text: str) -> list[str]:
 
 def intent_statements(
     client: LLMClient, question: str, n_answers: int = 3, cache: LLMCache | None = None, *,
-    cancel: threading.Event | None = None,
+    cancel: StopFlag | None = None,
 ) -> Expansion:
     """Ask for ``n_answers`` (1..8) answers as statements; ``texts`` = all statements, flattened and deduped.
     ``cancel`` ends the client's retry waits."""

@@ -11,11 +11,9 @@ text) and clamped to ``n`` queries. Cache kind: ``'multi-query'``.
 
 from __future__ import annotations
 
-import threading
-
 from mrag_core.expansion.common import Expansion, ask_and_parse, parse_list
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient
+from mrag_core.llm.client import LLMClient, StopFlag
 
 __all__ = ["KIND", "MAX_REWRITES", "parse_rewrites", "rewrite_messages", "rewrite_queries"]
 
@@ -43,7 +41,7 @@ def parse_rewrites(text: str, n: int) -> list[str]:
 
 def rewrite_queries(
     client: LLMClient, question: str, n: int = 4, cache: LLMCache | None = None, *, temperature: float = 0.0,
-    cancel: threading.Event | None = None,
+    cancel: StopFlag | None = None,
 ) -> Expansion:
     """Ask for ``n`` (1..10; 3-5 recommended) rewrites of ``question``; ``texts`` = the rewrites (<= n).
     ``cancel`` ends the client's retry waits."""

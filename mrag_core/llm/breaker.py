@@ -13,17 +13,28 @@ endpoint rejects for this request) do not trip it.
 
 ``is_set()`` makes a breaker usable as :func:`~mrag_core.llm.concurrency.run_concurrent`'s ``cancel``: it
 is true once tripped or once the caller's own ``cancel`` is set.
+
+A request already sent may be waiting to retry (a 429 with ``Retry-After: 30``) when another thread trips the
+breaker. Its wait ends then too: the breaker itself is what the client waits on (:attr:`Breaker.cancel_event`,
+``LLMClient.complete(cancel=...)``), and :meth:`Breaker.wait` returns as soon as the breaker trips (its own
+``threading.Event``, set by :meth:`Breaker.record`) or the caller's ``cancel`` is set (noticed within
+:data:`POLL_S`). The client then raises :class:`~mrag_core.llm.client.LLMCancelled` instead of sending the retry,
+and the batch reports the item like one it never sent: left to do, or failed "not sent" with the breaker's error.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 from mrag_core.llm.client import LLMError
 
-__all__ = ["Breaker", "ends_batch"]
+__all__ = ["POLL_S", "Breaker", "ends_batch"]
 
 PER_REQUEST_STATUS = frozenset({400, 413, 422})
+
+#: How often (seconds) :meth:`Breaker.wait` looks at the caller's ``cancel`` event; a trip ends it at once.
+POLL_S = 0.05
 
 
 def ends_batch(error: LLMError) -> bool:
@@ -38,6 +49,7 @@ class Breaker:
         self._cancel = cancel
         self._error: str | None = None
         self._lock = threading.Lock()
+        self._tripped = threading.Event()  # set once, by the first endpoint-wide error
 
     def record(self, error: LLMError) -> None:
         """Note a failed request; the first endpoint-wide one trips the breaker."""
@@ -46,6 +58,7 @@ class Breaker:
         with self._lock:
             if self._error is None:
                 self._error = str(error)
+                self._tripped.set()
 
     @property
     def error(self) -> str | None:
@@ -59,9 +72,10 @@ class Breaker:
         return self.error is not None
 
     @property
-    def cancel_event(self) -> threading.Event | None:
-        """The caller's own ``cancel`` event, for the client's retry waits (``LLMClient.complete(cancel=...)``)."""
-        return self._cancel
+    def cancel_event(self) -> "Breaker":
+        """What the client's retry waits wait on (``LLMClient.complete(cancel=...)``): the breaker itself, set once
+        it trips or the caller's own ``cancel`` is set (see :meth:`wait`)."""
+        return self
 
     @property
     def cancelled(self) -> bool:
@@ -71,6 +85,22 @@ class Breaker:
     def is_set(self) -> bool:
         """True once tripped or cancelled: nothing more should be sent."""
         return self.tripped or self.cancelled
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`is_set` (at most ``timeout`` seconds, ``None``: no limit); returns :meth:`is_set`.
+
+        Like ``threading.Event.wait``, so a client can wait on the breaker: a trip from any thread ends the wait at
+        once, the caller's ``cancel`` within :data:`POLL_S` (a ``threading.Event`` cannot wait on two events).
+        """
+        if self._cancel is None:
+            return self._tripped.wait(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+            if left <= 0:
+                break
+            self._tripped.wait(left)
+        return self.is_set()
 
     def not_sent(self) -> str:
         """The reason an item was not sent, for its record."""

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
-from mrag_core.llm.client import LLMClient, LLMReply
+from mrag_core.llm.client import LLMClient, LLMReply, StopFlag
 
 __all__ = [
     "CacheError",
@@ -254,7 +254,7 @@ def cached_complete(
     max_tokens: int | None = None,
     json_mode: bool = False,
     accept: Callable[[LLMReply], bool] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: StopFlag | None = None,
 ) -> tuple[LLMReply, bool]:
     """``client.complete`` behind ``cache``; returns ``(reply, hit)``.
 

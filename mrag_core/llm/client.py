@@ -14,10 +14,11 @@ retries are ours so they are predictable and testable:
   call fails at once, saying how long the server asked to wait;
 * after ``1 + config.max_retries`` failed attempts, or at once for any other
   4xx (bad key, unknown model, bad request), :class:`LLMError` is raised;
-* a call given a ``cancel`` event waits with ``cancel.wait(delay)``: once the
-  event is set (the user pressed Stop), the wait ends at once and
-  :class:`LLMCancelled` is raised instead of sending the retry (a request
-  already in flight is not interrupted).
+* a call given a ``cancel`` (a :class:`StopFlag`) waits with ``cancel.wait(delay)``:
+  once it is set (the user pressed Stop; for a batch's
+  :class:`~mrag_core.llm.breaker.Breaker`, also another request failing for good),
+  the wait ends at once and :class:`LLMCancelled` is raised instead of sending
+  the retry (a request already in flight is not interrupted).
 
 A 200 answer is read by this module, not trusted: a body that is not JSON
 (an HTML page from a wrong base URL), JSON without ``choices``, or a message
@@ -44,13 +45,13 @@ import re
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import openai
 
 from mrag_core.llm.config import LLMConfig, redact_url
 
-__all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "backoff_delay", "parse_retry_after"]
+__all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "StopFlag", "backoff_delay", "parse_retry_after"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
@@ -89,12 +90,22 @@ class LLMError(Exception):
         self.retryable = retryable
 
 
-class LLMCancelled(Exception):
-    """A call stopped because its ``cancel`` event was set while it waited to retry; it has no answer.
+class StopFlag(Protocol):
+    """What a call's ``cancel`` needs: a ``threading.Event`` (the user's Stop), or a
+    :class:`~mrag_core.llm.breaker.Breaker`, set too once another request of the batch failed for good."""
 
-    Not an :class:`LLMError`: nothing failed, the user stopped the run. Batch callers treat it like an item
-    that was never sent (:func:`~mrag_core.llm.concurrency.run_concurrent` reports it as cancelled), so a
-    resume asks for it again.
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class LLMCancelled(Exception):
+    """A call stopped because its ``cancel`` was set while it waited to retry; it has no answer.
+
+    Not an :class:`LLMError`: nothing failed here, the user stopped the run (or, for a
+    :class:`~mrag_core.llm.breaker.Breaker`, another request of the batch failed for good). Batch callers treat it
+    like an item that was never sent (:func:`~mrag_core.llm.concurrency.run_concurrent` reports it as
+    cancelled), so a resume asks for it again.
     """
 
 
@@ -247,7 +258,7 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_mode: bool = False,
-        cancel: threading.Event | None = None,
+        cancel: StopFlag | None = None,
     ) -> LLMReply:
         """Send ``messages`` and return the first choice's text with token usage.
 
@@ -270,7 +281,7 @@ class LLMClient:
 
     def _complete_with_retries(
         self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, json_mode: bool,
-        cancel: threading.Event | None = None,
+        cancel: StopFlag | None = None,
     ) -> LLMReply:
         attempts = 1 + self._config.max_retries
         timeouts = 0
@@ -316,7 +327,7 @@ class LLMClient:
         with self._rng_lock:
             return backoff_delay(attempt, self._backoff_base_s, self._backoff_max_s, self._rng)
 
-    def _wait(self, delay: float, cancel: threading.Event | None) -> bool:
+    def _wait(self, delay: float, cancel: StopFlag | None) -> bool:
         """Wait ``delay`` seconds before a retry; True when ``cancel`` is set (then the wait ends early)."""
         if self._sleep is not None:
             self._sleep(delay)

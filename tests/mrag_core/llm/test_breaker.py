@@ -56,7 +56,9 @@ def test_annotation_of_a_stopped_server_stops_after_the_requests_in_flight() -> 
     attempts: list[float] = []
     suggestions = annotate_documents(LLMClient(config, sleep=attempts.append), DOCS, CATEGORIES)
     assert 1 <= len(suggestions) <= 2 and all("could not connect" in s.error for s in suggestions)
-    assert len(attempts) == len(suggestions)  # one backoff per document sent: 2 attempts each, not 10 x 2
+    # one backoff per document sent (at most the 2 in flight), not 10 x 2; a document whose backoff ended after
+    # the other one tripped the breaker is not tried again and is left to do, like one never sent
+    assert len(suggestions) <= len(attempts) <= 2
 
 
 def test_a_per_request_error_does_not_stop_the_batch(fake_openai: Factory) -> None:

@@ -1,0 +1,126 @@
+"""A request waiting out a long ``Retry-After`` stops waiting once another thread of the same run trips the breaker
+(the key refused, the endpoint gone): every other request would fail the same way, so the wait is not sat out.
+Against a real local server, with the client's real waits and requests in flight on two threads: one item gets
+429 ``Retry-After: 30`` and waits, the other gets 401 a moment later; the batch returns well before the 30 s,
+with the waiting item not sent again and reported as the breaker says (not sent / left to do)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import pytest
+
+from mrag_core.annotate import AnnotationDoc, CategorySpec, annotate_documents
+from mrag_core.llm.breaker import Breaker
+from mrag_core.llm.cache import MemoryCache
+from mrag_core.llm.client import LLMClient, LLMError
+from mrag_core.llm_strategies import expand_many
+from mrag_core.querygen.generate import generate_queries
+from mrag_core.querygen.sampling import QueryPlan
+from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai
+
+__all__ = ["fake_openai"]
+
+Factory = Callable[..., FakeOpenAIServer]
+WELL_UNDER_S = 5.0  # the server asks for 30 s
+REFUSED_AFTER_S = 0.3  # the refused request answers this late, so the other one is already waiting
+
+
+def _busy_or_refused(text: str) -> Reply:
+    """429 Retry-After: 30 for the text naming "busy", a late 401 for the one naming "refused"."""
+    if "refused" in text:
+        return Reply.error(401, "invalid api key", delay_s=REFUSED_AFTER_S)
+    if "busy" in text:
+        return Reply.error(429, "rate limited", retry_after=30)
+    return Reply.error(599, f"unexpected request: {text[:60]}")
+
+
+def _client(server: FakeOpenAIServer) -> LLMClient:
+    return LLMClient(server.llm_config(max_retries=1, concurrency=2))  # real waiting
+
+
+@pytest.fixture
+def later() -> Iterator[Callable[[float, Callable[[], None]], None]]:
+    """``later(seconds, fn)``: run ``fn`` on a timer thread (cancelled at teardown)."""
+    timers: list[threading.Timer] = []
+
+    def start(seconds: float, fn: Callable[[], None]) -> None:
+        timers.append(threading.Timer(seconds, fn))
+        timers[-1].start()
+
+    yield start
+    for timer in timers:
+        timer.cancel()
+
+
+def test_a_trip_from_another_thread_ends_the_breakers_wait(later: Callable[[float, Callable[[], None]], None]) -> None:
+    breaker = Breaker(threading.Event())
+    later(0.1, lambda: breaker.record(LLMError("could not connect", status_code=None)))
+    started = time.monotonic()
+    assert breaker.wait(30) is True
+    assert 0.09 <= time.monotonic() - started < WELL_UNDER_S
+    assert breaker.is_set() and not breaker.cancelled and breaker.error == "could not connect"
+
+
+def test_the_users_cancel_ends_the_breakers_wait(later: Callable[[float, Callable[[], None]], None]) -> None:
+    cancel = threading.Event()
+    breaker = Breaker(cancel)
+    later(0.1, cancel.set)
+    started = time.monotonic()
+    assert breaker.wait(30) is True
+    assert 0.09 <= time.monotonic() - started < WELL_UNDER_S
+    assert breaker.cancelled and not breaker.tripped
+
+
+@pytest.mark.parametrize("cancel", [None, threading.Event()], ids=["no-cancel", "cancel"])
+def test_the_breakers_wait_lasts_its_timeout_when_nothing_happens(cancel: threading.Event | None) -> None:
+    breaker = Breaker(cancel)
+    breaker.record(LLMError("prompt too long", status_code=400))  # about one request: trips nothing
+    started = time.monotonic()
+    assert breaker.wait(0.15) is False
+    assert 0.14 <= time.monotonic() - started < 1.0
+    assert breaker.cancel_event is not None and breaker.cancel_event.is_set() is False
+
+
+def test_expansions_stop_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
+    server = fake_openai(by_content(_busy_or_refused))
+    cache = MemoryCache()
+    questions = ["Which moons orbit Mars (busy)?", "Which moons orbit Venus (refused)?"]
+    started = time.monotonic()
+    busy, refused = expand_many(_client(server), "multi-query", questions, cache=cache, limit=2)
+    assert time.monotonic() - started < WELL_UNDER_S
+    assert len(server.requests) == 2 and len(cache) == 0  # the busy question was not asked again
+    assert (refused.sent, refused.cancelled) == (True, False) and "HTTP 401: invalid api key" in (refused.error or "")
+    assert (busy.sent, busy.cancelled, busy.texts) == (False, False, ())
+    assert busy.error == f"not sent: an earlier request failed: {refused.error.split(': ', 1)[1]}"
+
+
+def test_preannotation_stops_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
+    server = fake_openai(by_content(_busy_or_refused))
+    docs = [AnnotationDoc(0, "Busy", "busy text"), AnnotationDoc(1, "Refused", "refused text")]
+    started = time.monotonic()
+    suggestions = annotate_documents(_client(server), docs, [CategorySpec("space"), CategorySpec("food")], limit=2)
+    assert time.monotonic() - started < WELL_UNDER_S
+    assert len(server.requests) == 2
+    # the refused document failed; the waiting one is left to do (a resume asks for it), as one never sent
+    assert [(s.document_key, s.status) for s in suggestions] == [(1, "failed")]
+
+
+@dataclass(frozen=True)
+class Doc:
+    title: str
+    text: str
+
+
+def test_query_generation_stops_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
+    server = fake_openai(by_content(_busy_or_refused))
+    docs = {"1": Doc("Busy", "A busy article about Mars."), "2": Doc("Refused", "A refused article about Venus.")}
+    started = time.monotonic()
+    results = generate_queries([QueryPlan(1, ("1",)), QueryPlan(1, ("2",))], docs, client=_client(server), limit=2)
+    assert time.monotonic() - started < WELL_UNDER_S
+    assert len(server.requests) == 2
+    assert [(g.index, g.status) for g in results] == [(1, "failed")]  # plan 0 stays to do
+    assert "HTTP 401" in (results[0].error or "")
