@@ -66,11 +66,24 @@ def preview(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
-def parse_list(text: str, n: int, what: str) -> list[str]:
+def parse_list(text: str, n: int, what: str, *, cut_off: bool = False) -> list[str]:
     """The answer's list items (:func:`~mrag_core.querygen.checks.clean_subqueries`: only the numbered or
     bulleted items when there are any, without preamble, sign-off, quotes or Markdown), those with a letter,
-    de-duplicated and clamped to ``n``; :class:`ExpansionError` ("contains no <what>") when none remains."""
-    items = dedupe([item for item in clean_subqueries(text) if any(ch.isalpha() for ch in item)])[:n]
+    de-duplicated and clamped to ``n``; :class:`ExpansionError` ("contains no <what>") when none remains.
+
+    ``cut_off``: the endpoint stopped the answer at its token limit, so its last item is half-written; it is
+    dropped before the rest is de-duplicated and clamped (the rule query generation applies to its Fusion
+    sub-queries, :mod:`mrag_core.querygen.generate`).
+    """
+    items = [item for item in clean_subqueries(text) if any(ch.isalpha() for ch in item)]
+    if cut_off and items:
+        items = items[:-1]
+        if not items:
+            raise ExpansionError(
+                f"The LLM answer contains no {what}: its only item was cut off at the token limit "
+                f"(raise the endpoint's or the request's token limit): {preview(text)!r}"
+            )
+    items = dedupe(items)[:n]
     if not items:
         raise ExpansionError(f"The LLM answer contains no {what}: {preview(text)!r}")
     return items
@@ -81,7 +94,7 @@ def ask_and_parse(
     cache: LLMCache | None,
     kind: str,
     messages: list[dict[str, str]],
-    parse: Callable[[str], list[str]],
+    parse: Callable[[LLMReply], list[str]],
     *,
     temperature: float = 0.0,
     max_tokens: int | None = None,
@@ -90,7 +103,8 @@ def ask_and_parse(
 ) -> Expansion:
     """Ask (through the cache), parse, and wrap as :class:`Expansion`.
 
-    ``parse`` must return a non-empty list or raise :class:`ExpansionError`.
+    ``parse`` gets the reply (its text, and ``cut_off`` for an answer stopped at the token limit, also when
+    replayed from the cache) and must return a non-empty list or raise :class:`ExpansionError`.
     Replies that ``parse`` rejects are not cached; the error raised then carries the
     rejected reply's token counts and latency. ``cancel`` ends the client's retry waits
     (:class:`~mrag_core.llm.client.LLMCancelled`).
@@ -98,7 +112,7 @@ def ask_and_parse(
 
     def accept(reply: LLMReply) -> bool:
         try:
-            return bool(parse(reply.text))
+            return bool(parse(reply))
         except ExpansionError:
             return False
 
@@ -107,7 +121,7 @@ def ask_and_parse(
         temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, accept=accept, cancel=cancel,
     )
     try:
-        texts = parse(reply.text)
+        texts = parse(reply)
         if not texts:
             raise ExpansionError(f"The {kind} expansion produced no text from the LLM answer {preview(reply.text)!r}.")
     except ExpansionError as exc:

@@ -21,9 +21,10 @@ KIND = "fusion"
 MAX_SUBQUERIES = 20
 
 
-def parse_subqueries(text: str, n: int) -> list[str]:
-    """:func:`~mrag_core.expansion.common.parse_list`: at most ``n`` sub-queries; ExpansionError if none remains."""
-    return parse_list(text, n, "sub-queries")
+def parse_subqueries(text: str, n: int, *, cut_off: bool = False) -> list[str]:
+    """:func:`~mrag_core.expansion.common.parse_list`: at most ``n`` sub-queries (the last one dropped when the
+    answer was ``cut_off`` at the token limit); ExpansionError if none remains."""
+    return parse_list(text, n, "sub-queries", cut_off=cut_off)
 
 
 def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache | None = None, *,
@@ -34,5 +35,5 @@ def fusion_subqueries(client: LLMClient, question: str, n: int, cache: LLMCache 
         raise ValueError("The question is empty.")
     if not 1 <= n <= MAX_SUBQUERIES:
         raise ValueError(f"The number of sub-queries must be between 1 and {MAX_SUBQUERIES}, got {n}.")
-    return ask_and_parse(client, cache, KIND, fusion_messages(question, n), lambda t: parse_subqueries(t, n),
-                         cancel=cancel)
+    return ask_and_parse(client, cache, KIND, fusion_messages(question, n),
+                         lambda r: parse_subqueries(r.text, n, cut_off=r.cut_off), cancel=cancel)

@@ -57,5 +57,5 @@ def hypothetical_passage(
     retry waits."""
     if not question.strip():
         raise ValueError("The question is empty.")
-    return ask_and_parse(client, cache, KIND, hyde_messages(question), parse_passage, max_tokens=max_tokens,
-                         cancel=cancel)
+    return ask_and_parse(client, cache, KIND, hyde_messages(question), lambda r: parse_passage(r.text),
+                         max_tokens=max_tokens, cancel=cancel)

@@ -33,10 +33,11 @@ def rewrite_messages(question: str, n: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": prompt}]
 
 
-def parse_rewrites(text: str, n: int) -> list[str]:
-    """:func:`~mrag_core.expansion.common.parse_list`: the queries, at most ``n``; raises
-    :class:`~mrag_core.expansion.common.ExpansionError` if no query remains."""
-    return parse_list(text, n, "search queries")
+def parse_rewrites(text: str, n: int, *, cut_off: bool = False) -> list[str]:
+    """:func:`~mrag_core.expansion.common.parse_list`: the queries, at most ``n`` (the last one dropped when the
+    answer was ``cut_off`` at the token limit); raises :class:`~mrag_core.expansion.common.ExpansionError` if no
+    query remains."""
+    return parse_list(text, n, "search queries", cut_off=cut_off)
 
 
 def rewrite_queries(
@@ -50,6 +51,6 @@ def rewrite_queries(
     if not 1 <= n <= MAX_REWRITES:
         raise ValueError(f"The number of rewrites must be between 1 and {MAX_REWRITES}, got {n}.")
     return ask_and_parse(
-        client, cache, KIND, rewrite_messages(question, n), lambda t: parse_rewrites(t, n), temperature=temperature,
-        cancel=cancel,
+        client, cache, KIND, rewrite_messages(question, n), lambda r: parse_rewrites(r.text, n, cut_off=r.cut_off),
+        temperature=temperature, cancel=cancel,
     )
