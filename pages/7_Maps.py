@@ -108,7 +108,7 @@ stale_index_warning(store, run)
 
 if run.n_saved < 3:
     st.info(f"A map needs at least three documents; this index has {run.n_saved}. Add documents on the "
-            "Corpus Studio page and update the index.")
+            "Corpus Import page and update the index.")
     st.stop()
 names = space_names(run.n_heads)
 stored = {p.space for p in db.list_projections(store, run.id) if p.method == method and p.seed == seed}

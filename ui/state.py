@@ -211,7 +211,7 @@ def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInf
     """A select box of corpora; the choice is shared across pages via ``st.session_state[key]``."""
     corpora = db.list_corpora(get_store())
     if not corpora:
-        st.info("No corpus yet: import one on the Corpus Studio page.")
+        st.info("No corpus yet: import one on the Corpus Import page.")
         return None
     ids = [c.id for c in corpora]
     current = st.session_state.get(key)

@@ -37,7 +37,7 @@ def test_maps_page_says_a_map_needs_three_documents() -> None:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert [i.value for i in at.info] == ["A map needs at least three documents; this index has 2. Add documents on "
-                                          "the Corpus Studio page and update the index."]
+                                          "the Corpus Import page and update the index."]
     assert not at.get("plotly_chart")
 
 

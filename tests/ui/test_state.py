@@ -160,3 +160,46 @@ def test_index_label_names_the_settings_and_a_precision_other_than_float32(fresh
     assert run.id == 1 and index_label(run) == "#1 · m1 · layer 0 · mean pooling · 3 docs"
     half = dataclasses.replace(run, precision="float16")
     assert index_label(half, stale=True) == "#1 · m1 · layer 0 · mean pooling · float16 · 3 docs · stale"
+
+
+def _corpus_picker_page() -> None:
+    from ui.state import corpus_picker
+
+    corpus_picker()
+
+
+def test_corpus_picker_without_a_corpus_names_the_import_page_in_the_sidebar(fresh_env) -> None:
+    from ui.navigation import PAGES, page_title
+
+    at = AppTest.from_function(_corpus_picker_page, default_timeout=60).run()  # fresh_env: an empty database
+    assert not at.exception, [e.value for e in at.exception]
+    assert [i.value for i in at.info] == ["No corpus yet: import one on the Corpus Import page."]
+    assert "Corpus Import" in [page_title(path) for path, _ in PAGES]
+
+
+def _string_literals(source: str) -> list[str]:
+    """Every string literal of a Python source, adjacent literals joined (as Python joins them), f-strings with
+    ``{}`` for their fields."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+    return out
+
+
+def test_pages_named_in_ui_state_and_on_the_maps_page_are_in_the_sidebar() -> None:
+    """Every "the <Name> page" in ui/state.py's and pages/7_Maps.py's strings is a page the sidebar lists (or Home)."""
+    import re
+    from pathlib import Path
+
+    from ui.navigation import PAGES, page_title
+
+    root = Path(__file__).resolve().parents[2]
+    titles = {page_title(path) for path, _ in PAGES} | {"Home"}
+    texts = [t for f in ("ui/state.py", "pages/7_Maps.py") for t in _string_literals((root / f).read_text())]
+    named = {m for t in texts for m in re.findall(r"\bthe ((?:[A-Z][\w&]*\s+)*?[A-Z][\w&]*)\s+page\b", t)}
+    assert "Index" in named and named <= titles, sorted(named - titles)
