@@ -184,7 +184,7 @@ if query_text:
     retrieved = {r.doc_id for r in res.outcomes[strategy].rows}
     o = res.outcomes[strategy]
     if o.rsr is not None:
-        st.caption(f"{o.label} at k={k}: RSR {o.rsr:.2f} · CSR {o.csr:.2f} · weighted {o.weighted:.2f} — "
+        st.caption(f"{o.label} at k={res.k}: RSR {o.rsr:.2f} · CSR {o.csr:.2f} · weighted {o.weighted:.2f} — "
                    "black rings: retrieved; red ×: ground truth it missed; ★: the query")
 
 fig = maps_figure(maps, bundle, bundle.index.head_importance.score, query_xy, retrieved, set(ground_truth))

@@ -47,3 +47,38 @@ def test_maps_page_draws_three_documents() -> None:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.get("plotly_chart")) == 1 and len(at.dataframe[-1].value) == 3
+
+
+def _tiny_model_index(folder: Path, n_docs: int) -> tuple[int, list[int]]:
+    """A corpus of ``n_docs`` documents indexed with the tiny GPT-2 in ``folder`` (a real build), and a query set
+    of one query whose ground truth is its first two documents; (corpus id, document ids)."""
+    from mrag_core.models.loader import load_model
+    from mrag_core.workflows.indexing import build_embedding_run
+
+    words = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat"]
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    corpus = db.create_corpus(store, "Tiny")
+    ids = list(db.add_documents(store, corpus.id, [{"title": f"d{i}", "text": words[i % len(words)], "label": "a"}
+                                                   for i in range(n_docs)]).document_ids)
+    build_embedding_run(store, corpus.id, load_model(str(folder), device="cpu"), layer=-1)
+    qs = db.create_query_set(store, corpus.id, "Q")
+    db.add_queries(store, qs.id, [{"text": "the cat", "ground_truth": ids[:2]}])
+    store.close()
+    return corpus.id, ids
+
+
+def test_maps_caption_gives_the_k_used_when_the_index_has_fewer_documents(tmp_path) -> None:
+    """k 10 on an index of 4 documents retrieves all 4: the caption says k=4, as many as are ringed."""
+    from tests.support.tiny_models import tiny_gpt2_folder
+
+    corpus_id, _ = _tiny_model_index(tiny_gpt2_folder(tmp_path / "gpt2", n_layer=2), 4)
+    at = AppTest.from_file(MAPS_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus_id
+    at.run()
+    at.radio(key="maps_qsrc").set_value("From a query set").run()
+    assert at.number_input(key="maps_k").value == 2  # the query's ground truth
+    at.number_input(key="maps_k").set_value(10).run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = [c.value for c in at.caption if " at k=" in c.value]
+    assert len(captions) == 1 and captions[0].startswith("MRAG at k=4: RSR "), captions
+    assert at.dataframe[-1].value["retrieved"].sum() == 4
