@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from mrag_core.device import pick_device
-from mrag_core.models.registry import FAMILY_OPROJ, ModelSpec, default_poolings, resolve_model
+from mrag_core.models.registry import FAMILY_OPROJ, ModelSpec, default_poolings, position_limit, resolve_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -93,6 +93,13 @@ def describe_architecture(cfg: Any) -> tuple[str, int, int, int, int]:
     return family, n_layers, n_heads, head_dim, hidden
 
 
+def _spec_within_positions(spec: ModelSpec, cfg: Any, tokenizer: Any) -> ModelSpec:
+    """``spec`` with ``max_length`` lowered to the model's own limit (:func:`position_limit` of its config and
+    tokenizer); ``spec`` itself when that limit is not smaller."""
+    limit = position_limit(cfg, getattr(tokenizer, "model_max_length", None), spec.max_length)
+    return spec if limit == spec.max_length else spec.with_options(max_length=limit)
+
+
 def layer_index(layer: int | None, n_layers: int) -> int:
     """``layer`` as an index into ``n_layers`` layers (``None`` or negative counts from the end: -1 is the last);
     ValueError when there is no such layer."""
@@ -114,7 +121,8 @@ def load_model(
     head_pooling: str | None = None,
     standard_pooling: str | None = None,
 ) -> LoadedModel:
-    """Load a registry model or a local Hugging Face folder.
+    """Load a registry model or a local Hugging Face folder. Its spec's ``max_length`` is lowered to the model's
+    own limit (its position table, its tokenizer's ``model_max_length``): a BERT with 128 positions reads 128 tokens.
 
     Args:
         spec_or_name: a :class:`ModelSpec`, a registry name or a folder path.
@@ -153,6 +161,7 @@ def load_model(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     model.eval().to(dev)
+    spec = _spec_within_positions(spec, cfg, tokenizer)
     default_head, default_std = default_poolings(family)
     spec_head = spec.head_pooling if spec.family else default_head
     spec_std = spec.standard_pooling if spec.family else default_std
@@ -178,13 +187,15 @@ def model_from_module(
     model: torch.nn.Module, tokenizer: Any, *, name: str = "in-memory", head_pooling: str | None = None,
     standard_pooling: str | None = None,
 ) -> LoadedModel:
-    """Wrap an already-built model (tests build tiny random configs in code)."""
+    """Wrap an already-built model (tests build tiny random configs in code); its spec's ``max_length`` is the
+    model's own limit when below 512 (as :func:`load_model` sets it)."""
     family, n_layers, n_heads, head_dim, hidden = describe_architecture(model.config)
     default_head, default_std = default_poolings(family)
     if tokenizer is not None and tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     p = next(model.parameters())
-    spec = ModelSpec(name=name, locate=lambda: Path("."), family=family)
+    spec = _spec_within_positions(ModelSpec(name=name, locate=lambda: Path("."), family=family), model.config,
+                                  tokenizer)
     return LoadedModel(
         spec=spec, path=Path("."), model=model.eval(), tokenizer=tokenizer, family=family,
         n_layers=n_layers, n_heads=n_heads, head_dim=head_dim, hidden_size=hidden, device=p.device,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 # Attention-output projection per family. "{i}" is the layer index. The module's input is
 # [batch, tokens, n_query_heads * head_dim]: head outputs concatenated, before the projection.
@@ -31,6 +31,12 @@ FAMILY_OPROJ: dict[str, str] = {
 
 ENCODER_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta"})
 
+# Families whose position ids start after the padding id (``pad_token_id + 1``), not at 0.
+PADDING_OFFSET_FAMILIES = frozenset({"roberta", "xlm-roberta"})
+
+# A tokenizer's ``model_max_length`` at or above this is no limit (transformers writes int(1e30) when none is set).
+SANE_TOKENIZER_LIMIT = 1_000_000
+
 PAPER_QUERY_INSTRUCTION = (
     "Instruct: Given a story, retrieve relevant documents that provide contextual information "
     "about topics brought up in the story.\nQuery: "
@@ -48,7 +54,8 @@ class ModelSpec:
         head_pooling: token pooling of head vectors: ``last`` (decoders, the paper), ``first``, ``mean``.
         standard_pooling: pooling of the final hidden state for the standard embedding.
         doc_prompt / query_prompt: prefixes prepended to documents / queries.
-        max_length: truncation length in tokens.
+        max_length: truncation length in tokens; the loader lowers it to the model's own limit
+            (:func:`position_limit`), so a model with fewer positions is never fed more tokens than it has.
     """
 
     name: str
@@ -128,6 +135,32 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     raise KeyError(
         f"unknown model '{name_or_path}': not a registry name ({known}) and not an existing folder"
     )
+
+
+def _positive_int(value: Any) -> int | None:
+    """``value`` as a positive int, or None (missing, zero, negative or not a whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def position_limit(cfg: Any, tokenizer_max_length: Any, cap: int) -> int:
+    """The most tokens one input may have: the smallest of ``cap`` (the spec's ``max_length``), the config's
+    position table (``max_position_embeddings``, or ``n_positions`` for GPT-2; less ``pad_token_id + 1`` for
+    RoBERTa-like families, whose position ids start there) and the tokenizer's ``model_max_length`` when sane
+    (a positive number below :data:`SANE_TOKENIZER_LIMIT`). ``cap`` when none of them is known.
+
+    E.g. a BERT with 128 positions: min(512, 128) = 128; a RoBERTa with 514 positions and pad id 1: 514 - 2 = 512."""
+    limits = [cap]
+    for name in ("max_position_embeddings", "n_positions"):
+        positions = _positive_int(getattr(cfg, name, None))
+        if positions is not None:
+            if getattr(cfg, "model_type", None) in PADDING_OFFSET_FAMILIES:
+                positions -= (_positive_int(getattr(cfg, "pad_token_id", None)) or 0) + 1
+            if positions > 0:
+                limits.append(positions)
+    tokenizer_limit = _positive_int(tokenizer_max_length)
+    if tokenizer_limit is not None and tokenizer_limit < SANE_TOKENIZER_LIMIT:
+        limits.append(tokenizer_limit)
+    return min(limits)
 
 
 def default_poolings(family: str) -> tuple[str, str]:
