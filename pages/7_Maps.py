@@ -25,7 +25,7 @@ from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text
 from ui.state import (KEEP, finished_runs_or_stop, follow_default, get_model, index_bundle, index_picker,
-                      open_corpus_page, stale_index_warning)
+                      model_unavailable_message, open_corpus_page, stale_index_warning)
 
 page_setup(__file__, "🧭")
 st.title("Maps")
@@ -163,7 +163,7 @@ if query_text:
     try:
         lm = model_for_run(get_model(run.model_name), run)
     except (ModelLoadError, ValueError) as exc:
-        st.error(f"The index's model could not be loaded: {md_plain(str(exc))}")
+        st.error(md_plain(model_unavailable_message(run, exc)))
         st.stop()
     if cut := query_window(lm, query_text).note(query_text, run.model_name.split("/")[-1]):
         st.warning(md_plain(cut))

@@ -326,6 +326,16 @@ def stale_index_warning(store: db.Store, run: db.EmbeddingRunInfo) -> None:
             open_index_page_for(run)
 
 
+def model_unavailable_message(run: db.EmbeddingRunInfo, exc: Exception) -> str:
+    """Plain text (escape it for Markdown) for an index whose model ``exc`` says could not be loaded: the reason,
+    then what to do: restore the model folder at the path the index was built from (``run.model_path``, else its
+    model name), or build an index with another model on the Index page."""
+    reason = str(exc).strip().rstrip(".")
+    folder = run.model_path or run.model_name
+    return (f"The index's model could not be loaded: {reason}. Restore the model folder at {folder} (the index keeps "
+            "its vectors, not the model), or build an index with another model on the Index page.")
+
+
 def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     """The loaded model of an index (embedding run) for embedding queries; warns when the index is
     stale, and stops the page with the reason when the model cannot be loaded."""
@@ -336,7 +346,7 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     try:
         return model_for_run(get_model(run.model_name), run)
     except (ModelLoadError, ValueError) as exc:
-        st.error(f"The index's model could not be loaded: {md_plain(str(exc))}")
+        st.error(md_plain(model_unavailable_message(run, exc)))
         st.stop()
 
 

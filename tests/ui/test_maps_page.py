@@ -82,3 +82,28 @@ def test_maps_caption_gives_the_k_used_when_the_index_has_fewer_documents(tmp_pa
     captions = [c.value for c in at.caption if " at k=" in c.value]
     assert len(captions) == 1 and captions[0].startswith("MRAG at k=4: RSR "), captions
     assert at.dataframe[-1].value["retrieved"].sum() == 4
+
+
+def test_maps_page_with_the_models_folder_gone_says_to_restore_it_or_build_another(tmp_path) -> None:
+    """The maps are drawn from stored vectors; placing a query needs the model, whose folder was deleted."""
+    import shutil
+
+    from tests.support.tiny_models import tiny_gpt2_folder
+    from ui.render import md_plain
+
+    folder = tiny_gpt2_folder(tmp_path / "gpt2_model", n_layer=2)
+    corpus_id, _ = _tiny_model_index(folder, 4)
+    shutil.rmtree(folder)
+    at = AppTest.from_file(MAPS_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus_id
+    at.run()
+    at.radio(key="maps_qsrc").set_value("Type a query").run()
+    at.text_input(key="maps_typed").input("the cat").run()
+    assert not at.exception, [e.value for e in at.exception]
+    path = folder.resolve()
+    said = (f"The index's model could not be loaded: unknown model '{path}': not a registry name (minilm, smollm2) "
+            f"and not an existing folder. Restore the model folder at {path} (the index keeps its vectors, not the "
+            "model), or build an index with another model on the Index page.")
+    assert [e.value for e in at.error] == [md_plain(said)]
+    assert r"gpt2\_model" in at.error[0].value
+    assert not at.get("plotly_chart")  # the page stopped

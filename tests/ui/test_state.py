@@ -203,3 +203,34 @@ def test_pages_named_in_ui_state_and_on_the_maps_page_are_in_the_sidebar() -> No
     texts = [t for f in ("ui/state.py", "pages/7_Maps.py") for t in _string_literals((root / f).read_text())]
     named = {m for t in texts for m in re.findall(r"\bthe ((?:[A-Z][\w&]*\s+)*?[A-Z][\w&]*)\s+page\b", t)}
     assert "Index" in named and named <= titles, sorted(named - titles)
+
+
+def _run_model_page(run_id: int) -> None:
+    import streamlit as st
+
+    import db
+    from ui.state import get_store, run_model_or_stop
+
+    store = get_store()
+    run_model_or_stop(store, db.get_embedding_run(store, run_id))
+    st.write("model loaded")
+
+
+def test_an_index_whose_model_folder_is_gone_says_to_restore_it_or_build_another(fresh_env, tmp_path) -> None:
+    import db
+    from ui.render import md_plain
+    from ui.state import get_store
+
+    folder = tmp_path / "my_model"  # never created: a folder deleted or moved since the build
+    store = get_store()
+    corpus = db.create_corpus(store, "C")
+    run = db.create_embedding_run(store, corpus.id, model_name=str(folder), model_path=str(folder), layer=1,
+                                  pooling="last", n_heads=2, head_dim=8, dim=16)
+    at = AppTest.from_function(_run_model_page, args=(run.id,), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = (f"The index's model could not be loaded: unknown model '{folder}': not a registry name (minilm, smollm2) "
+            f"and not an existing folder. Restore the model folder at {folder} (the index keeps its vectors, not the "
+            "model), or build an index with another model on the Index page.")
+    assert [e.value for e in at.error] == [md_plain(said)]
+    assert r"my\_model" in at.error[0].value  # the path is shown escaped, as typed
+    assert not at.markdown  # the page stopped
