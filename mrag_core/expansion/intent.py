@@ -121,13 +121,24 @@ def _statements_from_lines(text: str) -> list[str]:
     return out
 
 
-def parse_intent_answer(text: str) -> list[str]:
-    """Statements from the LLM answer (JSON first, then lines); :class:`ExpansionError` if none."""
+def parse_intent_answer(text: str, *, cut_off: bool = False) -> list[str]:
+    """Statements from the LLM answer (JSON first, then lines); :class:`ExpansionError` if none.
+
+    ``cut_off``: the endpoint stopped the answer at its token limit. Statements decoded from JSON are whole strings
+    (a JSON string cut in half does not decode); from the line fallback the last one is half-written and is
+    dropped, as :func:`~mrag_core.expansion.common.parse_list` drops a cut list's last item."""
     body = strip_code_fence(text)
     data = _first_json(body)
     statements = _statements_from_json(data) if data is not None else []
     if not statements:
         statements = _statements_from_lines(body)
+        if cut_off and statements:
+            statements = statements[:-1]
+            if not statements:
+                raise ExpansionError(
+                    "The LLM answer contains no intent statements: its only statement was cut off at the token "
+                    f"limit (raise the endpoint's or the request's token limit): {preview(text)!r}"
+                )
     statements = dedupe(statements)
     if not statements:
         raise ExpansionError(
@@ -148,6 +159,6 @@ def intent_statements(
     if not 1 <= n_answers <= MAX_ANSWERS:
         raise ValueError(f"The number of answers must be between 1 and {MAX_ANSWERS}, got {n_answers}.")
     return ask_and_parse(
-        client, cache, KIND, intent_messages(question, n_answers), lambda r: parse_intent_answer(r.text),
+        client, cache, KIND, intent_messages(question, n_answers), lambda r: parse_intent_answer(r.text, cut_off=r.cut_off),
         json_mode=True, cancel=cancel,
     )

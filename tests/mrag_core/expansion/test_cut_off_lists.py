@@ -1,6 +1,7 @@
 """An LLM answer cut at the endpoint's token limit (``finish_reason: "length"``) ends in a half-written item: the
 Multi-Query and Fusion expansions drop its last item, as query generation's Fusion sub-queries do
-(:mod:`mrag_core.querygen.generate`), and keep every item of a whole answer. Hand-written answers, then end to end
+(:mod:`mrag_core.querygen.generate`), and keep every item of a whole answer; intent drops the last statement of its
+line fallback (JSON statements decode whole or not at all). Hand-written answers, then end to end
 through a real local server and the cache (a replayed cut answer parses alike)."""
 
 from __future__ import annotations
@@ -74,3 +75,31 @@ def test_a_cut_answer_with_nothing_whole_is_an_error_and_not_cached() -> None:
 def test_a_whole_answer_from_the_server_keeps_every_item() -> None:
     with FakeOpenAIServer(scripted([Reply.ok(CUT)])) as server:
         assert rewrite_queries(_client(server), Q, 5).texts == WHOLE
+
+
+INTENT_CUT = "Mars has two small moons, Phobos and Deimos.\nPhobos orbits closer to Mars than any other moon to its pl"
+
+
+def test_a_cut_intent_answer_in_lines_loses_its_half_written_last_statement() -> None:
+    from mrag_core.expansion.intent import parse_intent_answer
+
+    whole = "Mars has two small moons, Phobos and Deimos."
+    assert parse_intent_answer(INTENT_CUT, cut_off=True) == [whole]
+    assert parse_intent_answer(INTENT_CUT) == [whole, INTENT_CUT.splitlines()[1]]  # not cut: both count
+    with pytest.raises(ExpansionError, match="its only statement was cut off at the token limit"):
+        parse_intent_answer("Phobos orbits closer to Mars than any oth", cut_off=True)
+    # JSON statements are whole strings: a cut JSON answer keeps the statements that decoded, none half-written
+    cut_json = '{"answers": [{"answer": "a", "statements": ["Mars has two moons.", "Phobos is the larger one."]}, ' \
+               '{"answer": "b", "statements": ["Deimos is sma'
+    assert parse_intent_answer(cut_json, cut_off=True) == ["Mars has two moons.", "Phobos is the larger one."]
+
+
+def test_a_cut_intent_answer_from_the_server_and_from_the_cache_loses_its_last_statement() -> None:
+    from mrag_core.expansion import intent_statements
+
+    cache = MemoryCache()
+    with FakeOpenAIServer(scripted([Reply.cut(INTENT_CUT, completion_tokens=20)])) as server:
+        fresh = intent_statements(_client(server), Q, 2, cache)
+        again = intent_statements(_client(server), Q, 2, cache)
+        assert len(server.requests) == 1
+    assert fresh.texts == again.texts == ["Mars has two small moons, Phobos and Deimos."]
