@@ -159,6 +159,6 @@ def intent_statements(
     if not 1 <= n_answers <= MAX_ANSWERS:
         raise ValueError(f"The number of answers must be between 1 and {MAX_ANSWERS}, got {n_answers}.")
     return ask_and_parse(
-        client, cache, KIND, intent_messages(question, n_answers), lambda r: parse_intent_answer(r.text, cut_off=r.cut_off),
-        json_mode=True, cancel=cancel,
+        client, cache, KIND, intent_messages(question, n_answers),
+        lambda r: parse_intent_answer(r.text, cut_off=r.cut_off), json_mode=True, cancel=cancel,
     )
