@@ -60,7 +60,6 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import pandas as pd
 
 import db
-from db.evals import eval_llm_records  # not (yet) exported by the db package
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
 from mrag_core.heartbeat import Heartbeat
@@ -1103,7 +1102,7 @@ def runs_llm_tokens(store: db.Store, run_ids: Sequence[int]) -> dict[int, int]:
     total under the run's cost table), from its stored results alone; 0 for a run without any. Not the run's
     ``llm_usage["total"]["tokens"]``, which adds up its sessions: a resume's cache hits on the expansions an
     earlier session asked for count there a second time, at their original cost."""
-    records = eval_llm_records(store, run_ids)
+    records = db.eval_llm_records(store, run_ids)
     return {rid: int(once_each_cost(records.get(rid, []))["tokens"]) for rid in run_ids}
 
 

@@ -188,3 +188,23 @@ def test_a_resume_claim_refuses_a_finished_run_and_changes_nothing(store) -> Non
     db.finish_eval_run(store, run.id, status="cancelled", owner="b pid 2 #b")
     resumed = db.claim_eval_run(store, run.id, "c pid 3 #c", unfinished_only=True)  # a stopped run resumes
     assert (resumed.status, resumed.owner) == ("running", "c pid 3 #c")
+
+
+def test_eval_llm_records_is_exported_and_reads_the_llm_details_of_each_run(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+) -> None:
+    """db exports eval_llm_records (and lists it in __all__) like every other store function: per run, the
+    (strategy, query, details["llm"]) of its results that have one; results without it and runs without any are
+    left out."""
+    assert "eval_llm_records" in db.__all__
+    qs_id, (q0, q1, _), _ = setup
+    r1 = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id)
+    r2 = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id)
+    llm = {"family": "hyde", "prompt_tokens": 30, "completion_tokens": 20, "cached": False}
+    db.save_eval_results(store, r1.id, [{**_result("hyde", q1), "details": {"llm": llm}},
+                                        {**_result("hyde", q0), "details": {"llm": "not a mapping"}},
+                                        {**_result("standard", q0), "details": {"heads": [1]}},
+                                        _result("mrag", q0)])
+    db.save_eval_results(store, r2.id, [_result("standard", q0)])
+    assert db.eval_llm_records(store, [r1.id, r2.id]) == {r1.id: [("hyde", q1, llm)]}
+    assert db.eval_llm_records(store, []) == {}
