@@ -1,11 +1,11 @@
-"""``python -m mrag_core annotate``: pre-annotate a stored corpus headless, as the Annotate & Review page does.
+"""``python -m mrag_core annotate``: pre-annotate a stored corpus headless, as the Annotate and Review page does.
 
 Every document that has no suggestion from the annotator yet gets one (a failed one is asked again), a batch at a
 time, each batch stored in its own transaction: a run that is stopped (Ctrl+C: after the current batch) or fails
 is resumed by the same command. The annotator is the configured OpenAI-compatible LLM (``MRAG_LLM_*``, as
 elsewhere; answers cached in the store) or, offline, MiniLM zero-shot similarity to each category's name and
 description (``--annotator``; ``auto``: the LLM when one is configured). Suggestions are proposals: reviewers
-accept them on the Annotate & Review page. Bad input ends with one line ``error: ...`` and exit status 2.
+accept them on the Annotate and Review page. Bad input ends with one line ``error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def add_annotate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``annotate`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     a = subparsers.add_parser("annotate", help="suggest a category for each document of a stored corpus "
                                                "(LLM or offline zero-shot); resumable")
-    a.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    a.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Import page)")
     a.add_argument("--annotator", choices=ANNOTATORS, default="auto",
                    help="llm: the endpoint of MRAG_LLM_*; zero-shot: offline MiniLM similarity to each category; "
                         "auto (default): the LLM when one is configured")
@@ -73,7 +73,7 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
     corpus = named_corpus(store, args.corpus)
     if not db.list_categories(store, corpus.id):
         return fail(f"corpus {corpus.name!r} has no categories: import documents with labels, or add categories "
-                    "on the Annotate & Review page first")
+                    "on the Annotate and Review page first")
     if corpus.n_documents == 0:
         return fail(f"corpus {corpus.name!r} has no documents")
     annotator = make_annotator(args.annotator, store, args.threads)

@@ -47,7 +47,7 @@ DEFAULT_K_MAX = 32
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``eval`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     e = subparsers.add_parser("eval", help="evaluate a stored query set of a stored corpus; the run is saved")
-    e.add_argument("--corpus", help="corpus name (as on the Corpus Studio page)")
+    e.add_argument("--corpus", help="corpus name (as on the Corpus Import page)")
     e.add_argument("--query-set", help="query set name of that corpus")
     e.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
     e.add_argument("--strategies", type=_strategies, default=_strategies(DEFAULT_EVAL_STRATEGIES),

@@ -1,5 +1,5 @@
 """``python -m mrag_core export``: write a stored corpus, or one of its query sets, to a file headless, as the
-Agreement & Export and Query Builder pages do.
+Agreement and Export and Query Builder pages do.
 
 A corpus: JSON Lines, CSV, Parquet or the MRAG benchmark's article JSON (``--format``; by default from the file's
 extension), each document with its human label, else (unless ``--no-suggestions``) its machine suggestion marked
@@ -27,7 +27,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``export`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     e = subparsers.add_parser("export", help="write a stored corpus (or one of its query sets) to a file")
     e.add_argument("path", metavar="PATH", help="the file to write (replaced if it exists)")
-    e.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    e.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Import page)")
     e.add_argument("--format", choices=list(EXPORT_FORMATS), default=None,
                    help="jsonl, csv, parquet or benchmark (article JSON); default: from PATH's extension")
     e.add_argument("--no-suggestions", action="store_true",

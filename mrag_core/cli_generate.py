@@ -37,7 +37,7 @@ def add_generate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``generate`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     g = subparsers.add_parser("generate", help="write a multi-aspect query set for a stored corpus (LLM or offline); "
                                                "resumable")
-    g.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    g.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Import page)")
     g.add_argument("--name", required=True, help="the query set's name (an unfinished generated set of this name "
                                                  "is resumed)")
     g.add_argument("--aspects", type=_counts, default=[1, 2, 3], help="aspect counts, comma list (default 1,2,3)")

@@ -23,7 +23,7 @@ from mrag_core.cli import (every_few_seconds, fail, named_corpus, positive_int, 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``index`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     i = subparsers.add_parser("index", help="build, update or resume the stored index of a stored corpus")
-    i.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Studio page)")
+    i.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Import page)")
     i.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
     i.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
     i.add_argument("--pooling", choices=("last", "first", "mean"), help="token pooling of head vectors "

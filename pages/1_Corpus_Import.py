@@ -1,6 +1,7 @@
-"""Corpus Studio 1/3: import documents (upload or paste, map columns, chunk, de-duplicate,
-preview row by row) into a new or existing corpus. Nothing is written before "Import N documents".
-Above the import, "Manage corpora" (``ui.corpus_manager``) lists, renames and deletes corpora."""
+"""Corpus Import, the first of the three corpus pages (then Annotate and Review, Agreement and Export): import
+documents (upload or paste, map columns, chunk, de-duplicate, preview row by row) into a new or existing corpus.
+Nothing is written before "Import N documents". Above the import, "Manage corpora" (``ui.corpus_manager``) lists,
+renames and deletes corpora."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ui.render import md_plain
 from ui.state import corpus_label, default_mark, follow_default, keep_choice, open_store_page
 
 page_setup(__file__, "📥")
-st.title("Corpus import")
+st.title("Corpus Import")
 st.caption("Upload or paste documents, check the preview, then import them into a new or existing corpus.")
 
 store = open_store_page()
@@ -136,7 +137,7 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
     st.success(
         f"Imported {counted(result.added, 'document')} into '{md_plain(result.corpus_name)}'"
         + (f" ({counted(duplicates, 'duplicate')} skipped)" if duplicates else "")
-        + ". Next: pre-annotate and review them on the Annotate & Review page."
+        + ". Next: pre-annotate and review them on the Annotate and Review page."
     )
 
 

@@ -1,5 +1,5 @@
-"""Corpus Studio 2/3: machine pre-annotation, the review queue (one document at a time), bulk
-acceptance of suggestions, and labelling similar documents together."""
+"""Annotate and Review, the second of the three corpus pages (after Corpus Import): machine pre-annotation, the
+review queue (one document at a time), bulk acceptance of suggestions, and labelling similar documents together."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ui.state import KEEP, corpus_picker, get_model, llm_config, open_store_page
 from ui.state import flash as state_flash
 
 page_setup(__file__, "🏷️")
-st.title("Annotate & review")
+st.title("Annotate and Review")
 
 store = open_store_page()
 reviewer = reviewer_name()
@@ -91,7 +91,7 @@ def preannotate_view() -> None:
             "Documents", [True, False], key="pa_undecided", horizontal=True, **KEEP,
             format_func=lambda only: (f"Only those without a label decision ({undecided})" if only else
                                       f"All {corpus.n_documents} (e.g. to compare the annotator with the labels "
-                                      "on the Agreement page)"))
+                                      "on the Agreement and Export page)"))
     pool = undecided if undecided_only else corpus.n_documents
     todo = db.documents_without_suggestion(store, corpus.id, agent, version, undecided_only=undecided_only)
     st.write(f"**{len(todo)}** of {counted(pool, 'document')} still {'needs' if len(todo) == 1 else 'need'} a "

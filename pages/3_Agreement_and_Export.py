@@ -1,5 +1,6 @@
-"""Corpus Studio 3/3: how often the machine suggestions agree with human decisions (per category and
-as a confusion matrix), and export of the curated corpus (JSONL, CSV, Parquet, MRAG benchmark JSON)."""
+"""Agreement and Export, the third of the three corpus pages (after Annotate and Review): how often the machine
+suggestions agree with human decisions (per category and as a confusion matrix), and export of the curated corpus
+(JSONL, CSV, Parquet, MRAG benchmark JSON)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ui.render import md_plain, plotly_text
 from ui.state import open_corpus_page
 
 page_setup(__file__, "📊")
-st.title("Agreement & export")
+st.title("Agreement and Export")
 
 store, corpus = open_corpus_page()
 

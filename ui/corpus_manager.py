@@ -1,4 +1,4 @@
-"""Corpus Studio's "Manage corpora": every stored corpus with what it holds; rename, re-describe or delete one.
+"""The Corpus Import page's "Manage corpora": every stored corpus with what it holds; rename, re-describe or delete one.
 
 Deleting asks for a confirmation that names what goes with the corpus (query sets, indexes and their
 vectors, evaluation runs) and is refused while an index build or a pre-annotation of it runs in this

@@ -1,4 +1,5 @@
-"""Streamlit helpers of the Corpus Studio pages (previews, reviewer name, agent picker, embeddings)."""
+"""Streamlit helpers of the corpus pages, Corpus Import, Annotate and Review and Agreement and Export (previews,
+reviewer name, agent picker, embeddings)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""AppTest runs of the Corpus Studio pages against a fresh store per test."""
+"""AppTest runs of the corpus pages (Corpus Import, Annotate and Review, Agreement and Export), a fresh store per
+test."""
 
 from __future__ import annotations
 
