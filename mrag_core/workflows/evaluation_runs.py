@@ -1078,9 +1078,33 @@ def llm_cost_total(metrics: RunMetrics) -> dict[str, Any]:
     """LLM cost of the whole run (:data:`COST_COLUMNS`), each expansion counted once: one record per (LLM family,
     query), whichever strategies searched it. Of the records of one (family, query), that of the call actually
     sent is kept (a strategy scored in a later session got the same expansion from the cache: 0 spent, 0 s);
-    so ``tokens`` is what the run's expansions cost and ``spent_tokens`` / ``llm_s`` what was sent / waited for,
-    never counted once per strategy that shares them."""
-    return once_each_cost(_llm_records(metrics))
+    so ``tokens`` is what the run's expansions cost, never counted once per strategy that shares them.
+
+    ``spent_tokens`` / ``llm_s`` are what the run sent / waited for over all its sessions (:func:`_sent_by_run`):
+    the stored results alone miss an expansion sent by a session that stopped before storing its result and
+    served from the cache on resume (0 spent there)."""
+    total = once_each_cost(_llm_records(metrics))
+    spent, llm_s = _sent_by_run(metrics.run, total["spent_tokens"], total["llm_s"])
+    return {**total, "spent_tokens": spent, "llm_s": llm_s}
+
+
+def _sent_by_run(run: db.EvalRunInfo, stored_spent: int, stored_s: float) -> tuple[int, float]:
+    """``(tokens, LLM seconds)`` the run actually sent / waited for: the larger of its sessions' own totals
+    (``llm_usage["total"]``: ``spent_tokens`` / ``latency_s``, each session's sent calls added up, cache hits 0)
+    and what its stored results record (``stored_spent`` / ``stored_s``). Each is a lower bound: the results miss
+    calls whose result a stopped session never stored; ``llm_usage`` misses the session still running (written
+    when it ends) and one that died without ending."""
+    total = run.llm_usage.get("total") if isinstance(run.llm_usage, dict) else None
+    total = total if isinstance(total, dict) else {}
+    usage_spent, usage_s = total.get("spent_tokens"), total.get("latency_s")
+    spent = max(int(stored_spent), int(usage_spent) if _is_number(usage_spent) else 0)
+    seconds = max(float(stored_s), float(usage_s) if _is_number(usage_s) else 0.0)
+    return spent, seconds
+
+
+def _is_number(value: Any) -> bool:
+    """True for an int or float that is not a bool (a JSON number)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def once_each_cost(records: Iterable[tuple[str, Hashable, Mapping[str, Any]]]) -> dict[str, Any]:

@@ -805,3 +805,30 @@ def test_runs_llm_tokens_count_each_call_once_after_a_resume_served_from_the_cac
                               lm=lm)
     assert er.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
     assert er.runs_llm_tokens(store, []) == {}
+
+
+def test_the_llm_cost_total_counts_what_every_session_sent_after_a_resume_served_from_the_cache(
+        store, setup, lm, fake_openai) -> None:
+    """The first session sends all 6 passages (6 x (30 + 20) = 300 tokens) and stops after storing 2 results;
+    the resume gets the other 4 from the cache. The stored results then record only 2 sent calls (100 tokens):
+    the total's 'spent' said 100 where 300 were sent. It now reads the sessions' own record (llm_usage)."""
+    corpus, qs, _ = setup
+    sent: list[tuple[int, int]] = []
+    server = fake_openai(_llm_responder(sent))
+    cfg = server.llm_config(max_retries=0)
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde", "hyde-mrag"], c=8,
+                               k_max=5, lm=lm, llm_config=cfg, cancel=cancel, batch_size=2,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 2 else None)
+    er.resume_evaluation(store, run_id, lm=lm, llm_config=cfg)
+    info = db.get_eval_run(store, run_id)
+    assert (info.status, len(server.requests), sum(p + c for p, c in sent)) == ("done", 6, 300)
+    metrics = er.load_run_metrics(store, run_id)
+    stored_sent = [r for (_, _), d in metrics.details.items() if not (r := d["llm"])["cached"]]
+    assert sum(r["prompt_tokens"] + r["completion_tokens"] for r in stored_sent) == 100  # what the results record
+    total = er.llm_cost_total(metrics)
+    assert (total["tokens"], total["llm_queries"], total["spent_tokens"], total["cached"]) == (300, 6, 300, 4)
+    assert total["llm_s"] == pytest.approx(info.llm_usage["total"]["latency_s"])
+    assert total["llm_s"] > sum(r["latency_s"] for r in stored_sent)
+    assert er.llm_total_note(metrics).startswith("All LLM-assisted strategies together, each LLM call counted once: "
+                                                 "300 tokens over 6 expansions, 300 spent, ")
