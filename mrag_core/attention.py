@@ -4,7 +4,8 @@ The model must run with ``attn_implementation="eager"`` (fused SDPA kernels do n
 weights): load it with ``load_model(name, attn_implementation="eager")``. The forward pass uses
 ``output_attentions=True``; ``weights[h, i, j]`` is how much token ``i`` attends to token ``j`` in
 head ``h`` (each row sums to 1; decoders are causal, so everything above the diagonal is 0).
-Long texts are truncated to ``max_tokens`` and say so (``truncated``).
+Long texts are truncated to ``min(max_tokens, lm.spec.max_length)`` tokens, the caller's limit or the model's own
+(the most positions it has, what retrieval reads), and say so (``truncated``, ``cut_by_model``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,19 @@ class AttentionUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class AttentionMaps:
-    """One layer's attention for one text: ``weights`` [heads, tokens, tokens] float32."""
+    """One layer's attention for one text: ``weights`` [heads, tokens, tokens] float32.
+
+    ``truncated``: the text had more than the ``len(tokens)`` tokens shown; ``cut_by_model``: it was cut at the
+    model's own limit (``lm.spec.max_length``), at or below the ``max_tokens`` asked for, so asking for more tokens
+    shows no more.
+    """
 
     tokens: list[str]
     weights: np.ndarray
     layer: int
     n_tokens_total: int
     truncated: bool
+    cut_by_model: bool = False
 
     @property
     def n_heads(self) -> int:
@@ -59,10 +66,17 @@ def token_labels(lm: LoadedModel, ids: list[int]) -> list[str]:
     return [str(t).replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\\n") for t in toks]
 
 
+def token_limit(lm: LoadedModel, max_tokens: int) -> int:
+    """The most tokens :func:`attention_maps` reads: ``min(max_tokens, lm.spec.max_length)``. The model's limit is
+    its position table's (a BERT with 128 positions fails with IndexError on a 129th token)."""
+    return min(int(max_tokens), int(lm.spec.max_length))
+
+
 @torch.inference_mode()
 def attention_maps(lm: LoadedModel, text: str, layer: int | None = -1, *, max_tokens: int = DEFAULT_MAX_TOKENS,
                    kind: str = "doc") -> AttentionMaps:
-    """Attention weights of ``layer`` for ``text`` (truncated to ``max_tokens`` tokens).
+    """Attention weights of ``layer`` for ``text``, truncated to :func:`token_limit` tokens (``max_tokens`` or the
+    model's own limit, the smaller).
 
     ``kind="query"`` prepends the model's query prompt, as retrieval does. Raises
     :class:`AttentionUnavailable` unless the model runs eager attention; ValueError for empty text.
@@ -76,7 +90,8 @@ def attention_maps(lm: LoadedModel, text: str, layer: int | None = -1, *, max_to
     prompt = lm.spec.query_prompt if kind == "query" else lm.spec.doc_prompt
     full = prompt + text if prompt else text
     n_total = len(lm.tokenizer([full], padding=False, truncation=False, return_tensors="pt")["input_ids"][0])
-    enc = lm.tokenizer([full], padding=False, truncation=True, max_length=max_tokens, return_tensors="pt")
+    limit = token_limit(lm, max_tokens)
+    enc = lm.tokenizer([full], padding=False, truncation=True, max_length=limit, return_tensors="pt")
     enc = {k: v.to(lm.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
     out = lm.model(**enc, output_attentions=True)
     attentions = getattr(out, "attentions", None)
@@ -84,4 +99,6 @@ def attention_maps(lm: LoadedModel, text: str, layer: int | None = -1, *, max_to
         raise AttentionUnavailable("the model returned no attention weights")
     weights = attentions[idx][0].float().cpu().numpy()
     ids = enc["input_ids"][0].tolist()
-    return AttentionMaps(token_labels(lm, ids), weights, idx, n_total, n_total > len(ids))
+    truncated = n_total > len(ids)
+    return AttentionMaps(token_labels(lm, ids), weights, idx, n_total, truncated,
+                         cut_by_model=truncated and lm.spec.max_length <= max_tokens)

@@ -65,7 +65,8 @@ follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model start
 layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer", **KEEP,
                      help=f"Counted from 0: 0 is the first layer, {lm.n_layers - 1} the last.")
 max_tokens = c3.number_input("Max tokens", 8, MOST_TOKENS, DEFAULT_MAX_TOKENS, step=8, key="attn_max_tokens", **KEEP,
-                             help="Longer texts are cut; big maps get slow to draw.")
+                             help=f"Longer texts are cut here, or at {lm.spec.max_length} tokens (the most this "
+                                  "model reads) when that is less; big maps get slow to draw.")
 
 source = st.radio("Text", ["A corpus document", "A query", "Type a text"], horizontal=True, key="attn_source", **KEEP)
 kind = "doc"
@@ -96,8 +97,12 @@ if not text.strip():
 
 maps = attention_maps(lm, text, layer, max_tokens=int(max_tokens), kind=kind)
 if maps.truncated:
-    more = ("raise *Max tokens* to see more" if max_tokens < MOST_TOKENS
-            else f"{MOST_TOKENS} is the most this page shows")
+    if maps.cut_by_model:  # the model's own limit, not the box, cut the text: more Max tokens would show no more
+        more = f"{md_plain(model_name)} reads at most {lm.spec.max_length} tokens, so a higher *Max tokens* shows no more"
+    elif max_tokens < MOST_TOKENS:
+        more = "raise *Max tokens* to see more"
+    else:
+        more = f"{MOST_TOKENS} is the most this page shows"
     st.warning(f"The text has {maps.n_tokens_total} tokens; only the first {len(maps.tokens)} are shown ({more}).")
 labels = axis_labels(maps.tokens)
 
