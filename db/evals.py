@@ -8,7 +8,7 @@ query) already exists replaces it, so a resumed run may safely re-save a batch.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -313,17 +313,23 @@ def finish_eval_run(
 
 
 def claim_eval_run(store: Store, run_id: int, owner: str, *, unfinished_only: bool = False,
-                   n_queries: int | None = None) -> EvalRunInfo:
+                   n_queries: int | None = None, query_ids: Collection[int] | None = None) -> EvalRunInfo:
     """Make ``owner`` (:func:`db.liveness.new_owner`) the process that runs evaluation ``run_id``, to resume it:
     status ``running``, a fresh heartbeat. With ``unfinished_only`` (a resume) a finished (``done``) run is
     refused in the same transaction, so a run that finished since the caller looked stays as it is.
     ``n_queries`` (the number of queries the resume scores: the query set as it is now, queries added or
     deleted since the run began included) replaces ``config["n_queries"]`` in the claim's transaction, so the
-    run's expected results (``n_queries`` x strategies) are right from the moment it runs again. Raises
-    NotFoundError, RunInProgressError (another process's heartbeat on it is recent), InvalidInputError (a
-    finished run, with ``unfinished_only``; a negative ``n_queries``)."""
+    run's expected results (``n_queries`` x strategies) are right from the moment it runs again. ``query_ids``
+    (the ids of those queries) drops, in the same transaction, the results of every other query (one that lost
+    its text or ground truth, or was marked failed, since the run scored it) and its fingerprint in
+    ``config["queries"]``, so the stored results never outnumber the expected ones. Raises NotFoundError,
+    RunInProgressError (another process's heartbeat on it is recent), InvalidInputError (a finished run, with
+    ``unfinished_only``; a negative ``n_queries``; ``n_queries`` given with ``query_ids`` of another length)."""
     if n_queries is not None and n_queries < 0:
         raise InvalidInputError(f"n_queries must be 0 or more, not {n_queries}.")
+    keep = None if query_ids is None else {int(q) for q in query_ids}
+    if keep is not None and n_queries is not None and n_queries != len(keep):
+        raise InvalidInputError(f"n_queries ({n_queries}) is not the number of query_ids ({len(keep)}).")
     with store.session() as session:
         run = require(session, EvalRun, run_id, "Evaluation run")
         if unfinished_only and run.status == "done":
@@ -331,8 +337,22 @@ def claim_eval_run(store: Store, run_id: int, owner: str, *, unfinished_only: bo
         claim_row(session, run, "Evaluation run", owner)
         if n_queries is not None:
             run.config = {**(run.config or {}), "n_queries": int(n_queries)}
+        if keep is not None:
+            _keep_only_queries(session, run, keep)
         session.flush()
         return _info(session, run)
+
+
+def _keep_only_queries(session: Session, run: EvalRun, keep: set[int]) -> None:
+    """Inside :func:`claim_eval_run`'s transaction: delete the run's results of queries not in ``keep`` and drop
+    their fingerprints from ``config["queries"]``; ``config["n_queries"]`` becomes ``len(keep)``."""
+    session.execute(delete(EvalResult).where(EvalResult.run_id == run.id, EvalResult.query_id.not_in(keep))
+                    if keep else delete(EvalResult).where(EvalResult.run_id == run.id))
+    config = dict(run.config or {})
+    recorded = config.get("queries")
+    if isinstance(recorded, dict):
+        config["queries"] = {q: fp for q, fp in recorded.items() if str(q).isdigit() and int(q) in keep}
+    run.config = {**config, "n_queries": len(keep)}
 
 
 def request_eval_stop(store: Store, run_id: int) -> bool:

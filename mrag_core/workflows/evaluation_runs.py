@@ -481,7 +481,9 @@ def run_evaluation(
     With ``run_id`` the stored configuration is used and the other settings are ignored; the missing results
     are scored, and those of queries edited since the run scored them (:func:`edited_since`) are scored again.
     The resume scores the query set as it is when it starts: ``config["n_queries"]`` becomes its number of
-    evaluable queries (those added since the run began count) when the resume claims the run.
+    evaluable queries (those added since the run began count) when the resume claims the run, and in the same
+    transaction the results of queries no longer evaluable (text or ground truth removed, status failed) are
+    dropped, so the run never holds more results than it expects.
     ``progress(stage, done, total)`` with stage ``documents`` / ``queries`` / ``LLM <family>`` /
     ``sub-queries`` / ``expansions`` / ``evaluation``; ``cancel`` (checked between batches) leaves
     the run ``cancelled`` and resumable. ``lm`` is an already loaded model (else ``model_name`` is
@@ -550,7 +552,7 @@ def run_evaluation(
     else:
         _claim(run_id, cancel)
         try:
-            db.claim_eval_run(store, run_id, owner, unfinished_only=True, n_queries=len(queries))
+            db.claim_eval_run(store, run_id, owner, unfinished_only=True, query_ids=[q.id for q in queries])
         except db.RunInProgressError as exc:  # the CLI (or another server) works on it now
             _release(run_id)
             raise EvaluationInputError(str(exc)) from exc

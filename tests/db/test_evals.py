@@ -208,3 +208,26 @@ def test_eval_llm_records_is_exported_and_reads_the_llm_details_of_each_run(
     db.save_eval_results(store, r2.id, [_result("standard", q0)])
     assert db.eval_llm_records(store, [r1.id, r2.id]) == {r1.id: [("hyde", q1, llm)]}
     assert db.eval_llm_records(store, []) == {}
+
+
+def test_a_resume_claim_keeps_only_the_results_of_the_queries_it_scores(
+    store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
+) -> None:
+    """claim_eval_run(query_ids=...) drops, in the claim's transaction, the results and fingerprints of every
+    other query and sets n_queries to their number; a count that disagrees with the ids changes nothing."""
+    qs_id, (q0, q1, q2), _ = setup
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs_id, owner="a pid 1 #a",
+                             config={"n_queries": 3, "queries": {str(q0): "2:a", str(q1): "2:b", str(q2): "2:c"}})
+    db.save_eval_results(store, run.id, [_result(s, q) for s in ("x", "y") for q in (q0, q1, q2)])
+    db.finish_eval_run(store, run.id, status="cancelled", owner="a pid 1 #a")
+    with pytest.raises(db.InvalidInputError, match=r"n_queries \(3\) is not the number of query_ids \(2\)"):
+        db.claim_eval_run(store, run.id, "b pid 2 #b", unfinished_only=True, n_queries=3, query_ids=[q0, q2])
+    assert (db.get_eval_run(store, run.id).n_results, db.get_eval_run(store, run.id).status) == (6, "cancelled")
+    claimed = db.claim_eval_run(store, run.id, "b pid 2 #b", unfinished_only=True, query_ids=[q0, q2])
+    assert (claimed.status, claimed.n_results) == ("running", 4)
+    assert claimed.config == {"n_queries": 2, "queries": {str(q0): "2:a", str(q2): "2:c"}}
+    assert [(r.strategy, r.query_id) for r in db.load_eval_results(store, run.id)] == [
+        ("x", q0), ("x", q2), ("y", q0), ("y", q2)]
+    db.finish_eval_run(store, run.id, status="cancelled", owner="b pid 2 #b")
+    emptied = db.claim_eval_run(store, run.id, "c pid 3 #c", unfinished_only=True, query_ids=[])
+    assert (emptied.n_results, emptied.config) == (0, {"n_queries": 0, "queries": {}})

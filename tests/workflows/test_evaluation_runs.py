@@ -832,3 +832,30 @@ def test_the_llm_cost_total_counts_what_every_session_sent_after_a_resume_served
     assert total["llm_s"] > sum(r["latency_s"] for r in stored_sent)
     assert er.llm_total_note(metrics).startswith("All LLM-assisted strategies together, each LLM call counted once: "
                                                  "300 tokens over 6 expansions, 300 spent, ")
+
+
+def test_a_resume_drops_the_results_of_queries_no_longer_evaluable(store, setup, lm) -> None:
+    """A query scored by the first session loses its ground truth (another its status: failed) while the run is
+    stopped: the resume scores the 4 queries left, and their results are all the run keeps (4 x 2 = 8 of 8
+    expected). The 2 queries' results stayed, and `eval --list` read 10/8."""
+    corpus, qs, _ = setup
+    cancel = threading.Event()
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
+                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
+                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    stopped = db.get_eval_run(store, run_id)
+    assert (stopped.status, stopped.n_results, stopped.config["n_queries"]) == ("cancelled", 6, 6)
+    first, second = sorted(q.id for q in er.evaluable_queries(store, qs.id))[:2]
+    assert {r.query_id for r in db.load_eval_results(store, run_id)} >= {first, second}  # both scored by standard
+    db.update_query(store, first, ground_truth=[])
+    db.update_query(store, second, status="failed")
+    kept = {q.id for q in er.evaluable_queries(store, qs.id)}
+    assert len(kept) == 4
+    er.resume_evaluation(store, run_id, lm=lm)
+    done = db.get_eval_run(store, run_id)
+    assert (done.status, done.n_results, done.config["n_queries"]) == ("done", 8, 4)
+    results = db.load_eval_results(store, run_id)
+    assert {(r.strategy, r.query_id) for r in results} == {(s, q) for s in ("standard", "mrag") for q in kept}
+    assert set(done.config["queries"]) == {str(q) for q in kept}
+    metrics = er.load_run_metrics(store, run_id)
+    assert set(metrics.per_query["query_id"]) == kept and set(metrics.queries["query_id"]) == kept
