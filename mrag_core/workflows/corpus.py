@@ -332,8 +332,9 @@ def work_in_progress(store: db.Store, corpus_id: int) -> list[str]:
 
 
 def describe_footprint(corpus: db.CorpusInfo, foot: db.CorpusFootprint) -> str:
-    """What deleting ``corpus`` removes, in words (the Corpus Studio's confirmation and the CLI):
-    ``96 documents, 12 categories, 1 query set (24 queries), 1 index (0.6 MB of vectors), 2 evaluation runs``."""
+    """What deleting ``corpus`` removes, in words (the confirmation under Manage corpora on the Corpus Import page,
+    and the CLI): ``96 documents, 12 categories, 1 query set (24 queries), 1 index (0.6 MB of vectors), 2 evaluation
+    runs``."""
     return (f"{counted(corpus.n_documents, 'document')}, {counted(corpus.n_categories, 'category', 'categories')}, "
             f"{counted(foot.n_query_sets, 'query set')} ({counted(foot.n_queries, 'query', 'queries')}), "
             f"{counted(foot.n_indexes, 'index', 'indexes')} ({foot.vector_bytes / 1e6:.1f} MB of vectors), "

@@ -177,34 +177,6 @@ def test_corpus_picker_without_a_corpus_names_the_import_page_in_the_sidebar(fre
     assert "Corpus Import" in [page_title(path) for path, _ in PAGES]
 
 
-def _string_literals(source: str) -> list[str]:
-    """Every string literal of a Python source, adjacent literals joined (as Python joins them), f-strings with
-    ``{}`` for their fields."""
-    import ast
-
-    out = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.JoinedStr):
-            out.append("".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            out.append(node.value)
-    return out
-
-
-def test_pages_named_in_ui_state_and_on_the_maps_page_are_in_the_sidebar() -> None:
-    """Every "the <Name> page" in ui/state.py's and pages/7_Maps.py's strings is a page the sidebar lists (or Home)."""
-    import re
-    from pathlib import Path
-
-    from ui.navigation import PAGES, page_title
-
-    root = Path(__file__).resolve().parents[2]
-    titles = {page_title(path) for path, _ in PAGES} | {"Home"}
-    texts = [t for f in ("ui/state.py", "pages/7_Maps.py") for t in _string_literals((root / f).read_text())]
-    named = {m for t in texts for m in re.findall(r"\bthe ((?:[A-Z][\w&]*\s+)*?[A-Z][\w&]*)\s+page\b", t)}
-    assert "Index" in named and named <= titles, sorted(named - titles)
-
-
 def _run_model_page(run_id: int) -> None:
     import streamlit as st
 
