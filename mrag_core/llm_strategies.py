@@ -42,7 +42,7 @@ from mrag_core.expansion import (
 from mrag_core.extraction import Embeddings
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMClient, LLMError, StopFlag
+from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError, StopFlag
 from mrag_core.llm.concurrency import run_concurrent
 from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
 
@@ -213,13 +213,20 @@ def expand(client: LLMClient, family: str, question: str, options: LLMOptions = 
 def expand_one(client: LLMClient, family: str, question: str, options: LLMOptions = LLMOptions(),
                cache: LLMCache | None = None, breaker: Breaker | None = None) -> ExpansionOutcome:
     """:func:`expand` that never raises for a bad answer or a failed request: a failed outcome instead (an
-    endpoint-wide failure also trips ``breaker``). The retry waits end when ``breaker``'s cancel event is set:
-    :class:`~mrag_core.llm.client.LLMCancelled` then propagates (the question stays to do; :func:`expand_many`
-    reports it as cancelled)."""
+    endpoint-wide failure also trips ``breaker``). The retry waits end when ``breaker``'s cancel event is set.
+    After the user's Stop, :class:`~mrag_core.llm.client.LLMCancelled` propagates (the question stays to do;
+    :func:`expand_many` reports it as cancelled). After another request tripped the breaker, the question is a
+    failed outcome that was sent (its request got the answer it waits out; ``sent`` stays True, so
+    :func:`cost_summary` counts that request), its ``error`` naming the breaker's error."""
     cancel = breaker.cancel_event if breaker is not None else None
     try:
         return ExpansionOutcome.from_expansion(family, expand(client, family, question, options, cache,
                                                               cancel=cancel))
+    except LLMCancelled:
+        if breaker is None or breaker.cancelled or not breaker.tripped:
+            raise
+        return ExpansionOutcome(family, (), error=f"sent, then stopped while waiting to retry: an earlier request "
+                                                  f"failed: {breaker.error}")
     except ExpansionError as exc:
         return ExpansionOutcome(family, (), exc.prompt_tokens, exc.completion_tokens, exc.latency_s, False,
                                 f"unusable LLM answer: {exc}")
@@ -247,7 +254,8 @@ def expand_many(
     back with ``cancelled=True``. After a request failed in a way every other would too (the
     endpoint unreachable or hanging, the key refused, the model unknown...: see
     :mod:`mrag_core.llm.breaker`) the questions not sent yet come back failed with ``sent=False``
-    (``error`` names the first failure), without a request each."""
+    (``error`` names the first failure), without a request each; one already sent and waiting to retry then
+    stops waiting and comes back failed but sent (:func:`expand_one`)."""
     breaker = Breaker(cancel)
     outcomes = run_concurrent(list(questions), lambda q: expand_one(client, family, q, options, cache, breaker),
                               limit=limit or client.config.concurrency, progress=progress, cancel=breaker)
@@ -269,8 +277,8 @@ def cost_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
     ``prompt_tokens`` / ``completion_tokens`` / ``tokens``: what the expansions cost (cache hits
     counted at their original cost); ``spent_tokens``: tokens sent now (cache misses only);
-    ``latency_s``: LLM seconds now; ``requests``: expansions asked now (cache misses, failed ones included,
-    not those left unsent after the endpoint failed); ``cached`` / ``failed``: counts; ``tokens_per_query`` =
+    ``latency_s``: LLM seconds now; ``requests``: expansions asked now (cache misses, failed ones included, one
+    stopped in a retry wait by another request's failure too; not those left unsent after the endpoint failed); ``cached`` / ``failed``: counts; ``tokens_per_query`` =
     tokens / expansions.
     """
     n = prompt = completion = spent = requests = cached = failed = 0

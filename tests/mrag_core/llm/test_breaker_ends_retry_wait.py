@@ -17,7 +17,7 @@ from mrag_core.annotate import AnnotationDoc, CategorySpec, annotate_documents
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import MemoryCache
 from mrag_core.llm.client import LLMClient, LLMError
-from mrag_core.llm_strategies import expand_many
+from mrag_core.llm_strategies import cost_summary, expand_many
 from mrag_core.querygen.generate import generate_queries
 from mrag_core.querygen.sampling import QueryPlan
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai
@@ -94,8 +94,12 @@ def test_expansions_stop_waiting_when_another_request_trips_the_breaker(fake_ope
     assert time.monotonic() - started < WELL_UNDER_S
     assert len(server.requests) == 2 and len(cache) == 0  # the busy question was not asked again
     assert (refused.sent, refused.cancelled) == (True, False) and "HTTP 401: invalid api key" in (refused.error or "")
-    assert (busy.sent, busy.cancelled, busy.texts) == (False, False, ())
-    assert busy.error == f"not sent: an earlier request failed: {refused.error.split(': ', 1)[1]}"
+    # The busy question sent its one request (the 429) and was stopped before the retry: sent, failed, counted.
+    assert (busy.sent, busy.cancelled, busy.texts, busy.tokens) == (True, False, (), 0)
+    assert busy.error == ("sent, then stopped while waiting to retry: an earlier request failed: "
+                          f"{refused.error.split(': ', 1)[1]}")
+    summary = cost_summary([busy.record(), refused.record()])
+    assert (summary["requests"], summary["failed"], summary["spent_tokens"]) == (2, 2, 0)  # the server's 2 requests
 
 
 def test_preannotation_stops_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
