@@ -278,8 +278,8 @@ def cost_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     ``prompt_tokens`` / ``completion_tokens`` / ``tokens``: what the expansions cost (cache hits
     counted at their original cost); ``spent_tokens``: tokens sent now (cache misses only);
     ``latency_s``: LLM seconds now; ``requests``: expansions asked now (cache misses, failed ones included, one
-    stopped in a retry wait by another request's failure too; not those left unsent after the endpoint failed); ``cached`` / ``failed``: counts; ``tokens_per_query`` =
-    tokens / expansions.
+    stopped in a retry wait by another request's failure too; not those left unsent after the endpoint failed);
+    ``cached`` / ``failed``: counts; ``tokens_per_query`` = tokens / expansions.
     """
     n = prompt = completion = spent = requests = cached = failed = 0
     latency = 0.0
