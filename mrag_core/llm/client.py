@@ -51,7 +51,8 @@ import openai
 
 from mrag_core.llm.config import LLMConfig, redact_url
 
-__all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "StopFlag", "backoff_delay", "parse_retry_after"]
+__all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "StopFlag", "backoff_delay", "parse_retry_after",
+           "tripped_by"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
@@ -97,6 +98,17 @@ class StopFlag(Protocol):
     def is_set(self) -> bool: ...
 
     def wait(self, timeout: float | None = None) -> bool: ...
+
+
+def tripped_by(cancel: StopFlag | None) -> str | None:
+    """The error that tripped ``cancel`` when it is a tripped :class:`~mrag_core.llm.breaker.Breaker` (its
+    ``tripped`` true and ``cancelled`` false, ``error`` the first endpoint-wide failure); None for a plain event,
+    a breaker not tripped, or one the user's cancel stopped (a Stop is said as such)."""
+    if cancel is None or getattr(cancel, "cancelled", None) is not False:
+        return None
+    if getattr(cancel, "tripped", None) is not True:
+        return None
+    return str(getattr(cancel, "error", None) or "an endpoint-wide error")
 
 
 class LLMCancelled(Exception):
@@ -305,7 +317,7 @@ class LLMClient:
                     raise self._error(failure, attempt + 1) from None
                 delay = self._delay(attempt, failure)
                 if self._wait(delay, cancel):
-                    raise self._cancelled(failure, delay) from None
+                    raise self._cancelled(failure, delay, cancel) from None
                 continue
             return self._reply(raw, time.perf_counter() - started)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
@@ -337,12 +349,17 @@ class LLMClient:
             time.sleep(delay)
         return cancel is not None and cancel.is_set()
 
-    def _cancelled(self, failure: _Failure, delay: float) -> LLMCancelled:
-        """The stop asked for during a retry wait, saying what the wait was for."""
-        message = (
-            f"LLM request to model {self._config.model!r} at {redact_url(self._config.base_url)} stopped: "
-            f"cancelled while waiting {delay:.3g} s to retry after {failure.detail}."
-        )
+    def _cancelled(self, failure: _Failure, delay: float, cancel: StopFlag | None) -> LLMCancelled:
+        """The stop during a retry wait, saying what the wait was for and why it ended: the user's cancel, or
+        (:func:`tripped_by`) another request of the batch that failed for good."""
+        where = f"LLM request to model {self._config.model!r} at {redact_url(self._config.base_url)}"
+        tripped = tripped_by(cancel)
+        if tripped is None:
+            message = f"{where} stopped: cancelled while waiting {delay:.3g} s to retry after {failure.detail}."
+        else:
+            message = (f"{where} stopped while waiting {delay:.3g} s to retry after {failure.detail}: another "
+                       f"request of this batch failed in a way every request would ({tripped}), so this one was "
+                       "not sent again.")
         return LLMCancelled(scrub(message, self._config.api_key))
 
     def _error(self, failure: _Failure, attempts: int) -> LLMError:

@@ -16,7 +16,7 @@ import pytest
 from mrag_core.annotate import AnnotationDoc, CategorySpec, annotate_documents
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import MemoryCache
-from mrag_core.llm.client import LLMClient, LLMError
+from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError
 from mrag_core.llm_strategies import cost_summary, expand_many
 from mrag_core.querygen.generate import generate_queries
 from mrag_core.querygen.sampling import QueryPlan
@@ -83,6 +83,25 @@ def test_the_breakers_wait_lasts_its_timeout_when_nothing_happens(cancel: thread
     assert breaker.wait(0.15) is False
     assert 0.14 <= time.monotonic() - started < 1.0
     assert breaker.cancel_event is not None and breaker.cancel_event.is_set() is False
+
+
+def test_the_clients_stop_message_says_another_request_failed_when_the_breaker_tripped(
+        fake_openai: Factory, later: Callable[[float, Callable[[], None]], None]) -> None:
+    """The wait ends because another request of the batch failed for good, not because anyone cancelled: the
+    message says so and names that failure (it said 'cancelled while waiting ... to retry' for both)."""
+    server = fake_openai(lambda body: Reply.error(429, "rate limited", retry_after=30))
+    client = LLMClient(server.llm_config(max_retries=1, api_key="sk-secret-0123456789"))
+    breaker = Breaker(threading.Event())
+    later(0.1, lambda: breaker.record(LLMError("HTTP 401: invalid api key", status_code=401)))
+    started = time.monotonic()
+    with pytest.raises(LLMCancelled) as info:
+        client.complete([{"role": "user", "content": "say hi"}], cancel=breaker.cancel_event)
+    assert time.monotonic() - started < WELL_UNDER_S and len(server.requests) == 1
+    message = str(info.value)
+    assert message.endswith(" stopped while waiting 30 s to retry after HTTP 429: rate limited: another request "
+                            "of this batch failed in a way every request would (HTTP 401: invalid api key), so "
+                            "this one was not sent again.")
+    assert "cancelled" not in message and "sk-secret" not in message
 
 
 def test_expansions_stop_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
