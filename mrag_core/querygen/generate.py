@@ -27,9 +27,10 @@ flagged: its last sentence is unfinished and later aspects may be missing.
 
 Resuming: ``skip`` holds indices (into ``plans``) already done; they are not
 sent again and are absent from the result. Plans not run because ``cancel``
-was set are also absent, and so is a plan whose request was waiting to retry
-when ``cancel`` was set (the wait ends at once), so a later call with the done
-indices in ``skip`` picks up exactly the remainder.
+was set are also absent, and so is a plan whose story request was waiting to
+retry when ``cancel`` was set (the wait ends at once), so a later call with the
+done indices in ``skip`` picks up exactly the remainder. A plan whose Fusion
+request was waiting keeps its story (flagged, no sub-queries): it was paid for.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Literal, Mapping, Protocol
 
 from mrag_core.llm.breaker import Breaker
-from mrag_core.llm.client import LLMClient, LLMError
+from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError
 from mrag_core.llm.concurrency import run_concurrent
 from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles, normalize, repeated_sentence
 from mrag_core.querygen.offline import GENERATOR_NAME as OFFLINE_GENERATOR
@@ -153,8 +154,10 @@ def _llm_one(
     breaker: Breaker | None = None,
 ) -> GeneratedQuery:
     """Ask the LLM for one story (and optional fusion sub-queries). An endpoint-wide failure trips ``breaker``;
-    raises only :class:`~mrag_core.llm.client.LLMCancelled`, when ``breaker``'s cancel event is set while a
-    request waits to retry (the plan then stays to do)."""
+    raises only :class:`~mrag_core.llm.client.LLMCancelled`, when ``breaker``'s cancel event is set while the
+    story request waits to retry (the plan then stays to do). Set while the Fusion request waits to retry (the
+    user's Stop or another request's trip), the story already paid for is kept: ``flagged``, no sub-queries,
+    ``error`` saying why, as when the Fusion request fails."""
     generator = f"llm:{client.config.model}"
     try:
         articles = _articles(plan, docs_by_id)
@@ -209,6 +212,8 @@ def _llm_one(
             if breaker is not None:
                 breaker.record(exc)
             problems.append(f"Fusion sub-queries failed: {exc}")
+        except LLMCancelled as exc:  # the story is paid for: kept, flagged, without sub-queries
+            problems.append(f"Fusion sub-queries were not made: {exc}")
     error = "; ".join(problems) or None
     status: Status = "flagged" if (missing or error) else "ok"
     return GeneratedQuery(index, plan, story, fusion, status, missing, error, generator, pt, ct)

@@ -147,3 +147,38 @@ def test_query_generation_stops_waiting_when_another_request_trips_the_breaker(f
     assert len(server.requests) == 2
     assert [(g.index, g.status) for g in results] == [(1, "failed")]  # plan 0 stays to do
     assert "HTTP 401" in (results[0].error or "")
+
+
+MARS_STORY = "On Mars the crew watched the dust storms roll over the red plains for days."
+
+
+def _fusion_busy_or_refused(text: str) -> Reply:
+    """A story about Mars (100 + 40 tokens), whose Fusion request gets 429 Retry-After: 30; a late 401 for the
+    story naming 'Refused'."""
+    if text.startswith("The following text describes an information need."):
+        return Reply.error(429, "rate limited", retry_after=30)
+    if "Refused" in text:
+        return Reply.error(401, "invalid api key", delay_s=REFUSED_AFTER_S)
+    return Reply.ok(MARS_STORY, prompt_tokens=100, completion_tokens=40)
+
+
+def test_query_generation_keeps_the_story_when_the_breaker_trips_during_its_fusion_retry_wait(
+        fake_openai: Factory) -> None:
+    """Plan 0's story came back (140 tokens paid) and its Fusion request waits out a 429 when plan 1's story gets a
+    401: the story is kept, flagged with no sub-queries and the reason, so a resume does not ask for it again
+    (the whole plan was left to do)."""
+    server = fake_openai(by_content(_fusion_busy_or_refused))
+    docs = {"1": Doc("Mars", "An article about Mars."), "2": Doc("Refused", "A refused article about Venus.")}
+    started = time.monotonic()
+    results = generate_queries([QueryPlan(1, ("1",)), QueryPlan(1, ("2",))], docs, client=_client(server), limit=2,
+                               want_fusion=True, n_fusion=2)
+    assert time.monotonic() - started < WELL_UNDER_S
+    assert len(server.requests) == 3  # story 0, its fusion request (429, not sent again), story 1 (401)
+    kept, refused = results
+    assert (kept.index, kept.status, kept.text, kept.fusion) == (0, "flagged", MARS_STORY, ())
+    assert (kept.prompt_tokens, kept.completion_tokens, kept.missing_titles) == (100, 40, ())
+    assert kept.error is not None and kept.error.startswith("Fusion sub-queries were not made: LLM request to model ")
+    assert kept.error.endswith("stopped while waiting 30 s to retry after HTTP 429: rate limited: another request of "
+                               f"this batch failed in a way every request would ({refused.error}), so this one was "
+                               "not sent again.")
+    assert (refused.index, refused.status, refused.text) == (1, "failed", None) and "HTTP 401" in refused.error

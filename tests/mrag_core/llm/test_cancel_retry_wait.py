@@ -21,7 +21,7 @@ from mrag_core.querygen.generate import generate_queries
 from mrag_core.querygen.sampling import QueryPlan
 from mrag_core.workflows import annotation as aw
 from tests.support.mini_corpus import TWO_DOCS, mini_store
-from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai
+from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai, last_user_message
 
 __all__ = ["fake_openai"]
 
@@ -119,6 +119,31 @@ def test_query_generation_stopped_in_a_retry_wait_leaves_the_plan_to_do(
     result = generate_queries(plans, TWO_DOCS, client=client, cancel=cancel)
     assert time.monotonic() - started < WELL_UNDER_S
     assert result == [] and len(server.requests) == 1
+
+
+def test_query_generation_stopped_while_the_fusion_request_waits_keeps_the_story(
+    fake_openai: Factory, stop_soon: Callable[[], threading.Event]
+) -> None:
+    """The story came back (90 + 30 tokens paid for); its Fusion request waits out a 429 when the user stops: the
+    story is kept, flagged with no sub-queries, instead of leaving the whole plan to be asked for again."""
+    story = "The Moon orbits the Earth and its craters were seen by the crew at night."
+
+    def respond(body: dict) -> Reply:
+        if last_user_message(body).startswith("The following text describes an information need."):
+            return Reply.error(429, "rate limited", retry_after=30)
+        return Reply.ok(story, prompt_tokens=90, completion_tokens=30)
+
+    server = fake_openai(respond)
+    client = LLMClient(server.llm_config(max_retries=2, concurrency=1))
+    cancel, started = stop_soon(), time.monotonic()
+    result = generate_queries([QueryPlan(1, ("1",))], TWO_DOCS, client=client, cancel=cancel, want_fusion=True)
+    assert time.monotonic() - started < WELL_UNDER_S
+    assert len(server.requests) == 2  # the story and one Fusion request; its retry never sent
+    [kept] = result
+    assert (kept.index, kept.status, kept.text, kept.fusion, kept.missing_titles) == (0, "flagged", story, (), ())
+    assert (kept.prompt_tokens, kept.completion_tokens) == (90, 30)
+    assert kept.error is not None and kept.error.startswith("Fusion sub-queries were not made: LLM request to model ")
+    assert kept.error.endswith("stopped: cancelled while waiting 30 s to retry after HTTP 429: rate limited.")
 
 
 def test_an_expansion_given_the_cancel_event_stops_alike(
