@@ -99,7 +99,8 @@ if not text.strip():
 maps = attention_maps(lm, text, layer, max_tokens=int(max_tokens), kind=kind)
 if maps.truncated:
     if maps.cut_by_model:  # the model's own limit, not the box, cut the text: more Max tokens would show no more
-        more = f"{md_plain(model_name)} reads at most {lm.spec.max_length} tokens, so a higher *Max tokens* shows no more"
+        more = (f"{md_plain(model_name)} reads at most {lm.spec.max_length} tokens, so a higher *Max tokens* shows "
+                "no more")
     elif max_tokens < MOST_TOKENS:
         more = "raise *Max tokens* to see more"
     else:

@@ -1066,8 +1066,8 @@ def sharing_expansions(metrics: RunMetrics, strategy: str) -> list[str]:
 def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
     """LLM cost of one strategy of a run, from its results' ``details["llm"]``
     (:func:`~mrag_core.llm_strategies.cost_summary`; all zeros for a strategy without an LLM).
-    ``llm_queries`` = queries expanded by the LLM; ``tokens`` counts what the expansions cost (cache hits at their original cost),
-    ``spent_tokens`` / ``llm_s`` what was sent / waited for when the results were computed.
+    ``llm_queries`` = queries expanded by the LLM; ``tokens`` counts what the expansions cost (cache hits at their
+    original cost), ``spent_tokens`` / ``llm_s`` what was sent / waited for when the results were computed.
 
     The cost of what this strategy searched, whether or not another strategy searched it too: ``shared_with``
     names the run's strategies that share these expansions (:func:`sharing_expansions`), whose rows count the

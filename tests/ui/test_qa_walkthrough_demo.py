@@ -59,7 +59,8 @@ def assert_the_cut_is_where_the_model_stops(lm, query: str, match: re.Match) -> 
     assert query[:chars_read].endswith(tail) and chars_read < length
 
 
-LONG = " ".join(f"Story {i}: a lighthouse keeper trades kefir grains for chess lessons with a beekeeper." for i in range(20))
+LONG = " ".join(f"Story {i}: a lighthouse keeper trades kefir grains for chess lessons with a beekeeper."
+               for i in range(20))
 
 
 def test_compare_says_a_query_is_cut_to_the_models_256_tokens(demo) -> None:

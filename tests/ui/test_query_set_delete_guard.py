@@ -24,7 +24,8 @@ def _set_with_query(store: db.Store) -> tuple[db.CorpusInfo, db.QuerySetInfo]:
     c = db.create_corpus(store, "Space mix")
     db.add_documents(store, c.id, [{"title": "Moon", "text": "The Moon orbits Earth.", "label": "moon"},
                                          {"title": "Mars", "text": "Mars is red.", "label": "mars"}])
-    q = qw.add_manual_query_to_new_set(store, c.id, "Hand *set*", text="Moon and Mars", ground_truth=db.document_ids(store, c.id))
+    q = qw.add_manual_query_to_new_set(store, c.id, "Hand *set*", text="Moon and Mars",
+                                       ground_truth=db.document_ids(store, c.id))
     return c, db.get_query_set(store, q.query_set_id)
 
 
