@@ -169,7 +169,10 @@ def test_reader_page_local_smollm2_answers(no_llm):
     assert len(metrics) == 2
     shown = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # the model name is Markdown-escaped
     assert sum("SmolLM2-135M-Instruct" in c and "answer tokens" in c for c in shown) == 2
-    assert sum("stopped at the 16-token limit" in c.value for c in at.caption) == 2  # 16 tokens cut any answer
+    # an answer that used all 16 tokens was stopped by the limit and says so; one that ended sooner (EOS) does not
+    used = [int(m[1]) for c in shown if (m := re.search(r"\+ (\d+) answer tokens", c))]
+    assert len(used) == 2 and all(1 <= n <= 16 for n in used) and 16 in used, used
+    assert sum("stopped at the 16-token limit" in c.value for c in at.caption) == used.count(16)
 
 
 def test_answer_html_escapes_and_highlights():
