@@ -462,12 +462,18 @@ def test_stop_waits_until_the_run_has_stored_that_it_stopped(store, setup, lm) -
     assert stray.status == "running" and er.status_label(stray) == "interrupted"
 
 
+def _stopped_run(store, corpus, qs, lm, strategies: list[str], batch_size: int, **kw) -> int:
+    """A run of ``strategies`` (c 8, k_max 5) stopped by a Stop pressed when its first batch of ``batch_size`` results
+    is stored (the first 'evaluation' progress report comes after that batch); returns its id."""
+    cancel = threading.Event()
+    return er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=strategies, c=8, k_max=5,
+                             lm=lm, cancel=cancel, batch_size=batch_size,
+                             progress=lambda s, d, t: cancel.set() if s == "evaluation" else None, **kw)
+
+
 def test_a_run_cannot_be_resumed_twice_at_once(store, setup, lm) -> None:
     corpus, qs, _ = setup
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
-                               lm=lm, cancel=cancel, batch_size=2,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard"], batch_size=2)
     assert db.get_eval_run(store, run_id).status == "cancelled"
     er._claim(run_id, threading.Event())  # a Resume still at work in another session of this server
     try:
@@ -593,10 +599,7 @@ def test_a_run_another_process_works_on_runs_elsewhere_until_that_process_dies(s
     from db.models import EvalRun, utcnow
 
     corpus, qs, _ = setup
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
-                               lm=lm, cancel=cancel, batch_size=2,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard"], batch_size=2)
     assert er.status_label(db.get_eval_run(store, run_id)) == "stopped"
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-c", HOLD_CLAIM, store.engine.url.render_as_string(hide_password=False),
@@ -664,10 +667,7 @@ def test_a_stopped_run_keeps_its_search_seconds_and_a_resume_adds_to_them(store,
     """The Runs table's 'search s' read 0.00 for a stopped run: its per-strategy seconds were stored only when a
     run finished, and a resume that searched one strategy dropped the other's."""
     corpus, qs, _ = setup
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
-                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard", "mrag"], batch_size=6)
     stopped = db.get_eval_run(store, run_id)
     assert stopped.status == "cancelled" and stopped.n_results == 6  # standard done, mrag not started
     first = stopped.timing["evaluate"]
@@ -687,10 +687,7 @@ def test_a_query_edited_between_stop_and_resume_is_scored_again_and_its_fingerpr
     and its note named it as edited (or, edited back, as not). Now the resume scores it again for every
     strategy and records the version it scored."""
     corpus, qs, _ = setup
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
-                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard", "mrag"], batch_size=6)
     assert db.get_eval_run(store, run_id).n_results == 6  # standard scored every query, mrag none
     before = {r.query_id: r for r in db.load_eval_results(store, run_id, "standard")}
     comet = next(q for q in er.evaluable_queries(store, qs.id) if q.text == "a comet with a glowing tail")
@@ -751,10 +748,7 @@ def test_a_resume_counts_the_queries_added_since_the_run_began_in_its_expected_r
     """config["n_queries"] stayed the count of the run's first session: after a resume that scored a query added
     meanwhile, `eval --list` read 14/12 results and page 9's progress of a run elsewhere '14 of 12'."""
     corpus, qs, _ = setup
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
-                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard", "mrag"], batch_size=6)
     stopped = db.get_eval_run(store, run_id)
     assert (stopped.status, stopped.n_results, stopped.config["n_queries"]) == ("cancelled", 6, 6)
     football = [d for d in db.document_ids(store, corpus.id)][8]
@@ -769,10 +763,7 @@ def test_a_resume_counts_the_queries_added_since_the_run_began_in_its_expected_r
     done = db.get_eval_run(store, run_id)
     assert (done.status, done.n_results, done.config["n_queries"]) == ("done", 14, 7)  # 7 queries x 2 strategies
     # A query deleted while the run is stopped counts no more either.
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
-                               lm=lm, cancel=cancel, batch_size=2,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard"], batch_size=2)
     assert db.get_eval_run(store, run_id).config["n_queries"] == 7
     db.delete_query(store, max(q.id for q in er.evaluable_queries(store, qs.id)))
     er.resume_evaluation(store, run_id, lm=lm)
@@ -780,49 +771,24 @@ def test_a_resume_counts_the_queries_added_since_the_run_began_in_its_expected_r
     assert (done.status, done.n_results, done.config["n_queries"]) == ("done", 6, 6)
 
 
-def test_runs_llm_tokens_count_each_call_once_after_a_resume_served_from_the_cache(store, setup, lm,
-                                                                                    fake_openai) -> None:
-    """Page 9's 'LLM tokens' read llm_usage["total"]["tokens"], which adds up the sessions: a resume's cache hits
-    on the passages the first session asked for counted again at their original cost (600 for 300 sent)."""
+def test_llm_tokens_and_the_cost_total_count_each_call_once_after_a_resume_served_from_the_cache(
+        store, setup, lm, fake_openai) -> None:
+    """The first session sends all 6 passages (6 x (30 + 20) = 300 tokens) and stops after storing 2 results; the
+    resume gets the other 4 from the cache. Page 9's 'LLM tokens' read llm_usage["total"]["tokens"], which adds up
+    the sessions (600: the cache hits again at their original cost); the total's 'spent' read the stored results,
+    which record only the 2 calls of the results stored by the first session (100). Both now say 300."""
     corpus, qs, _ = setup
     sent: list[tuple[int, int]] = []
     server = fake_openai(_llm_responder(sent))
     cfg = server.llm_config(max_retries=0)
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde", "hyde-mrag"], c=8,
-                               k_max=5, lm=lm, llm_config=cfg, cancel=cancel, batch_size=2,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 2 else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["hyde", "hyde-mrag"], batch_size=2, llm_config=cfg)
     stopped = db.get_eval_run(store, run_id)
     assert (stopped.status, stopped.n_results, len(server.requests)) == ("cancelled", 2, 6)  # 6 passages asked
     er.resume_evaluation(store, run_id, lm=lm, llm_config=cfg)
     info = db.get_eval_run(store, run_id)
     assert (info.status, info.n_results, len(server.requests)) == ("done", 12, 6)  # the resume: all from the cache
-    # 6 passages of 30 + 20 tokens, each sent once: 300. The sessions' sum counts the 6 cache hits again.
     assert sum(p + c for p, c in sent) == 300 and info.llm_usage["total"]["tokens"] == 600
     assert er.runs_llm_tokens(store, [run_id]) == {run_id: 300}
-    assert er.llm_cost_total(er.load_run_metrics(store, run_id))["tokens"] == 300
-    plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
-                              lm=lm)
-    assert er.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
-    assert er.runs_llm_tokens(store, []) == {}
-
-
-def test_the_llm_cost_total_counts_what_every_session_sent_after_a_resume_served_from_the_cache(
-        store, setup, lm, fake_openai) -> None:
-    """The first session sends all 6 passages (6 x (30 + 20) = 300 tokens) and stops after storing 2 results;
-    the resume gets the other 4 from the cache. The stored results then record only 2 sent calls (100 tokens):
-    the total's 'spent' said 100 where 300 were sent. It now reads the sessions' own record (llm_usage)."""
-    corpus, qs, _ = setup
-    sent: list[tuple[int, int]] = []
-    server = fake_openai(_llm_responder(sent))
-    cfg = server.llm_config(max_retries=0)
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde", "hyde-mrag"], c=8,
-                               k_max=5, lm=lm, llm_config=cfg, cancel=cancel, batch_size=2,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 2 else None)
-    er.resume_evaluation(store, run_id, lm=lm, llm_config=cfg)
-    info = db.get_eval_run(store, run_id)
-    assert (info.status, len(server.requests), sum(p + c for p, c in sent)) == ("done", 6, 300)
     metrics = er.load_run_metrics(store, run_id)
     stored_sent = [r for (_, _), d in metrics.details.items() if not (r := d["llm"])["cached"]]
     assert sum(r["prompt_tokens"] + r["completion_tokens"] for r in stored_sent) == 100  # what the results record
@@ -832,6 +798,10 @@ def test_the_llm_cost_total_counts_what_every_session_sent_after_a_resume_served
     assert total["llm_s"] > sum(r["latency_s"] for r in stored_sent)
     assert er.llm_total_note(metrics).startswith("All LLM-assisted strategies together, each LLM call counted once: "
                                                  "300 tokens over 6 expansions, 300 spent, ")
+    plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
+                              lm=lm)
+    assert er.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
+    assert er.runs_llm_tokens(store, []) == {}
 
 
 def test_a_resume_drops_the_results_of_queries_no_longer_evaluable(store, setup, lm) -> None:
@@ -839,10 +809,7 @@ def test_a_resume_drops_the_results_of_queries_no_longer_evaluable(store, setup,
     stopped: the resume scores the 4 queries left, and their results are all the run keeps (4 x 2 = 8 of 8
     expected). The 2 queries' results stayed, and `eval --list` read 10/8."""
     corpus, qs, _ = setup
-    cancel = threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
-                               k_max=5, lm=lm, cancel=cancel, batch_size=6,
-                               progress=lambda s, d, t: cancel.set() if s == "evaluation" and d >= 6 else None)
+    run_id = _stopped_run(store, corpus, qs, lm, ["standard", "mrag"], batch_size=6)
     stopped = db.get_eval_run(store, run_id)
     assert (stopped.status, stopped.n_results, stopped.config["n_queries"]) == ("cancelled", 6, 6)
     first, second = sorted(q.id for q in er.evaluable_queries(store, qs.id))[:2]
