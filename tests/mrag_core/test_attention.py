@@ -10,6 +10,7 @@ import torch
 
 from mrag_core.attention import AttentionUnavailable, attention_maps
 from mrag_core.models.loader import model_from_module
+from tests.support.tiny_models import BERT_LONG_TEXT, tiny_bert_folder
 
 torch.set_num_threads(1)
 VOCAB = 101
@@ -89,37 +90,21 @@ def test_minilm_shapes():
     assert long.truncated and long.weights.shape == (12, 64, 64)
 
 
-def bert_folder(path, positions: int):
-    """A random 2-layer BERT (4 heads) with ``positions`` positions and a word-piece tokenizer knowing "the cat sat",
-    saved in ``path``."""
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
-    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(path)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=64, max_position_embeddings=positions)).save_pretrained(path)
-    return path
-
-
-LONG_TEXT = " ".join((["the", "cat", "sat"] * 100)[:298])  # 300 tokens with [CLS] and [SEP]
-
-
 def test_a_model_with_128_positions_is_cut_at_its_own_limit_not_at_a_larger_max_tokens(tmp_path):
     from mrag_core.attention import token_limit
     from mrag_core.models.loader import load_model
 
-    lm = load_model(str(bert_folder(tmp_path, 128)), attn_implementation="eager", device="cpu")
+    lm = load_model(str(tiny_bert_folder(tmp_path, 128)), attn_implementation="eager", device="cpu")
     assert lm.spec.max_length == 128 and token_limit(lm, 256) == 128 and token_limit(lm, 96) == 96
-    maps = attention_maps(lm, LONG_TEXT, layer=-1, max_tokens=256)  # was IndexError: position 128 does not exist
+    maps = attention_maps(lm, BERT_LONG_TEXT, layer=-1, max_tokens=256)  # was IndexError: position 128 does not exist
     assert maps.weights.shape == (4, 128, 128) and len(maps.tokens) == 128 and maps.n_tokens_total == 300
     assert maps.truncated and maps.cut_by_model
     assert maps.tokens[0] == "[CLS]" and maps.tokens[1:4] == ["the", "cat", "sat"] and maps.tokens[-1] == "[SEP]"
     np.testing.assert_allclose(maps.weights.sum(axis=-1), 1.0, atol=1e-5)
-    at_limit = attention_maps(lm, LONG_TEXT, layer=-1, max_tokens=128)  # the box at the model's limit: still its cut
+    at_limit = attention_maps(lm, BERT_LONG_TEXT, layer=-1, max_tokens=128)  # box at the limit: the model's cut
     np.testing.assert_array_equal(at_limit.weights, maps.weights)
     assert at_limit.cut_by_model
-    boxed = attention_maps(lm, LONG_TEXT, layer=-1, max_tokens=64)  # the box cuts first
+    boxed = attention_maps(lm, BERT_LONG_TEXT, layer=-1, max_tokens=64)  # the box cuts first
     assert boxed.weights.shape == (4, 64, 64) and boxed.truncated and not boxed.cut_by_model
     short = attention_maps(lm, "the cat sat", layer=-1, max_tokens=256)
     assert short.weights.shape == (4, 5, 5) and not short.truncated and not short.cut_by_model

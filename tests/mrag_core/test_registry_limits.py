@@ -14,7 +14,7 @@ from mrag_core.extraction import embed_texts
 from mrag_core.models.loader import load_model, model_from_module
 from mrag_core.models.registry import position_limit
 from mrag_core.workflows.indexing import query_window
-from tests.support.tiny_models import tiny_gpt2_folder
+from tests.support.tiny_models import tiny_bert_folder, tiny_gpt2_folder
 
 torch.set_num_threads(1)
 
@@ -40,20 +40,8 @@ def test_position_limit_keeps_a_smaller_spec_limit() -> None:
     assert position_limit(SimpleNamespace(model_type="bert", max_position_embeddings=512), 512, 256) == 256  # MiniLM
 
 
-def _bert_folder(path: Path, positions: int) -> Path:
-    """A random 2-layer BERT with ``positions`` positions and a word-piece tokenizer of six words, saved in ``path``."""
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
-    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(path)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=64, max_position_embeddings=positions)).save_pretrained(path)
-    return path
-
-
 def test_bert_folder_with_128_positions_reads_long_texts_up_to_128_tokens(tmp_path: Path) -> None:
-    lm = load_model(str(_bert_folder(tmp_path, 128)), device="cpu")
+    lm = load_model(str(tiny_bert_folder(tmp_path, 128)), device="cpu")
     assert lm.spec.max_length == 128
     long_text = " ".join(["the cat sat"] * 100)  # 300 words: 302 tokens with [CLS] and [SEP]
     first = " ".join(long_text.split()[:126])  # the 126 words that fit with [CLS] and [SEP]

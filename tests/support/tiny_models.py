@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["tiny_gpt2_folder"]
+__all__ = ["BERT_LONG_TEXT", "tiny_bert_folder", "tiny_gpt2_folder"]
 
 WORDS = ["<|endoftext|>", "[UNK]", "the", "cat", "sat", "lighthouse", "tempeh"]
 
@@ -19,4 +19,21 @@ def tiny_gpt2_folder(path: Path, n_layer: int = 8) -> Path:
     PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=WORDS[0], unk_token="[UNK]").save_pretrained(path)
     config = GPT2Config(vocab_size=len(WORDS), n_positions=64, n_embd=16, n_layer=n_layer, n_head=2)
     GPT2LMHeadModel(config).save_pretrained(path)
+    return path
+
+
+BERT_WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+BERT_LONG_TEXT = " ".join((["the", "cat", "sat"] * 100)[:298])  # 300 tokens with [CLS] and [SEP]
+
+
+def tiny_bert_folder(path: Path, positions: int) -> Path:
+    """A random 2-layer BERT (4 heads x 8) with ``positions`` positions and a word-piece tokenizer knowing "the cat
+    sat", saved in ``path``."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    BertTokenizer(vocab={w: i for i, w in enumerate(BERT_WORDS)}).save_pretrained(path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(BERT_WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=64, max_position_embeddings=positions)).save_pretrained(path)
     return path

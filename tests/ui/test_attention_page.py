@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.mrag_core.test_attention import LONG_TEXT, bert_folder
+from tests.support.tiny_models import BERT_LONG_TEXT, tiny_bert_folder
 from tests.support.apptest import no_exceptions
 
 pytestmark = pytest.mark.usefixtures("fresh_env")
@@ -23,7 +23,7 @@ def bert_128(tmp_path, monkeypatch):
     from mrag_core.models.loader import load_model
 
     torch.set_num_threads(1)
-    lm = load_model(str(bert_folder(tmp_path / "bert128", 128)), attn_implementation="eager", device="cpu")
+    lm = load_model(str(tiny_bert_folder(tmp_path / "bert128", 128)), attn_implementation="eager", device="cpu")
     monkeypatch.setattr("ui.state.get_model", lambda name="minilm", attn_implementation="sdpa": lm)
     return lm
 
@@ -39,7 +39,7 @@ def _typed(text: str, max_tokens: int) -> AppTest:
 
 
 def test_a_text_longer_than_the_models_positions_shows_its_first_128_tokens_and_says_the_model_cut_it(bert_128):
-    at = _typed(LONG_TEXT, 256)  # was IndexError / a size mismatch: 256 tokens into 128 positions
+    at = _typed(BERT_LONG_TEXT, 256)  # was IndexError / a size mismatch: 256 tokens into 128 positions
     model = at.selectbox(key="attn_model").value
     assert [w.value for w in at.warning] == [
         f"The text has 300 tokens; only the first 128 are shown ({model} reads at most 128 tokens, so a higher "
@@ -50,7 +50,7 @@ def test_a_text_longer_than_the_models_positions_shows_its_first_128_tokens_and_
 
 
 def test_below_the_models_limit_the_box_cuts_and_asks_for_more(bert_128):
-    at = _typed(LONG_TEXT, 64)
+    at = _typed(BERT_LONG_TEXT, 64)
     assert [w.value for w in at.warning] == [
         "The text has 300 tokens; only the first 64 are shown (raise *Max tokens* to see more)."]
     assert at.caption[-1].value.endswith("· 4 heads · 64 tokens")
