@@ -189,6 +189,13 @@ def save_eval_results(store: Store, run_id: int, results: Sequence[Mapping[str, 
         return len(rows)
 
 
+def query_fingerprints(config: Mapping[str, Any] | None) -> dict[str, str]:
+    """A run's recorded fingerprints, ``{str(query id): fingerprint}`` of the query versions it scored
+    (``config["queries"]``); empty for a run stored before they were kept."""
+    recorded = (config or {}).get("queries")
+    return dict(recorded) if isinstance(recorded, dict) else {}
+
+
 def _record_fingerprints(session: Session, run: EvalRun, batch: set[int], fingerprints: Mapping[int, str]) -> None:
     """Inside :func:`save_eval_results`' transaction: merge ``fingerprints`` into ``run.config["queries"]`` and
     delete every result of a query whose recorded fingerprint changes (scored from its older version)."""
@@ -197,7 +204,7 @@ def _record_fingerprints(session: Session, run: EvalRun, batch: set[int], finger
     if outside:
         raise InvalidInputError(f"Query {outside[0]} has a fingerprint but no result in this batch.")
     config = dict(run.config or {})
-    recorded = config.get("queries") if isinstance(config.get("queries"), dict) else {}
+    recorded = query_fingerprints(config)
     changed = [q for q, fp in given.items() if recorded.get(str(q)) != fp]
     if not changed:
         return
@@ -349,8 +356,8 @@ def _keep_only_queries(session: Session, run: EvalRun, keep: set[int]) -> None:
     session.execute(delete(EvalResult).where(EvalResult.run_id == run.id, EvalResult.query_id.not_in(keep))
                     if keep else delete(EvalResult).where(EvalResult.run_id == run.id))
     config = dict(run.config or {})
-    recorded = config.get("queries")
-    if isinstance(recorded, dict):
+    recorded = query_fingerprints(config)
+    if recorded:
         config["queries"] = {q: fp for q, fp in recorded.items() if str(q).isdigit() and int(q) in keep}
     run.config = {**config, "n_queries": len(keep)}
 

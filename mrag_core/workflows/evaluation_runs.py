@@ -235,7 +235,7 @@ def query_fingerprint(query: db.QueryRow) -> str:
 def edited_since(run: db.EvalRunInfo, queries: Sequence[db.QueryRow]) -> set[int]:
     """Ids of ``queries`` that the run scored from another version (its recorded fingerprint differs from
     :func:`query_fingerprint` of the query as it is now); none for a run stored before fingerprints were kept."""
-    saved = run.config.get("queries") if isinstance(run.config.get("queries"), dict) else {}
+    saved = db.query_fingerprints(run.config)
     return {q.id for q in queries if str(q.id) in saved and saved[str(q.id)] != query_fingerprint(q)}
 
 
@@ -962,7 +962,7 @@ def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
     w = float(run.config.get("w", 2.0))
     results = db.load_eval_results(store, run_id)
     qrows = {q.id: q for q in db.list_queries(store, run.query_set_id)}
-    saved = run.config.get("queries") if isinstance(run.config.get("queries"), dict) else {}
+    saved = db.query_fingerprints(run.config)
 
     def aspects(qid: int) -> int:  # as scored: the run's fingerprint, else the query's current count
         if fp := saved.get(str(qid)):
