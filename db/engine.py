@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,7 +134,7 @@ def _make_engine(url: URL, echo: bool) -> Engine:
             cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             cursor.execute("PRAGMA foreign_keys = ON")
             if not memory:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                set_wal(cursor)
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
@@ -177,6 +179,22 @@ def mysql_lock_name(database: str | None) -> str:
     """The write lock's name for ``database`` (at most 64 characters, MySQL's limit)."""
     digest = hashlib.sha1((database or "").encode("utf-8")).hexdigest()[:16]
     return f"{MYSQL_WRITE_LOCK}:{digest}"
+
+
+def set_wal(cursor: Any, timeout: float = BUSY_TIMEOUT_S, pause: float = 0.01) -> None:
+    """``PRAGMA journal_mode = WAL`` on a new connection, retried for up to ``timeout`` seconds while SQLite answers
+    "database is locked". While another connection turns a new database file into WAL mode, SQLite refuses the
+    same switch at once, without waiting out the busy timeout, so two processes (or threads) opening one new
+    database together failed now and then; any other error is raised as is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
 
 
 def _busy() -> BusyError:

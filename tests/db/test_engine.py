@@ -334,3 +334,27 @@ def test_concurrent_bulk_imports_from_two_threads(store: Store) -> None:
     info = db.get_corpus(store, corpus_id)
     assert info.n_documents == 1000
     assert info.version == 1 + 10  # every batch bumped the version exactly once
+
+
+def test_set_wal_retries_while_another_connection_holds_the_new_database(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL at once ("database is locked") while another connection holds the file, so
+    four threads opening one new database failed now and then (test above); set_wal waits for it, up to a limit."""
+    from db.engine import set_wal
+
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")  # as a connection converting or migrating the new file holds it
+    opener = sqlite3.connect(path, isolation_level=None, timeout=0)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        opener.execute("PRAGMA journal_mode = WAL")  # without the retry: refused at once
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        set_wal(opener.cursor(), timeout=0.1)  # held past the limit: the error as SQLite gave it
+
+    threading.Timer(0.3, lambda: holder.execute("COMMIT")).start()
+    t0 = time.monotonic()
+    set_wal(opener.cursor(), timeout=5)
+    assert 0.25 < time.monotonic() - t0 < 5
+    assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    holder.close()
+    opener.close()
