@@ -319,6 +319,17 @@ def finish_eval_run(
         return _info(session, run)
 
 
+def record_eval_usage(store: Store, run_id: int, llm_usage: Mapping[str, Any], *, owner: str | None = None) -> bool:
+    """Merge ``llm_usage`` into the run's stored usage (as :func:`finish_eval_run` does) while it runs, its status
+    unchanged; with ``owner``, only while the run is still that claim's. True when written. Raises NotFoundError."""
+    with store.session() as session:
+        run = require(session, EvalRun, run_id, "Evaluation run")
+        if not owns(run, owner):
+            return False
+        run.llm_usage = {**(run.llm_usage or {}), **to_jsonable(dict(llm_usage))}
+        return True
+
+
 def claim_eval_run(store: Store, run_id: int, owner: str, *, unfinished_only: bool = False,
                    n_queries: int | None = None, query_ids: Collection[int] | None = None) -> EvalRunInfo:
     """Make ``owner`` (:func:`db.liveness.new_owner`) the process that runs evaluation ``run_id``, to resume it:

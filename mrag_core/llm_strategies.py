@@ -43,7 +43,7 @@ from mrag_core.extraction import Embeddings
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError, StopFlag
-from mrag_core.llm.concurrency import run_concurrent
+from mrag_core.llm.concurrency import Outcome, run_concurrent
 from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
 
 __all__ = [
@@ -248,6 +248,7 @@ def expand_many(
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
+    on_outcome: Callable[[int, ExpansionOutcome], None] | None = None,
 ) -> list[ExpansionOutcome]:
     """Expand every question (``limit`` requests in flight, default the client's concurrency),
     one outcome per question in input order. Questions not started when ``cancel`` is set come
@@ -255,10 +256,19 @@ def expand_many(
     endpoint unreachable or hanging, the key refused, the model unknown...: see
     :mod:`mrag_core.llm.breaker`) the questions not sent yet come back failed with ``sent=False``
     (``error`` names the first failure), without a request each; one already sent and waiting to retry then
-    stops waiting and comes back failed but sent (:func:`expand_one`)."""
+    stops waiting and comes back failed but sent (:func:`expand_one`). ``on_outcome(index, outcome)`` is
+    called from the calling thread as each question's request answers (or its cache hit comes back), before
+    ``progress``: what was asked so far is known even if ``progress`` raises (Streamlit's Stop) or the
+    process dies before this function returns."""
     breaker = Breaker(cancel)
+
+    def reached(o: Outcome[ExpansionOutcome]) -> None:
+        if on_outcome is not None and o.ok and o.value is not None:
+            on_outcome(o.index, o.value)
+
     outcomes = run_concurrent(list(questions), lambda q: expand_one(client, family, q, options, cache, breaker),
-                              limit=limit or client.config.concurrency, progress=progress, cancel=breaker)
+                              limit=limit or client.config.concurrency, progress=progress, cancel=breaker,
+                              on_result=reached)
     out: list[ExpansionOutcome] = []
     for o in outcomes:
         if o.cancelled and not breaker.cancelled and breaker.tripped:

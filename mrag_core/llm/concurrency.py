@@ -11,7 +11,9 @@ finish normally, except that an ``fn`` raising
 :class:`~mrag_core.llm.client.LLMCancelled` (a client stopped in a retry wait)
 comes back ``cancelled=True`` too, as if it never ran. ``progress(done, total)`` is called once per item (cancelled
 ones included, so ``done`` reaches ``total``) **from the calling thread**,
-which is what Streamlit needs to update widgets.
+which is what Streamlit needs to update widgets; ``on_result(outcome)`` is called there
+too, once per item as it completes (before ``progress``), so a caller can keep what
+finished even if a later ``progress`` call raises.
 """
 
 from __future__ import annotations
@@ -69,12 +71,13 @@ def run_concurrent(
     limit: int,
     progress: Callable[[int, int], None] | None = None,
     cancel: CancelFlag | None = None,
+    on_result: Callable[[Outcome[R]], None] | None = None,
 ) -> list[Outcome[R]]:
     """Apply ``fn`` to every item with at most ``limit`` calls in flight; results in input order.
 
-    Raises ``ValueError`` if ``limit < 1``. An exception raised by ``progress``
-    (e.g. Streamlit stopping the script) cancels the queued items, waits for the
-    running ones and propagates; ``fn`` exceptions never propagate.
+    Raises ``ValueError`` if ``limit < 1``. An exception raised by ``progress`` or
+    ``on_result`` (e.g. Streamlit stopping the script) cancels the queued items, waits
+    for the running ones and propagates; ``fn`` exceptions never propagate.
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}.")
@@ -94,6 +97,8 @@ def run_concurrent(
                     outcome = future.result()
                     results[outcome.index] = outcome
                     done_count += 1
+                    if on_result is not None:
+                        on_result(outcome)
                     if progress is not None:
                         progress(done_count, total)
         except BaseException:

@@ -406,10 +406,13 @@ def _llm_failed_queries(store: db.Store, run_id: int, strategy: str) -> set[int]
 
 def _expand_queries(cfg: LLMConfig, store: db.Store, families: Sequence[str], wanted: dict[str, list[db.QueryRow]],
                     options: LLMOptions, stage: Callable[[str], Any], cancel: threading.Event | None,
-                    out: dict[tuple[str, int], ExpansionOutcome]) -> None:
+                    out: dict[tuple[str, int], ExpansionOutcome], answered: Callable[[], None] | None = None
+                    ) -> None:
     """Expansions of the ``wanted`` queries per family, through the store's LLM cache, into ``out`` keyed
-    ``(family, query id)`` (filled family by family, so a cancel keeps the finished families' costs).
-    Raises :class:`EvaluationCancelled` when ``cancel`` is set meanwhile."""
+    ``(family, query id)``: each as its request answers (then ``answered()`` is called, from this thread), so a
+    Stop or a failure halfway through a family keeps the costs of what was asked; at a family's end its
+    questions left unsent after the endpoint failed too. Raises :class:`EvaluationCancelled` when ``cancel``
+    is set meanwhile."""
     from mrag_core.llm.client import LLMClient
     from mrag_core.workflows.llm_cache import StoreLLMCache
 
@@ -419,11 +422,19 @@ def _expand_queries(cfg: LLMConfig, store: db.Store, families: Sequence[str], wa
             qs = wanted.get(fam, [])
             if not qs:
                 continue
+            def keep(i: int, outcome: ExpansionOutcome, fam: str = fam, qs: list[db.QueryRow] = qs) -> None:
+                out[(fam, qs[i].id)] = outcome
+                if answered is not None:
+                    answered()
+
             outcomes = expand_many(client, fam, [q.text for q in qs], options, cache, progress=stage(f"LLM {fam}"),
-                                   cancel=cancel)
+                                   cancel=cancel, on_outcome=keep)
             out.update({(fam, q.id): o for q, o in zip(qs, outcomes) if not o.cancelled})
             if cancel is not None and cancel.is_set():
                 raise EvaluationCancelled(f"cancelled during the {fam} expansions")
+
+
+USAGE_EVERY_S = 5.0  # while expanding, a run's LLM usage so far is stored at most this often (seconds)
 
 
 def _add_usage(prior: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -599,6 +610,15 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
         session = _usage_of_session(expanded, endpoint)
         return _add_usage(prior_usage, session) if session else None
 
+    usage_saved = [time.monotonic()]
+
+    def save_usage() -> None:
+        """Store the usage so far every :data:`USAGE_EVERY_S` while expanding: a session that dies without
+        ending (killed, power lost) leaves its sent calls counted, not only those of the sessions that ended."""
+        if time.monotonic() - usage_saved[0] >= USAGE_EVERY_S:
+            db.record_eval_usage(store, run_id, usage() or {}, owner=owner)
+            usage_saved[0] = time.monotonic()
+
     try:
         prepared, qlm = _prepare_index(store, corpus_id, lm, layer_idx, seed, embedding_run_id, stage, cancel,
                                        batch_size=16)
@@ -628,7 +648,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                 wanted = {fam: [q for q in pending_q if any(q.id not in todo[s] for s in strategies
                                                             if NAMED_STRATEGIES[s].source == fam)]
                           for fam in families}
-                _expand_queries(endpoint, store, families, wanted, options, stage, cancel, expanded)
+                _expand_queries(endpoint, store, families, wanted, options, stage, cancel, expanded, save_usage)
                 timing["llm_expansions_s"] = float(prior.get("llm_expansions_s", 0.0)) + time.perf_counter() - t0
             t0 = time.perf_counter()
             need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") and not NAMED_STRATEGIES[s].llm
@@ -1094,8 +1114,8 @@ def _sent_by_run(run: db.EvalRunInfo, stored_spent: int, stored_s: float) -> tup
     """``(tokens, LLM seconds)`` the run actually sent / waited for: the larger of its sessions' own totals
     (``llm_usage["total"]``: ``spent_tokens`` / ``latency_s``, each session's sent calls added up, cache hits 0)
     and what its stored results record (``stored_spent`` / ``stored_s``). Each is a lower bound: the results miss
-    calls whose result a stopped session never stored; ``llm_usage`` misses the session still running (written
-    when it ends) and one that died without ending."""
+    calls whose result a stopped session never stored; ``llm_usage`` misses, of a session still running or one
+    that died without ending, the answers of its last :data:`USAGE_EVERY_S` (stored that often while expanding)."""
     total = run.llm_usage.get("total") if isinstance(run.llm_usage, dict) else None
     total = total if isinstance(total, dict) else {}
     usage_spent, usage_s = total.get("spent_tokens"), total.get("latency_s")

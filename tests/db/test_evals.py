@@ -190,6 +190,24 @@ def test_a_resume_claim_refuses_a_finished_run_and_changes_nothing(store) -> Non
     assert (resumed.status, resumed.owner) == ("running", "c pid 3 #c")
 
 
+def test_usage_recorded_while_a_run_runs_merges_and_only_for_the_runs_claim(store) -> None:
+    corpus = db.create_corpus(store, "C")
+    docs = db.add_documents(store, corpus.id, [{"title": "a", "text": "x"}]).document_ids
+    qs = db.create_query_set(store, corpus.id, "Q")
+    db.add_queries(store, qs.id, [{"text": "q", "ground_truth": docs}])
+    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, owner="a pid 1 #a")
+    assert db.record_eval_usage(store, run.id, {"total": {"spent_tokens": 50}, "model": "m"}, owner="a pid 1 #a")
+    assert db.record_eval_usage(store, run.id, {"total": {"spent_tokens": 120}}, owner="a pid 1 #a")
+    info = db.get_eval_run(store, run.id)
+    assert info.llm_usage == {"total": {"spent_tokens": 120}, "model": "m"} and info.status == "running"
+    db.finish_eval_run(store, run.id, status="cancelled", owner="a pid 1 #a")
+    db.claim_eval_run(store, run.id, "b pid 2 #b")  # another process resumed the run: the old claim writes nothing
+    assert not db.record_eval_usage(store, run.id, {"total": {"spent_tokens": 999}}, owner="a pid 1 #a")
+    assert db.get_eval_run(store, run.id).llm_usage == info.llm_usage
+    with pytest.raises(db.NotFoundError):
+        db.record_eval_usage(store, run.id + 1, {})
+
+
 def test_eval_llm_records_is_exported_and_reads_the_llm_details_of_each_run(
     store: Store, corpus: db.CorpusInfo, setup: tuple[int, list[int], int],
 ) -> None:

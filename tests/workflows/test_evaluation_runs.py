@@ -353,6 +353,52 @@ def test_llm_run_cancel_resume_costs_no_tokens(store, setup, lm, fake_openai) ->
     assert info.llm_usage["total"]["cached"] == 9 and info.llm_usage["total"]["expansions"] == 12 + 10
 
 
+def test_the_llm_usage_so_far_is_stored_while_expanding(store, setup, lm, fake_openai, monkeypatch) -> None:
+    """A session that dies while expanding (killed: no final write) leaves what it sent counted: the usage is
+    stored as the answers come (here at every answer), not only when the session ends."""
+    corpus, qs, _ = setup
+    sent: list[tuple[int, int]] = []
+    server = fake_openai(_llm_responder(sent))
+    monkeypatch.setattr(er, "USAGE_EVERY_S", 0.0)
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "LLM hyde":
+            run = db.list_eval_runs(store)[0]
+            total_usage = run.llm_usage.get("total", {})
+            seen.append((done, total_usage.get("spent_tokens"), total_usage.get("requests")))
+
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde"], c=8, k_max=5,
+                               lm=lm, llm_config=server.llm_config(max_retries=0), progress=progress)
+    assert db.get_eval_run(store, run_id).status == "done"
+    # each hyde passage costs 30 + 20 tokens; at the n-th answer the run already holds n answers' worth
+    assert [s for s in seen if s[0] > 0] == [(n, 50 * n, n) for n in range(1, 7)]
+
+
+class _ScriptStopped(BaseException):
+    """What Streamlit raises in the script thread on Stop (not an Exception)."""
+
+
+def test_a_stop_halfway_through_a_family_keeps_the_costs_of_the_answers_received(
+        store, setup, lm, fake_openai) -> None:
+    corpus, qs, _ = setup
+    sent: list[tuple[int, int]] = []
+    server = fake_openai(_llm_responder(sent))
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "LLM hyde" and done == 4:
+            raise _ScriptStopped()
+
+    with pytest.raises(_ScriptStopped):
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde"], c=8, k_max=5,
+                          lm=lm, llm_config=server.llm_config(max_retries=0, concurrency=1), progress=progress)
+    run = db.list_eval_runs(store)[0]
+    assert run.status == "cancelled" and run.n_results == 0
+    total = run.llm_usage["total"]
+    assert (total["requests"], total["spent_tokens"], total["expansions"]) == (4, 200, 4)
+    assert len(server.requests) >= 4  # a request in flight at the Stop may have been answered too, unrecorded
+
+
 def test_llm_strategies_need_an_endpoint(store, setup, lm, monkeypatch) -> None:
     corpus, qs, _ = setup
     for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):

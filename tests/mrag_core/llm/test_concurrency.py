@@ -130,6 +130,29 @@ def test_progress_exception_cancels_queued_work_and_propagates() -> None:
     assert len(calls) < 50
 
 
+def test_on_result_sees_each_finished_item_from_the_calling_thread_before_progress_even_when_progress_raises(
+) -> None:
+    events: list[tuple[str, object, str]] = []
+    me = threading.current_thread().name
+
+    def on_result(o) -> None:
+        events.append(("result", (o.index, o.value), threading.current_thread().name))
+
+    def progress(done: int, total: int) -> None:
+        events.append(("progress", done, threading.current_thread().name))
+        if done == 3:
+            raise RuntimeError("script stopped")
+
+    with pytest.raises(RuntimeError, match="script stopped"):
+        run_concurrent(list(range(20)), lambda x: x * 10, limit=1, on_result=on_result, progress=progress)
+    # each finished item's result is handed over before its progress call; three items, then the raise
+    assert [kind for kind, _, _ in events] == ["result", "progress"] * 3
+    assert [what for kind, what, _ in events if kind == "progress"] == [1, 2, 3]
+    results = [what for kind, what, _ in events if kind == "result"]
+    assert len({i for i, _ in results}) == 3 and all(value == 10 * i for i, value in results)
+    assert {name for _, _, name in events} == {me}
+
+
 def test_empty_input_and_invalid_limit() -> None:
     assert run_concurrent([], lambda x: x, limit=4) == []
     with pytest.raises(ValueError, match="at least 1"):
