@@ -1091,9 +1091,14 @@ def llm_cost(metrics: RunMetrics, strategy: str) -> dict[str, Any]:
 
     The cost of what this strategy searched, whether or not another strategy searched it too: ``shared_with``
     names the run's strategies that share these expansions (:func:`sharing_expansions`), whose rows count the
-    same calls; adding rows up counts them once per strategy, :func:`llm_cost_total` counts each once."""
-    return {**cost_row([r for _, _, r in _llm_records(metrics, strategy)]),
-            SHARED_COLUMN: ", ".join(sharing_expansions(metrics, strategy))}
+    same calls; adding rows up counts them once per strategy, :func:`llm_cost_total` counts each once.
+    ``spent_tokens`` / ``llm_s`` are what the run sent / waited for over all its sessions for the strategy's LLM
+    family (:func:`_sent_by_run`): a resume served from the cache (0 spent) what a stopped session had sent."""
+    row = cost_row([r for _, _, r in _llm_records(metrics, strategy)])
+    family = family_of(strategy)
+    if family is not None:
+        row["spent_tokens"], row["llm_s"] = _sent_by_run(metrics.run, row["spent_tokens"], row["llm_s"], family)
+    return {**row, SHARED_COLUMN: ", ".join(sharing_expansions(metrics, strategy))}
 
 
 def llm_cost_total(metrics: RunMetrics) -> dict[str, Any]:
@@ -1110,13 +1115,20 @@ def llm_cost_total(metrics: RunMetrics) -> dict[str, Any]:
     return {**total, "spent_tokens": spent, "llm_s": llm_s}
 
 
-def _sent_by_run(run: db.EvalRunInfo, stored_spent: int, stored_s: float) -> tuple[int, float]:
-    """``(tokens, LLM seconds)`` the run actually sent / waited for: the larger of its sessions' own totals
-    (``llm_usage["total"]``: ``spent_tokens`` / ``latency_s``, each session's sent calls added up, cache hits 0)
-    and what its stored results record (``stored_spent`` / ``stored_s``). Each is a lower bound: the results miss
-    calls whose result a stopped session never stored; ``llm_usage`` misses, of a session still running or one
-    that died without ending, the answers of its last :data:`USAGE_EVERY_S` (stored that often while expanding)."""
-    total = run.llm_usage.get("total") if isinstance(run.llm_usage, dict) else None
+def _sent_by_run(run: db.EvalRunInfo, stored_spent: int, stored_s: float, family: str | None = None
+                 ) -> tuple[int, float]:
+    """``(tokens, LLM seconds)`` the run actually sent / waited for (for ``family``'s expansions only, when given):
+    the larger of its sessions' own totals (``llm_usage["total"]``, or ``llm_usage["families"][family]``:
+    ``spent_tokens`` / ``latency_s``, each session's sent calls added up, cache hits 0) and what its stored results
+    record (``stored_spent`` / ``stored_s``). Each is a lower bound: the results miss calls whose result a stopped
+    session never stored; ``llm_usage`` misses, of a session still running or one that died without ending, the
+    answers of its last :data:`USAGE_EVERY_S` (stored that often while expanding)."""
+    usage = run.llm_usage if isinstance(run.llm_usage, dict) else {}
+    if family is None:
+        total = usage.get("total")
+    else:
+        families = usage.get("families")
+        total = families.get(family) if isinstance(families, dict) else None
     total = total if isinstance(total, dict) else {}
     usage_spent, usage_s = total.get("spent_tokens"), total.get("latency_s")
     spent = max(int(stored_spent), int(usage_spent) if _is_number(usage_spent) else 0)

@@ -842,6 +842,12 @@ def test_llm_tokens_and_the_cost_total_count_each_call_once_after_a_resume_serve
     assert (total["tokens"], total["llm_queries"], total["spent_tokens"], total["cached"]) == (300, 6, 300, 4)
     assert total["llm_s"] == pytest.approx(info.llm_usage["total"]["latency_s"])
     assert total["llm_s"] > sum(r["latency_s"] for r in stored_sent)
+    # Each row too: hyde's stored results record 100 spent, hyde-mrag's none (all its results came from the cache);
+    # both search the same 6 passages, which the run sent once for 300 tokens (their rows name each other).
+    rows = er.accuracy_and_cost(metrics).set_index("strategy")
+    assert rows.loc["hyde", "spent_tokens"] == rows.loc["hyde-mrag", "spent_tokens"] == 300
+    assert rows.loc["hyde", "llm_s"] == pytest.approx(info.llm_usage["families"]["hyde"]["latency_s"])
+    assert (rows.loc["hyde", "shared_with"], rows.loc["hyde-mrag", "shared_with"]) == ("hyde-mrag", "hyde")
     assert er.llm_total_note(metrics).startswith("All LLM-assisted strategies together, each LLM call counted once: "
                                                  "300 tokens over 6 expansions, 300 spent, ")
     plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
