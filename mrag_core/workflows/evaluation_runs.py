@@ -1037,16 +1037,25 @@ def edited_note(metrics: RunMetrics, limit: int = 10) -> str | None:
 
 
 def coverage_note(metrics: RunMetrics) -> str | None:
-    """The warning for a run whose strategies scored different numbers of queries (stopped part-way: the later
-    strategies have fewer), whose per-strategy means are then over different queries; None when all are equal."""
+    """The warning for a run stopped part-way; None when every strategy it was asked for scored the same queries.
+
+    A run scores one strategy after the other, so a stop leaves the later strategies with fewer queries (their
+    per-strategy means are then over different queries) and the last ones with none: those are named, since the
+    views and exports leave out a strategy without results."""
     pq = metrics.per_query
     counts = {s: int(pq.loc[pq["strategy"] == s, "query_id"].nunique()) for s in metrics.strategies}
-    if len(set(counts.values())) <= 1:
-        return None
-    listed = ", ".join(f"{s} {n}" for s, n in counts.items())
-    return (f"Its strategies scored different numbers of queries ({listed}), so their means are over different "
-            "queries and do not compare; the JSON export holds only the queries every strategy scored. Resume the "
-            "run to score the rest.")
+    missing = [s for s in metrics.run.config.get("strategies", []) if s not in counts]
+    parts = []
+    if len(set(counts.values())) > 1:
+        listed = ", ".join(f"{s} {n}" for s, n in counts.items())
+        parts.append(f"Its strategies scored different numbers of queries ({listed}), so their means are over "
+                     "different queries and do not compare; the JSON export holds only the queries every strategy "
+                     "scored.")
+    if missing:
+        one = len(missing) == 1
+        parts.append(f"{', '.join(missing)} scored no query yet, so {'it is' if one else 'they are'} missing from "
+                     "the tables, figures and exports below.")
+    return " ".join([*parts, "Resume the run to score the rest."]) if parts else None
 
 
 

@@ -72,6 +72,21 @@ def test_a_stopped_run_without_baseline_for_an_aspect_count_shows_its_figures_an
     assert imp.loc[0, "improvement"] == pytest.approx(2.0)  # weighted 1 vs 1/3 at k = 1
 
 
+def test_a_run_stopped_before_its_last_strategy_says_which_strategy_is_missing() -> None:
+    """Stopped when its first two strategies had scored every query and fusion none (how a stop of a benchmark run
+    leaves it): the Runs tab showed two strategies' figures without a word of the third."""
+    store = _store()
+    AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
+    corpus, qs, _, qids = _corpus(store)
+    rid = _run(store, corpus, qs, {(s, q): ([1.0, 1.0], [1.0, 1.0]) for s in ("standard", "mrag") for q in qids},
+               ["standard", "mrag", "fusion"], status="cancelled")
+    at = _page(corpus.id)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="ev_view_run").value == rid
+    assert f"Run #{rid} is stopped. fusion scored no query yet, so it is missing from the tables, figures and " \
+           "exports below. Resume the run to score the rest." in [w.value for w in at.warning]
+
+
 def test_a_run_whose_query_was_edited_afterwards_says_so_on_runs_and_compare() -> None:
     store = _store()
     AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
