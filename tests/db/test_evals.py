@@ -173,12 +173,17 @@ def test_fingerprints_are_recorded_with_their_batch_and_a_changed_one_drops_the_
     assert db.get_eval_run(store, run.id).config == info.config and count_rows("eval_results") == 4
 
 
-def test_a_resume_claim_refuses_a_finished_run_and_changes_nothing(store) -> None:
+def _claimed_one_query_run(store) -> db.EvalRunInfo:
+    """A run over a one-document corpus and a one-query set, claimed by owner 'a pid 1 #a'."""
     corpus = db.create_corpus(store, "C")
     docs = db.add_documents(store, corpus.id, [{"title": "a", "text": "x"}]).document_ids
     qs = db.create_query_set(store, corpus.id, "Q")
     db.add_queries(store, qs.id, [{"text": "q", "ground_truth": docs}])
-    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, owner="a pid 1 #a")
+    return db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, owner="a pid 1 #a")
+
+
+def test_a_resume_claim_refuses_a_finished_run_and_changes_nothing(store) -> None:
+    run = _claimed_one_query_run(store)
     done = db.finish_eval_run(store, run.id, status="done", owner="a pid 1 #a")
     with pytest.raises(db.InvalidInputError, match=f"Evaluation run {run.id} is finished"):
         db.claim_eval_run(store, run.id, "b pid 2 #b", unfinished_only=True)
@@ -191,11 +196,7 @@ def test_a_resume_claim_refuses_a_finished_run_and_changes_nothing(store) -> Non
 
 
 def test_usage_recorded_while_a_run_runs_merges_and_only_for_the_runs_claim(store) -> None:
-    corpus = db.create_corpus(store, "C")
-    docs = db.add_documents(store, corpus.id, [{"title": "a", "text": "x"}]).document_ids
-    qs = db.create_query_set(store, corpus.id, "Q")
-    db.add_queries(store, qs.id, [{"text": "q", "ground_truth": docs}])
-    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, owner="a pid 1 #a")
+    run = _claimed_one_query_run(store)
     assert db.record_eval_usage(store, run.id, {"total": {"spent_tokens": 50}, "model": "m"}, owner="a pid 1 #a")
     assert db.record_eval_usage(store, run.id, {"total": {"spent_tokens": 120}}, owner="a pid 1 #a")
     info = db.get_eval_run(store, run.id)
