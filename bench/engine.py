@@ -144,7 +144,8 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
                    f"{head_index.ef_for(0, 32, 'importance')}")
             note = (f"  recall@32 standard {r_std:.3f} heads {r_heads:.3f} per space, MRAG's final list {r_final:.3f} "
                     f"({efs})")
-        print(f"latency n={n:>6} {backend:<11} standard {1000 * t_std / queries:.3f} ms  mrag {1000 * t_mrag / queries:.3f} ms  ratio {ratio:.2f}{note}")
+        print(f"latency n={n:>6} {backend:<11} standard {1000 * t_std / queries:.3f} ms  "
+              f"mrag {1000 * t_mrag / queries:.3f} ms  ratio {ratio:.2f}{note}")
         if backend == "faiss-flat":
             # For information (not in RESULT): FAISS's own flat searches alone (no normalisation, no
             # vote), h head spaces of hd dimensions against one of h * hd: the floor of this backend's ratio.
@@ -161,7 +162,8 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
         if backend == "faiss-hnsw":
             # For information (not in RESULT). (1) The heads at their per-space calibration, Standard's
             # efSearch raised until its recall@32 on these queries reaches the head spaces'.
-            std_recall = lambda ef: _with_ef(std_index, ef, lambda: recall_at(std_index.search(q_std, 32).ids[:, 0], truth["std"]))  # noqa: E731
+            std_recall = lambda ef: _with_ef(  # noqa: E731
+                std_index, ef, lambda: recall_at(std_index.search(q_std, 32).ids[:, 0], truth["std"]))
             ef, r_eq = first_reaching([e for e in HNSW_LADDER if e >= std_index.ef_for(0, 32)], std_recall, r_heads)
             t_eq, t_mrag_eq = _paired_at(std_index, ef, head_index, None, standard, lambda q: mrag(q, None), qs, rounds)
             print(f"  equal per-space recall: standard efSearch {ef} recall {r_eq:.3f} {1000 * t_eq / queries:.3f} ms"
@@ -175,7 +177,8 @@ def latency_ratio(n: int, backends: list[str], queries: int, rounds: int = 5) ->
             ef_m, r_m = first_reaching([e for e in HNSW_LADDER if e <= max(n, 32)], mrag_recall, 0.9)
             ef_s, r_s = first_reaching([e for e in HNSW_LADDER if e <= max(n, 32)], std_recall, max(0.9, r_m))
             t_s, t_m = _paired_at(std_index, ef_s, head_index, ef_m, standard, mrag, qs, rounds)
-            print(f"  equal final-list recall@32: standard efSearch {ef_s} recall {r_s:.3f} {1000 * t_s / queries:.3f} ms"
+            print(f"  equal final-list recall@32: standard efSearch {ef_s} recall {r_s:.3f} "
+                  f"{1000 * t_s / queries:.3f} ms"
                   f"  mrag heads efSearch {ef_m} recall {r_m:.3f} {1000 * t_m / queries:.3f} ms  ratio {t_m / t_s:.2f}")
         worst = max(worst, ratio)
     return worst
@@ -218,7 +221,8 @@ def eval_seconds() -> float:
     run_benchmark(lm, data, strategies, log=lambda m: print("  " + m))  # fills the embedding cache
     configure_threads(1)
     out = run_benchmark(lm, data, strategies, log=lambda m: None)
-    print(f"evaluation: 250 queries x 5 strategies x k=1..32 in {out.timings['evaluate']:.2f}s (index build {out.timings['index']:.2f}s)")
+    print(f"evaluation: 250 queries x 5 strategies x k=1..32 in {out.timings['evaluate']:.2f}s "
+          f"(index build {out.timings['index']:.2f}s)")
     return out.timings["evaluate"]
 
 
@@ -234,7 +238,8 @@ def main() -> None:
     l10 = latency_ratio(10_000, backends, 20 if args.quick else 100)
     l100 = latency_ratio(100_000, backends, 5 if args.quick else 30)
     ev = eval_seconds()
-    print(f"RESULT extraction_ratio={ext:.3f} latency_ratio_10k={l10:.3f} latency_ratio_100k={l100:.3f} eval_seconds={ev:.2f}")
+    print(f"RESULT extraction_ratio={ext:.3f} latency_ratio_10k={l10:.3f} latency_ratio_100k={l100:.3f} "
+          f"eval_seconds={ev:.2f}")
 
 
 if __name__ == "__main__":

@@ -204,7 +204,8 @@ class FaissIndex:
         return self._search_spaces(q, depth, [self._params(ef)], [space])[0][0]
 
     def _search_all(self, queries: np.ndarray, depth: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, scores)`` [q, s, depth] from every space searched with ``efSearch = ef`` (for the vote calibration)."""
+        """``(ids, scores)`` [q, s, depth] from every space searched with ``efSearch = ef`` (for the vote
+        calibration)."""
         per_space = np.ascontiguousarray(queries.transpose(1, 0, 2), dtype=np.float32)
         ids, scores = self._search_spaces(per_space, depth, [self._params(ef)] * self.n_spaces, range(self.n_spaces))
         return ids.transpose(1, 0, 2), scores.transpose(1, 0, 2)
@@ -246,7 +247,8 @@ class FaissIndex:
                 params = [self._params(self.ef_for(s, depth, key[2])) for s in range(self.n_spaces)]
                 self._space_params[key] = params
         ids, scores = self._search_spaces(per_space, depth, params, range(self.n_spaces))
-        return Hits(ids=np.ascontiguousarray(ids.transpose(1, 0, 2)), scores=np.ascontiguousarray(scores.transpose(1, 0, 2)))
+        return Hits(ids=np.ascontiguousarray(ids.transpose(1, 0, 2)),
+                    scores=np.ascontiguousarray(scores.transpose(1, 0, 2)))
 
 
 def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosine", device: str = "auto",

@@ -17,7 +17,8 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli import every_few_seconds, fail, llm_endpoint, named_corpus, positive_int, stop_on_ctrl_c, store_command
+from mrag_core.cli import (every_few_seconds, fail, llm_endpoint, named_corpus, positive_int, stop_on_ctrl_c,
+                           store_command)
 from mrag_core.wording import counted
 
 GENERATORS = ("auto", "llm", "offline")

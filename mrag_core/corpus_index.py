@@ -78,7 +78,8 @@ def vote_functions(importance: np.ndarray, metric: str, variants: tuple[str, ...
     """``{variant: vote(ids [s, c], scores [s, c], k) -> doc ids}``: each voting variant as a plain
     function of one query's hits (what the HNSW vote calibration needs)."""
     def make(variant: str) -> VoteFn:
-        return lambda ids, scores, k: vote_hits(ids, scores, importance, variant, k, metric, with_evidence=False).doc_ids
+        return lambda ids, scores, k: vote_hits(ids, scores, importance, variant, k, metric,
+                                                with_evidence=False).doc_ids
     return {v: make(v) for v in variants}
 
 

@@ -46,7 +46,8 @@ def model_fingerprint(lm: LoadedModel) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def embedding_key(lm: LoadedModel, texts: Sequence[str], *, kind: str, layer: int | None, max_length: int | None) -> str:
+def embedding_key(lm: LoadedModel, texts: Sequence[str], *, kind: str, layer: int | None,
+                  max_length: int | None) -> str:
     """The cache key: everything that changes the vectors."""
     fields: list[Any] = [
         model_fingerprint(lm), lm.layer_index(layer), lm.head_pooling, lm.standard_pooling,

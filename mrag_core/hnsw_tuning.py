@@ -22,8 +22,8 @@ accuracies. Instead, each space is calibrated once when the index is built:
 Views whose spaces are voted into one list (MRAG's heads, Split RAG's pieces) are also calibrated
 per vote (:func:`calibrate_votes`): one ``efSearch`` for all the view's spaces, the smallest at which
 the vote's *final* top-10 and top-``c`` lists reach the target against the same vote over exact
-hits, on both kinds of queries. That is the accuracy the user sees. The rank-decayed votes (``s_i * 2^-p``, ``2^-p``) get
-there with less than per-space recall asks for; the ``1/distance`` vote needs more.
+hits, on both kinds of queries. That is the accuracy the user sees. The rank-decayed votes (``s_i * 2^-p``,
+``2^-p``) get there with less than per-space recall asks for; the ``1/distance`` vote needs more.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def describe(name: str, cal: Calibration) -> str:
 
     if cal.measure:  # one value for the whole view
         missed = "" if cal.met else ", below target"
-        return f"{name}: efSearch {span(cal.ef, 'd')}, {cal.measure} {span(cal.recall, '.2f')} (target {cal.target:.2f}{missed})"
+        return (f"{name}: efSearch {span(cal.ef, 'd')}, {cal.measure} {span(cal.recall, '.2f')} "
+                f"(target {cal.target:.2f}{missed})")
     missed = "" if cal.met else f", below target in {int((cal.recall < cal.target).sum())} of {len(cal.ef)} spaces"
     return (f"{name}: efSearch {span(cal.ef, 'd')}, recall@{cal.depth} {span(cal.recall, '.2f')} "
             f"(target {cal.target:.2f}{missed})")
@@ -144,7 +145,8 @@ def recall_at(got: np.ndarray, exact: np.ndarray) -> float:
 
 
 def exact_hits(x: np.ndarray, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product ``(ids, scores)`` [q, s, depth] of ``queries`` [q, s, d] in every space of ``x`` [n, s, d]."""
+    """Exact inner-product ``(ids, scores)`` [q, s, depth] of ``queries`` [q, s, d] in every space of
+    ``x`` [n, s, d]."""
     per_space = [top_c_rows(np.ascontiguousarray(queries[:, s, :] @ x[:, s, :].T, dtype=np.float32), depth)
                  for s in range(x.shape[1])]
     return np.stack([i for i, _ in per_space], axis=1), np.stack([v for _, v in per_space], axis=1)

@@ -30,7 +30,8 @@ class HeadImportance:
 
     @classmethod
     def from_dict(cls, d: dict[str, list[float]]) -> "HeadImportance":
-        return cls(np.asarray(d["norm"], np.float64), np.asarray(d["spread"], np.float64), np.asarray(d["score"], np.float64))
+        return cls(np.asarray(d["norm"], np.float64), np.asarray(d["spread"], np.float64),
+                   np.asarray(d["score"], np.float64))
 
 
 def mean_norms(vectors: np.ndarray) -> np.ndarray:

@@ -114,7 +114,8 @@ if HAVE_NUMBA:
             _heap_scan(values, hv, hi, c, c)
 
         @numba.njit(cache=True, nogil=True, inline="always")
-        def _pop_best_first(hv: np.ndarray, hi: np.ndarray, c: int, out_v: np.ndarray, out_i: np.ndarray) -> None:  # pragma: no cover
+        def _pop_best_first(hv: np.ndarray, hi: np.ndarray, c: int, out_v: np.ndarray,
+                            out_i: np.ndarray) -> None:  # pragma: no cover
             """Empty the min-heap into ``out`` best first (equal values: smaller id first): the root
             ranks lowest, so each pop fills the last free place; no allocation, O(c log c)."""
             for pos in range(c - 1, -1, -1):
@@ -227,7 +228,8 @@ if HAVE_NUMBA:
                 _pop_best_first(hv, hi, c, out_v, out_i)
 
         @numba.njit(cache=True, nogil=True)
-        def _top_c_rows(scores: np.ndarray, c: int, groups: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+        def _top_c_rows(scores: np.ndarray, c: int, groups: int,
+                        block_size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
             """:func:`_top_c_row` for every row of ``scores`` [r, n]."""
             r, n = scores.shape
             ids = np.empty((r, c), np.int64)
@@ -242,7 +244,8 @@ if HAVE_NUMBA:
             return ids, vals
 
         @numba.njit(cache=True, nogil=True)
-        def _sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+        def _sum_votes(ids: np.ndarray, weights: np.ndarray,
+                       k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
             m = ids.shape[0]
             size = 16
             while size < 2 * m:
@@ -286,7 +289,8 @@ if HAVE_NUMBA:
             return out_ids, out_totals
 
         @numba.njit(cache=True, nogil=True)
-        def _sum_rank_votes(ids: np.ndarray, scale: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+        def _sum_rank_votes(ids: np.ndarray, scale: np.ndarray,
+                            k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
             s_count, c = ids.shape
             weights = np.empty(s_count * c, np.float64)
             for i in range(s_count):

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from mrag_core.benchmark import Article, BenchQuery, load_articles, load_queries, load_topic_layout, resolve_ground_truth
+from mrag_core.benchmark import (Article, BenchQuery, load_articles, load_queries, load_topic_layout,
+                                 resolve_ground_truth)
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
 from mrag_core.evaluation import EvaluationResult, QueryCase, evaluate

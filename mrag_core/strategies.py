@@ -96,7 +96,8 @@ def split_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant
     hits = hits or split_hits(index, q, c, variant)
     imp = index.split_importance.score
     return [
-        _vote_from_hits(hits.ids[i, :, :c], hits.scores[i, :, :c], imp, variant, index.metric, k, "split", with_evidence)
+        _vote_from_hits(hits.ids[i, :, :c], hits.scores[i, :, :c], imp, variant, index.metric, k, "split",
+                        with_evidence)
         for i in range(len(q))
     ]
 

@@ -11,14 +11,14 @@ variant            w(s_i, p, d)               authors' name
 ``distance``       1 / d  (d = 1 - cos)       ``mrag-strategy-distance``
 =================  =========================  ====================================
 
-RRF (``reciprocal_rank_fusion``, from :mod:`mrag_core.rrf`): ``score(d) = sum over lists of 1 / (60 + rank)``, rank from 1.
+RRF (``reciprocal_rank_fusion``, from :mod:`mrag_core.rrf`): ``score(d) = sum over lists of 1 / (60 + rank)``,
+rank from 1.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Hashable, Sequence  # noqa: F401
 
 import numpy as np
 
