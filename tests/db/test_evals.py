@@ -53,7 +53,12 @@ def test_eval_run_round_trip(
     assert [(r.strategy, r.query_id) for r in rows] == [
         ("mrag", queries[0]), ("standard", queries[0]), ("standard", queries[1]),
     ]
-    assert (rows[0].retrieved, rows[0].rsr, rows[0].csr, rows[0].details) == ([0, 1, 2], [0.5] * 3, [0.5] * 3, {"heads": [1, 4]})
+    assert (rows[0].retrieved, rows[0].rsr, rows[0].csr, rows[0].details) == (
+        [0, 1, 2],
+        [0.5] * 3,
+        [0.5] * 3,
+        {"heads": [1, 4]},
+    )
     assert rows[1].details is None
     assert len(db.load_eval_results(store, run.id, strategy="standard")) == 2
 

@@ -15,7 +15,9 @@ MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content
 
 def test_cache_key_is_deterministic_and_sensitive() -> None:
     key = db.llm_cache_key("gpt-x", "label", MESSAGES)
-    assert len(key) == 64 and key == db.llm_cache_key("gpt-x", "label", [dict(reversed(list(m.items()))) for m in MESSAGES])
+    assert len(key) == 64 and key == db.llm_cache_key(
+        "gpt-x", "label", [dict(reversed(list(m.items()))) for m in MESSAGES]
+    )
     assert key != db.llm_cache_key("gpt-y", "label", MESSAGES)
     assert key != db.llm_cache_key("gpt-x", "query", MESSAGES)
     assert key != db.llm_cache_key("gpt-x", "label", MESSAGES[:1])
@@ -40,7 +42,9 @@ def test_put_get_replace_stats_and_clear(store: Store) -> None:
     assert db.llm_cache_get(store, key).response_text == "politics"  # type: ignore[union-attr]
 
     other = db.llm_cache_key("small", "label", MESSAGES)
-    db.llm_cache_put(store, other, model="small", kind="label", request={}, response_text="x", prompt_tokens=4, completion_tokens=2)
+    db.llm_cache_put(
+        store, other, model="small", kind="label", request={}, response_text="x", prompt_tokens=4, completion_tokens=2
+    )
     stats = db.llm_cache_stats(store)
     assert (stats.n_entries, stats.prompt_tokens, stats.completion_tokens) == (2, 7, 2)
     assert db.llm_cache_clear(store, model="small") == 1

@@ -207,11 +207,21 @@ def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(empty_url: st
     now = "2026-01-02 03:04:05.000000"
     with old.engine.begin() as conn:
         for cid, name in ((1, "Mine"), (2, "MRAG Studio demo")):
-            conn.execute(text("INSERT INTO corpora (id, name, description, created_at, updated_at, version, "
-                              "labels_version) VALUES (:id, :n, '', :now, :now, 5, 1)"), {"id": cid, "n": name, "now": now})
+            conn.execute(
+                text(
+                    "INSERT INTO corpora (id, name, description, created_at, updated_at, version, "
+                    "labels_version) VALUES (:id, :n, '', :now, :now, 5, 1)"
+                ),
+                {"id": cid, "n": name, "now": now},
+            )
         for sid, cid, name in ((1, 1, "Demo queries"), (2, 2, "Other"), (3, 2, "Demo queries")):
-            conn.execute(text("INSERT INTO query_sets (id, corpus_id, name, description, source, params, created_at) "
-                              "VALUES (:id, :c, :n, '', 'manual', '{}', :now)"), {"id": sid, "c": cid, "n": name, "now": now})
+            conn.execute(
+                text(
+                    "INSERT INTO query_sets (id, corpus_id, name, description, source, params, created_at) "
+                    "VALUES (:id, :c, :n, '', 'manual', '{}', :now)"
+                ),
+                {"id": sid, "c": cid, "n": name, "now": now},
+            )
     _explicit_ids_done(old)
     old.close()
 

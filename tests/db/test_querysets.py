@@ -15,7 +15,12 @@ def test_query_set_round_trip(store: Store, corpus: db.CorpusInfo, docs: list[in
         store, corpus.id, "gen-1", description="first try", source="generated-llm",
         params={"n_aspects": [2, 3], "model": "x"},
     )
-    assert (qs.name, qs.source, qs.params, qs.n_queries) == ("gen-1", "generated-llm", {"n_aspects": [2, 3], "model": "x"}, 0)
+    assert (qs.name, qs.source, qs.params, qs.n_queries) == (
+        "gen-1",
+        "generated-llm",
+        {"n_aspects": [2, 3], "model": "x"},
+        0,
+    )
     ids = db.add_queries(
         store,
         qs.id,
@@ -43,8 +48,15 @@ def test_query_set_round_trip(store: Store, corpus: db.CorpusInfo, docs: list[in
 def test_update_query(store: Store, corpus: db.CorpusInfo, docs: list[int]) -> None:
     qs = db.create_query_set(store, corpus.id, "s")
     (qid,) = db.add_queries(store, qs.id, [{"text": "old", "ground_truth": [docs[0], docs[1]]}])
-    row = db.update_query(store, qid, text="new", status="flagged", ground_truth=[docs[3], docs[2], docs[1]], fusion=["a"])
-    assert (row.text, row.status, row.ground_truth, row.fusion) == ("new", "flagged", [docs[3], docs[2], docs[1]], ["a"])
+    row = db.update_query(
+        store, qid, text="new", status="flagged", ground_truth=[docs[3], docs[2], docs[1]], fusion=["a"]
+    )
+    assert (row.text, row.status, row.ground_truth, row.fusion) == (
+        "new",
+        "flagged",
+        [docs[3], docs[2], docs[1]],
+        ["a"],
+    )
     row = db.update_query(store, qid, n_aspects=3, error="note")
     assert (row.text, row.n_aspects, row.error, row.ground_truth) == ("new", 3, "note", [docs[3], docs[2], docs[1]])
     with pytest.raises(db.InvalidInputError, match="status"):
@@ -63,7 +75,9 @@ def test_bad_query_rejects_the_whole_batch(
     (foreign,) = db.add_documents(store, other.id, [{"text": "elsewhere"}]).document_ids
     qs = db.create_query_set(store, corpus.id, "s")
     with pytest.raises(db.InvalidInputError, match="Query #2: document"):
-        db.add_queries(store, qs.id, [{"text": "ok", "ground_truth": [docs[0]]}, {"text": "bad", "ground_truth": [foreign]}])
+        db.add_queries(
+            store, qs.id, [{"text": "ok", "ground_truth": [docs[0]]}, {"text": "bad", "ground_truth": [foreign]}]
+        )
     with pytest.raises(db.InvalidInputError, match="Query #1 has no text"):
         db.add_queries(store, qs.id, [{"text": "  ", "ground_truth": [docs[0]]}])
     assert count_rows("queries") == 0 and count_rows("query_ground_truth") == 0
@@ -83,7 +97,9 @@ def test_query_set_names_and_deletion(
     assert [s.name for s in db.list_query_sets(store, corpus.id)] == ["b", "a"]
     assert len(db.list_query_sets(store)) == 3
 
-    q1, q2 = db.add_queries(store, a.id, [{"text": "1", "ground_truth": docs[:2]}, {"text": "2", "ground_truth": docs[2:]}])
+    q1, q2 = db.add_queries(
+        store, a.id, [{"text": "1", "ground_truth": docs[:2]}, {"text": "2", "ground_truth": docs[2:]}]
+    )
     db.delete_query(store, q1)
     assert [q.id for q in db.list_queries(store, a.id)] == [q2]
     db.delete_documents(store, corpus.id, [docs[2]])  # ground truth follows document deletion

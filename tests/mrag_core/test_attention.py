@@ -26,7 +26,10 @@ class WordTokenizer:
         rows = [self._ids(t) for t in texts]
         if truncation and max_length:
             rows = [r[:max_length] for r in rows]
-        return {"input_ids": torch.tensor(rows), "attention_mask": torch.ones(len(rows), len(rows[0]), dtype=torch.long)}
+        return {
+            "input_ids": torch.tensor(rows),
+            "attention_mask": torch.ones(len(rows), len(rows[0]), dtype=torch.long),
+        }
 
     def convert_ids_to_tokens(self, ids):
         return [f"t{i}" for i in ids]

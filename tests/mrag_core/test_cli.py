@@ -22,8 +22,13 @@ TOPICS = {
 
 def write_dataset(root: Path) -> tuple[Path, Path]:
     articles = [
-        {"title": t, "text": f"{t} is a topic in {label}. This article describes {t.lower()} in some detail.", "label": label}
-        for label, titles in TOPICS.items() for t in titles
+        {
+            "title": t,
+            "text": f"{t} is a topic in {label}. This article describes {t.lower()} in some detail.",
+            "label": label,
+        }
+        for label, titles in TOPICS.items()
+        for t in titles
     ]
     queries = [
         {"topics": ["Mars", "Bread"], "text": "An astronaut on Mars bakes fresh bread.",
@@ -236,7 +241,9 @@ def test_bench_hnsw_logs_its_calibration_and_refuses_bad_targets(tmp_path: Path,
 def test_text_table_aligns_formats_and_cuts_text_to_width() -> None:
     from mrag_core.cli import text_table
 
-    table = text_table([("strategy", "<8"), ("RSR", ">7.3f"), ("n", ">3")], [["standard-long", 0.5, 3], ["mrag", 1 / 3, 12]])
+    table = text_table(
+        [("strategy", "<8"), ("RSR", ">7.3f"), ("n", ">3")], [["standard-long", 0.5, 3], ["mrag", 1 / 3, 12]]
+    )
     assert table.splitlines() == ["strategy     RSR   n",
                                   "standard   0.500   3",
                                   "mrag       0.333  12"]

@@ -57,7 +57,9 @@ def test_cli_writes_a_listed_run(url: str, monkeypatch: pytest.MonkeyPatch, caps
         x.query_id for x in db.load_eval_results(store, run.id))}
     rsr, csr = res["standard"].rsr[0], res["standard"].csr[0]
     first = lines[1].split()
-    assert float(first[3]) == pytest.approx(rsr, abs=1e-3) and float(first[5]) == pytest.approx((2 * rsr + csr) / 3, abs=1e-3)
+    assert float(first[3]) == pytest.approx(rsr, abs=1e-3) and float(first[5]) == pytest.approx(
+        (2 * rsr + csr) / 3, abs=1e-3
+    )
     store.close()
 
 
@@ -304,7 +306,9 @@ def test_stop_asks_the_process_that_runs_it(url: str, capsys) -> None:
     assert db.eval_stop_requested(store, run.id)
     db.finish_eval_run(store, run.id, status="cancelled", owner="gpu-box pid 4242 #0badc0de")  # it stopped
     assert cmd_eval(parser.parse_args(["eval", "--stop", str(run.id), "--database", url])) == 2
-    assert capsys.readouterr().err.strip() == f"error: evaluation run {run.id} is not running (stopped): nothing to stop"
+    assert (
+        capsys.readouterr().err.strip() == f"error: evaluation run {run.id} is not running (stopped): nothing to stop"
+    )
     assert cmd_eval(parser.parse_args(["eval", "--stop", "999", "--database", url])) == 2
     assert capsys.readouterr().err.strip() == "error: evaluation run 999 does not exist"
     store.close()

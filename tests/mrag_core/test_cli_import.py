@@ -92,7 +92,8 @@ def test_table_with_named_columns_problems_listed_and_dry_run(url: str, tmp_path
     assert _run(url, "import", "--corpus", "Notes", "--text-column", "bodyy", str(table)) == 2
     assert "notes.csv has no column 'bodyy' (--text-column); its columns: h, note, t" in \
         capsys.readouterr().err
-    args = ["import", "--corpus", "Notes", "--text-column", "note", "--title-column", "h", "--label-column", "t", str(table)]
+    args = ["import", "--corpus", "Notes", "--text-column", "note", "--title-column", "h", "--label-column", "t",
+            str(table)]
     assert _run(url, *args, "--dry-run") == 0
     out = capsys.readouterr().out
     assert "2 documents to import in 2 categories; 1 error (left out)" in out

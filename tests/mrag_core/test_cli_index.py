@@ -84,7 +84,9 @@ def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys
     assert _index(url, "--batch-size", "1") == 1
     captured = capsys.readouterr()
     assert "stopping after the current batch" in captured.err
-    assert captured.out.strip() == "index #1: cancelled with 1 of 4 documents saved; run the same command again to resume"
+    assert (
+        captured.out.strip() == "index #1: cancelled with 1 of 4 documents saved; run the same command again to resume"
+    )
     assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
     monkeypatch.setattr(indexing, "embed_texts", real)
     assert _index(url, "--batch-size", "2") == 0

@@ -194,7 +194,9 @@ def test_evaluate_matches_strategy_definitions_on_random_data() -> None:
                    subqueries=subs)
     for qi, case in enumerate(cases):
         std = standard_search(index, qs.take([qi]), k_max)[0].doc_ids
-        np.testing.assert_allclose(res.strategies["standard"].rsr[qi], prefix_ratios(std, case.relevant, labels, k_max)[0])
+        np.testing.assert_allclose(
+            res.strategies["standard"].rsr[qi], prefix_ratios(std, case.relevant, labels, k_max)[0]
+        )
         mr = mrag_search(index, qs.take([qi]), k_max, c)[0].doc_ids
         assert res.strategies["mrag"].retrieved[qi] == mr
         np.testing.assert_allclose(res.strategies["mrag"].csr[qi], prefix_ratios(mr, case.relevant, labels, k_max)[1])
@@ -205,8 +207,10 @@ def test_evaluate_matches_strategy_definitions_on_random_data() -> None:
             fm = fusion_mrag_search(index, sub, k, c=k).doc_ids if len(sub) else []
             assert (res.strategies["fusion"].rsr[qi, k - 1], res.strategies["fusion"].csr[qi, k - 1]) == pytest.approx(
                 set_ratios(f, case.relevant, labels))
-            assert (res.strategies["fusion-mrag"].rsr[qi, k - 1],
-                    res.strategies["fusion-mrag"].csr[qi, k - 1]) == pytest.approx(set_ratios(fm, case.relevant, labels))
+            assert (
+                res.strategies["fusion-mrag"].rsr[qi, k - 1],
+                res.strategies["fusion-mrag"].csr[qi, k - 1],
+            ) == pytest.approx(set_ratios(fm, case.relevant, labels))
         assert res.strategies["fusion-mrag"].retrieved[qi] == fm
 
 

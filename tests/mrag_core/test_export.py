@@ -29,7 +29,12 @@ from mrag_core.ingest import ColumnMapping, preview_wikipedia_articles, read_tab
 
 DOCS: list[dict[str, Any]] = [
     {"title": "Mars", "text": "The fourth planet.\nRed, dusty; cold.", "label": "planets", "label_source": "human"},
-    {"title": "Crème brûlée", "text": 'A dessert with "burnt" cream, 5 €.', "label": "food", "label_source": "suggestion"},
+    {
+        "title": "Crème brûlée",
+        "text": 'A dessert with "burnt" cream, 5 €.',
+        "label": "food",
+        "label_source": "suggestion",
+    },
     {"title": "Loose note", "text": "No category yet,\n\nsecond paragraph.", "label": None, "label_source": None},
 ]
 MAPPING = ColumnMapping(text="text", title="title", label="label")

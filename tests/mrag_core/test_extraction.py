@@ -58,8 +58,12 @@ def tiny_model(family: str, impl: str = "eager") -> torch.nn.Module:
 
 
 def tiny_lm(family: str, *, padding_side: str = "right", impl: str = "eager", **pool):
-    return model_from_module(tiny_model(family, impl), WordTokenizer(VOCAB, specials=family == "bert", padding_side=padding_side),
-                             name=f"tiny-{family}", **pool)
+    return model_from_module(
+        tiny_model(family, impl),
+        WordTokenizer(VOCAB, specials=family == "bert", padding_side=padding_side),
+        name=f"tiny-{family}",
+        **pool,
+    )
 
 
 TEXTS = [

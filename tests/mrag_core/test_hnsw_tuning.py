@@ -49,7 +49,9 @@ def test_pseudo_queries_are_means_of_two_different_documents() -> None:
     q = pseudo_queries(y, 20, seed=1)
     # every query is the mean of one pair (a, b), a != b, the same pair in every space
     for row in q:
-        matches = [(a, b) for a in range(50) for b in range(50) if a != b and np.allclose(row, (y[a] + y[b]) / 2, atol=1e-6)]
+        matches = [
+            (a, b) for a in range(50) for b in range(50) if a != b and np.allclose(row, (y[a] + y[b]) / 2, atol=1e-6)
+        ]
         assert matches
     np.testing.assert_array_equal(q, pseudo_queries(y, 20, seed=1))  # seeded
 
@@ -285,7 +287,9 @@ def test_hnsw_votes_are_calibrated_on_their_final_lists(clustered: np.ndarray) -
         assert [index.ef_for(s, 32, name) for s in range(2)] == cal.ef.tolist()
         got = index.search(fresh, 32, vote=name)  # searched with the vote's own efSearch
         assert final_list_recall(vote, (got.ids, got.scores), (exact.ids, exact.scores), (10, 32)) >= 0.85
-        assert describe(f"heads, {name} vote", cal).startswith(f"heads, {name} vote: efSearch {cal.ef[0]}, final top-10/32 recall")
+        assert describe(f"heads, {name} vote", cal).startswith(
+            f"heads, {name} vote: efSearch {cal.ef[0]}, final top-10/32 recall"
+        )
     assert index.vote_calibrations["flat"].ef[0] >= index.vote_calibrations["decay"].ef[0]
     assert index.search_key("unknown") is None and index.search_key(None) is None  # per-space calibration
     index.ef_search = 200

@@ -109,7 +109,10 @@ def test_every_llm_strategy_per_k_matches_its_search_definition() -> None:
     qs = random_embeddings(rng, 2, 12, 3, 4)
     texts = random_embeddings(rng, 7, 12, 3, 4)
     labels = [f"L{i % 5}" for i in range(n)]
-    rows = [{"multi-query": (0, 1, 2), "hyde": (3,), "intent": (4, 5)}, {"multi-query": (6,), "hyde": (2,), "intent": ()}]
+    rows = [
+        {"multi-query": (0, 1, 2), "hyde": (3,), "intent": (4, 5)},
+        {"multi-query": (6,), "hyde": (2,), "intent": ()},
+    ]
     cases = [QueryCase((1, 7, 20), 3, (), rows[0]), QueryCase((4, 9), 2, (), rows[1])]
     index = CorpusIndex.build(docs, device="cpu", pairs_per_doc=4)
     k_max = 6

@@ -77,7 +77,9 @@ def test_heads_rebuild_attention_output(lm, layer: int) -> None:
     with torch.inference_mode():
         # CLS token: LayerNorm(dense(heads) + attention input) == BertAttention output
         pos = token_positions(mask, "first")
-        rebuilt = bert_layer.attention.output.LayerNorm(first.reshape(len(TEXTS), -1) @ W.T + b + grabbed["in"][rows, pos])
+        rebuilt = bert_layer.attention.output.LayerNorm(
+            first.reshape(len(TEXTS), -1) @ W.T + b + grabbed["in"][rows, pos]
+        )
         torch.testing.assert_close(rebuilt, grabbed["out"][rows, pos], rtol=1e-4, atol=1e-4)
         # mean pooling: dense is affine, so dense(mean heads) == mean over real tokens of dense(heads)
         m = mask.unsqueeze(-1).float()

@@ -101,7 +101,10 @@ def test_fusion_hand_worked(hand_index: CorpusIndex) -> None:
     np.testing.assert_allclose(r.scores, [1 / 62 + 1 / 61, 1 / 61 + 1 / 64, 1 / 64 + 1 / 62, 2 / 63])
     # depth c = 2: lists [1, 2] and [2, 3]: 2: 1/62 + 1/61, 1: 1/61, 3: 1/62
     assert fusion_search(hand_index, subs, k=3, c=2).doc_ids == [2, 1, 3]
-    assert fusion_search(hand_index, Embeddings(np.zeros((0, 4), np.float32), np.zeros((0, 2, 2), np.float32)), 3).doc_ids == []
+    assert (
+        fusion_search(hand_index, Embeddings(np.zeros((0, 4), np.float32), np.zeros((0, 2, 2), np.float32)), 3).doc_ids
+        == []
+    )
 
 
 def test_fusion_mrag_hand_worked(hand_index: CorpusIndex) -> None:
@@ -141,7 +144,9 @@ def _cos_rank(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 def test_importances_are_computed_per_view(random_setup) -> None:
     docs, _, index = random_setup
     np.testing.assert_allclose(index.head_importance.score, head_importance(docs.heads, pairs_per_doc=4, seed=1).score)
-    np.testing.assert_allclose(index.split_importance.score, head_importance(docs.split(), pairs_per_doc=4, seed=1).score)
+    np.testing.assert_allclose(
+        index.split_importance.score, head_importance(docs.split(), pairs_per_doc=4, seed=1).score
+    )
     assert (index.n_docs, index.n_heads, index.metric) == (60, 4, "cosine")
 
 

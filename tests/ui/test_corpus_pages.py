@@ -532,7 +532,9 @@ def test_bulk_accept_selected() -> None:
     _no_exceptions(at)
     assert at.success and "Accepted 2 suggestions" in at.success[0].value
     assert db.effective_label(store, ids[0]).source == "decision"
-    assert db.effective_label(store, ids[1]).category == "cooking" and db.effective_label(store, ids[1]).by == "reviewer"
+    assert (
+        db.effective_label(store, ids[1]).category == "cooking" and db.effective_label(store, ids[1]).by == "reviewer"
+    )
     assert db.list_decisions(store, ids[2]) == []
     assert list(at.data_editor[0].value["id"]) == [ids[2], ids[3]]  # accepted rows left the unreviewed list
 
@@ -717,8 +719,9 @@ def test_manage_corpora_lists_renames_and_refuses_a_taken_name() -> None:
     _no_exceptions(at)
     table = at.dataframe[0].value
     assert list(table["corpus"]) == ["MRAG Studio demo", "News *1*"]
-    assert table.set_index("corpus").loc["News *1*", ["documents", "query sets", "queries", "indexes"]].tolist() == [2, 1, 1, 1]
-    assert table.set_index("corpus").loc["MRAG Studio demo", ["documents", "query sets", "queries"]].tolist() == [96, 1, 24]
+    by_name = table.set_index("corpus")
+    assert by_name.loc["News *1*", ["documents", "query sets", "queries", "indexes"]].tolist() == [2, 1, 1, 1]
+    assert by_name.loc["MRAG Studio demo", ["documents", "query sets", "queries"]].tolist() == [96, 1, 24]
 
     at.selectbox(key="cm_corpus").set_value(news_id).run()
     at.text_input(key=f"cm_name_{news_id}").set_value("MRAG Studio demo")

@@ -229,7 +229,8 @@ def test_query_builder_llm_generation_flags_missing_title(monkeypatch: pytest.Mo
         assert not at.exception, at.exception
         successes = [s.value for s in at.success]
         assert "Query set ready: 1 ok, 1 flagged, 0 failed." in successes
-        assert any(m.startswith("Stories are written by the LLM: model 'fake\\-model'") for m in successes)  # Markdown-escaped
+        assert any(m.startswith("Stories are written by the LLM: model 'fake\\-model'")  # Markdown-escaped
+                   for m in successes)
         assert any(e.label.startswith("#") and "flagged" in e.label and "missing titles" in e.label
                    for e in at.expander)
     store = _store()

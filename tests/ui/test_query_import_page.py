@@ -122,7 +122,9 @@ def test_import_errors_write_nothing(store: db.Store) -> None:
     corpus_id, _ = _corpus(store)
     at = _page(corpus_id)
     _import(at, "q.csv", b"question,answer\nwhat,42\n", "Bad columns")
-    assert at.error and at.error[0].value.startswith(r"Nothing was imported: q\.csv\: a query table needs a text column")
+    assert at.error and at.error[0].value.startswith(
+        r"Nothing was imported: q\.csv\: a query table needs a text column"
+    )
     _import(at, "q.jsonl", b'{"text": "x"}\n', "Only bad rows")
     assert r"no query can be imported; line 1\: has no 'topics'" in at.error[0].value
     _import(at, "q.json", json.dumps([{"topics": ["Jazz"], "text": "Jazz"}]).encode(), "")

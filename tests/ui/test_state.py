@@ -133,7 +133,9 @@ def test_index_bundle_shows_current_labels_and_titles_and_never_a_deleted_runs_i
     assert index_bundle(store, first).index is bundle.index  # the search index is kept
 
     doc = db.get_document(store, ids[0])
-    db.decide_label(store, ids[0], db.add_categories(store, corpus.id, ["b"])[0].id, "ann", expected_version=doc.version)
+    db.decide_label(
+        store, ids[0], db.add_categories(store, corpus.id, ["b"])[0].id, "ann", expected_version=doc.version
+    )
     db.update_document(store, ids[3], title="Renamed")
     again = index_bundle(store, first)
     assert again.index is bundle.index  # labels and titles changed, the vectors did not

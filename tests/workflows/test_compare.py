@@ -43,7 +43,9 @@ def lm():
     torch.manual_seed(11)
     cfg = BertConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=2, num_attention_heads=6,
                      intermediate_size=64, max_position_embeddings=128)
-    return model_from_module(BertModel(cfg).eval(), WordTokenizer(VOCAB, specials=True, lowercase=True), name="tiny-bert")
+    return model_from_module(
+        BertModel(cfg).eval(), WordTokenizer(VOCAB, specials=True, lowercase=True), name="tiny-bert"
+    )
 
 
 @pytest.fixture

@@ -218,7 +218,9 @@ def test_chars_chunking_validation() -> None:
 
 
 def test_wikipedia_bz2(store: db.Store) -> None:
-    articles = [{"title": f"A{i}", "text": f"Article {i} text about topic {i}.", "label": f"L{i % 2}"} for i in range(4)]
+    articles = [
+        {"title": f"A{i}", "text": f"Article {i} text about topic {i}.", "label": f"L{i % 2}"} for i in range(4)
+    ]
     articles.append({"title": "bad", "text": 5.5, "label": "L0"})
     data = bz2.compress(json.dumps(articles).encode())
     preview = cw.prepare_import(cw.read_upload("wikipedia", [("wikipedia_articles_v1.json.bz2", data)]))
@@ -304,7 +306,9 @@ def small_corpus(store: db.Store) -> db.CorpusInfo:
 def test_preannotate_zero_shot_stores_ok_and_failed(store: db.Store, small_corpus: db.CorpusInfo) -> None:
     annotator = ann.ZeroShotAnnotator(_keyword_embed(), "kw")
     seen: list[tuple[int, int]] = []
-    summary = ann.preannotate(store, small_corpus.id, annotator, batch_size=3, progress=lambda d, t: seen.append((d, t)))
+    summary = ann.preannotate(
+        store, small_corpus.id, annotator, batch_size=3, progress=lambda d, t: seen.append((d, t))
+    )
     assert (summary.todo, summary.ok, summary.failed, summary.cancelled) == (7, 6, 1, False)
     assert seen == [(0, 7), (3, 7), (6, 7), (7, 7)]
     ids = db.document_ids(store, small_corpus.id)

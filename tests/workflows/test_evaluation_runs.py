@@ -128,7 +128,9 @@ def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     imp = er.relative_improvement(m, k=2)
     s = m.summary.set_index(["strategy", "n_aspects", "k"])
     r = imp.set_index(["strategy", "n_aspects"]).loc[("mrag", 2)]
-    assert r["improvement"] == pytest.approx(s.loc[("mrag", 2, 2), "weighted"] / s.loc[("standard", 2, 2), "weighted"] - 1)
+    assert r["improvement"] == pytest.approx(
+        s.loc[("mrag", 2, 2), "weighted"] / s.loc[("standard", 2, 2), "weighted"] - 1
+    )
 
 
 def test_cancel_then_resume(store, setup, lm) -> None:
@@ -404,8 +406,9 @@ def test_llm_strategies_need_an_endpoint(store, setup, lm, monkeypatch) -> None:
     for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(er.EvaluationInputError, match="hyde, intent-mrag need an OpenAI-compatible LLM endpoint"):
-        er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "hyde", "intent-mrag"],
-                            c=8, k_max=5)
+        er.validate_request(
+            store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "hyde", "intent-mrag"], c=8, k_max=5
+        )
     with pytest.raises(er.EvaluationInputError, match="MRAG_LLM_BASE_URL"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["multi-query"], c=8, k_max=5,
                           lm=lm)

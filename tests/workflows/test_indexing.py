@@ -39,7 +39,9 @@ def tiny_lm():
     torch.manual_seed(7)
     cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=64, max_position_embeddings=128)
-    return model_from_module(BertModel(cfg).eval(), WordTokenizer(VOCAB, specials=True, lowercase=True), name="tiny-bert")
+    return model_from_module(
+        BertModel(cfg).eval(), WordTokenizer(VOCAB, specials=True, lowercase=True), name="tiny-bert"
+    )
 
 
 WORDS = ("river bread quantum violin glacier tax harbor orbit fern saddle lantern copper meadow "
@@ -75,7 +77,9 @@ def direct(store, corpus_id, lm, layer=-1):
 
 def test_build_stores_vectors_equal_to_direct_embedding(store, corpus, lm):
     seen: list[tuple[int, int, float | None]] = []
-    res = build_embedding_run(store, corpus, lm, layer=-1, batch_size=5, progress=lambda d, t, e: seen.append((d, t, e)))
+    res = build_embedding_run(
+        store, corpus, lm, layer=-1, batch_size=5, progress=lambda d, t, e: seen.append((d, t, e))
+    )
     assert res.status == "done" and res.embedded_now == 23 and not res.resumed and not res.reused
     run = res.run
     assert run.status == "done" and run.n_saved == 23 and run.layer == lm.n_layers - 1 and run.pooling == "mean"
@@ -167,7 +171,9 @@ def test_added_and_deleted_documents_embed_only_the_new_ones(store, corpus, lm, 
                                      for i in range(4)])
     embedded: list[str] = []
     real = indexing.embed_texts
-    monkeypatch.setattr(indexing, "embed_texts", lambda lm_, texts, **kw: (embedded.extend(texts), real(lm_, texts, **kw))[1])
+    monkeypatch.setattr(
+        indexing, "embed_texts", lambda lm_, texts, **kw: (embedded.extend(texts), real(lm_, texts, **kw))[1]
+    )
     seen: list[tuple[int, int]] = []
     again = build_embedding_run(store, corpus, lm, layer=0, batch_size=8, progress=lambda d, t, e: seen.append((d, t)))
     assert again.run.id != first.run.id and (again.embedded_now, again.copied) == (4, 20)

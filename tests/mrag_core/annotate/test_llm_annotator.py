@@ -82,7 +82,8 @@ def test_answer_cut_at_the_token_limit_keeps_the_label_written_before_the_reason
     ("raw", "members", "cut_key"),
     [
         ('{"label": "Finance", "confidence": 0.8,', {"label": "Finance", "confidence": 0.8}, None),
-        ('{"label": "Finance", "confidence": 0.85', {"label": "Finance"}, None),  # the number may be cut: "0.85" -> "0.8"
+        # the number may be cut: "0.85" -> "0.8"
+        ('{"label": "Finance", "confidence": 0.85', {"label": "Finance"}, None),
         ('{"label": "Finance", "reason": "ends in an escape \\', {"label": "Finance", "reason": "ends in an escape..."},
          "reason"),
         ('{"label": "Fin', {"label": "Fin..."}, "label"),

@@ -85,7 +85,9 @@ def test_hypothetical_passage_cleaned_and_cached() -> None:
     with FakeOpenAIServer(scripted([answer])) as server:
         client, cache = client_for(server), MemoryCache()
         result = hypothetical_passage(client, Q, cache=cache)
-        assert result.texts == ["Mercury and Venus are the only planets in the Solar System without natural satellites."]
+        assert result.texts == [
+            "Mercury and Venus are the only planets in the Solar System without natural satellites."
+        ]
         assert server.requests[0]["max_tokens"] == 300
         again = hypothetical_passage(client, Q, cache=cache)
         assert (again.cached, again.texts, len(server.requests)) == (True, result.texts, 1)

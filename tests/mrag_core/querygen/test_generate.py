@@ -60,7 +60,9 @@ def test_good_story_ok_and_missing_title_flagged() -> None:
         assert len(server.requests) == 2
         prompt = next(r for r in server.requests if "Article 1: Mercury" in r["messages"][0]["content"])
         content = prompt["messages"][0]["content"]
-    assert content.startswith("Please create a story about the attached 2 articles on the topics Mercury (planet), Jazz.")
+    assert content.startswith(
+        "Please create a story about the attached 2 articles on the topics Mercury (planet), Jazz."
+    )
     assert "Article 1: Mercury (planet)\nMercury is the smallest planet." in content
     assert "Article 2: Jazz\nJazz originated in New Orleans." in content
     ok, flagged = results
@@ -120,7 +122,9 @@ def test_fusion_subqueries_are_parsed_and_tokens_summed() -> None:
     def respond(prompt: str) -> Reply:
         if prompt.startswith("The following text describes an information need."):
             assert "Write exactly 2 short" in prompt and prompt.endswith(GOOD)
-            return Reply.ok("1. Mercury orbit length\n2. Louis Armstrong jazz\n3. extra", prompt_tokens=7, completion_tokens=3)
+            return Reply.ok(
+                "1. Mercury orbit length\n2. Louis Armstrong jazz\n3. extra", prompt_tokens=7, completion_tokens=3
+            )
         return Reply.ok(GOOD, prompt_tokens=100, completion_tokens=40)
 
     with FakeOpenAIServer(by_content(respond)) as server:
