@@ -38,8 +38,8 @@ def add_import_parsers(subparsers: Any) -> None:
     i.add_argument("--corpus", required=True, help="name of the corpus to create (or, with --add, to add to)")
     i.add_argument("--add", action="store_true", help="add to the existing corpus of that name")
     i.add_argument("--kind", choices=KINDS, default="auto",
-                   help="auto: a folder is the topic layout, .zip a ZIP of text files, .txt / .md plain text, "
-                        "anything else a table (each file's columns guessed on its own); wikipedia: the MRAG "
+                   help="auto: a folder is the topic layout (a folder of .txt / .md files and no .json: its text "
+                        "files), .zip a ZIP of text files, .txt / .md plain text, anything else a table (each file's columns guessed on its own); wikipedia: the MRAG "
                         "benchmark's article JSON [{title, text, label}]")
     i.add_argument("--text-column", help="table: the column holding the text (default: guessed from the names)")
     i.add_argument("--title-column", help="table: the title column (default: guessed)")
@@ -69,11 +69,19 @@ def add_import_parsers(subparsers: Any) -> None:
     q.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
 
 
+def _text_folder(path: Path) -> bool:
+    """Whether the folder ``path`` holds .txt / .md files and no .json file (so it cannot be the topic layout)."""
+    names = [f.name.lower() for f in path.rglob("*") if f.is_file()]
+    return any(n.endswith(TEXT_SUFFIXES) for n in names) and not any(n.endswith(".json") for n in names)
+
+
 def guess_kind(paths: list[Path]) -> str:
-    """The source kind of ``paths`` for ``--kind auto``: a folder is the topic layout, a ``.zip`` a ZIP of
-    text files, ``.txt`` / ``.md`` files plain text, anything else a table."""
-    if any(p.is_dir() for p in paths):
-        return "topics"
+    """The source kind of ``paths`` for ``--kind auto``: a folder is the topic layout, unless it holds .txt / .md
+    files and no .json file (then its text files are read); a ``.zip`` is a ZIP of text files, ``.txt`` / ``.md``
+    files plain text, anything else a table."""
+    folders = [p for p in paths if p.is_dir()]
+    if folders:
+        return "text" if all(_text_folder(p) for p in folders) else "topics"
     names = [p.name.lower() for p in paths]
     if all(n.endswith(".zip") for n in names):
         return "zip"
