@@ -28,8 +28,9 @@ st.caption("MRAG's head vectors are what each head reads from the text. These he
 
 
 ss = st.session_state
+# The largest *Max tokens*: longer maps get slow to draw. (A comment, not a string under the name: Streamlit's
+# "magic" draws a bare string in a page script on the page.)
 MOST_TOKENS = 512
-"""The largest *Max tokens*: longer maps get slow to draw."""
 
 
 def ordinal(n: int) -> str:
