@@ -39,8 +39,9 @@ def add_import_parsers(subparsers: Any) -> None:
     i.add_argument("--add", action="store_true", help="add to the existing corpus of that name")
     i.add_argument("--kind", choices=KINDS, default="auto",
                    help="auto: a folder is the topic layout (a folder of .txt / .md files and no .json: its text "
-                        "files), .zip a ZIP of text files, .txt / .md plain text, anything else a table (each file's columns guessed on its own); wikipedia: the MRAG "
-                        "benchmark's article JSON [{title, text, label}]")
+                        "files), .zip a ZIP of text files, .txt / .md plain text, anything else a table (each "
+                        "file's columns guessed on its own); wikipedia: the MRAG benchmark's article JSON [{title, "
+                        "text, label}]")
     i.add_argument("--text-column", help="table: the column holding the text (default: guessed from the names)")
     i.add_argument("--title-column", help="table: the title column (default: guessed)")
     i.add_argument("--label-column", help="table: the label column (default: guessed)")
