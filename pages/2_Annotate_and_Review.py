@@ -40,10 +40,37 @@ def flash(kind: str, message: str) -> None:
     state_flash("ar_flash", kind, message)
 
 
+def categories_form(expanded: bool) -> None:
+    """An expander to add categories to the corpus, typed one per line (``name`` or ``name: description``); the
+    zero-shot annotator compares each document with the name and description, the LLM is shown both. Nothing is
+    added when a line is wrong (the message names it); the typed text stays for correcting."""
+    nonce = st.session_state.get("ar_cat_nonce", 0)  # a new (empty) field after each addition
+    title = "Add categories" + (f" (this corpus has {len(categories)})" if categories else "")
+    with st.expander(title, expanded=expanded), st.form(f"ar_add_categories_{nonce}", border=False):
+        text = st.text_area("Categories, one per line: a name, or name: description", key=f"ar_new_cats_{nonce}",
+                            placeholder="sport: football, matches, goals, athletes\ncooking: recipes, food, baking")
+        if not st.form_submit_button("Add categories"):
+            return
+    try:
+        added = aw.add_categories(store, corpus.id, text)
+    except (ValueError, db.StoreError) as exc:
+        st.error(f"No category was added: {md_plain(str(exc))}")
+        return
+    st.session_state["ar_cat_nonce"] = nonce + 1
+    flash("success", f"Added {counted(len(added), 'category', 'categories')} to '{md_plain(corpus.name)}': "
+                     f"{', '.join(md_plain(c.name) for c in added)}.")
+    st.rerun()
+
+
 show_flash("ar_flash")
-if not categories and view != "Find similar":
-    st.warning("This corpus has no categories yet: import documents with labels, or add categories first.")
-    st.stop()
+if not categories:
+    st.info("This corpus has no categories yet. Add them below (or import documents with a label column), then "
+            "pre-annotate and review its documents.")
+    categories_form(expanded=True)
+    if view != "Find similar":
+        st.stop()
+elif view == "Pre-annotate":
+    categories_form(expanded=False)
 
 
 # --------------------------------------------------------------------------- pre-annotation
@@ -99,7 +126,9 @@ def preannotate_view() -> None:
              "accept them.")
     batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch", **KEEP)
     c1, c2 = st.columns(2)
-    label = ("Start pre-annotation" if len(todo) == pool else f"Resume ({len(todo)} left)" if todo
+    # Resume once this annotator has stored anything here, failed suggestions too (the stop message says Resume)
+    tried = any((a.agent, a.model_version) == (agent, version) for a in db.suggestion_agents(store, corpus.id))
+    label = ("Start pre-annotation" if len(todo) == pool and not tried else f"Resume ({len(todo)} left)" if todo
              else "All documents have a suggestion")
     start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
     cancelled = c2.button("Cancel", key="pa_cancel", help="Stops the running pre-annotation when its current batch "
@@ -138,7 +167,7 @@ def preannotate_view() -> None:
     finally:
         lock.release()  # also when the page stops the run (Streamlit raises inside the progress callback)
     if summary.cancelled:  # not this page's Cancel (that reruns the page): the endpoint failed for every request
-        cause = summary.errors[-1] if summary.errors else "the endpoint stopped answering"
+        cause = summary.errors[-1].rstrip(". ") if summary.errors else "the endpoint stopped answering"
         flash("warning", f"Pre-annotation stopped: {md_plain(cause)}. {counted(summary.ok, 'suggestion')} stored, "
                          f"{counted(summary.remaining, 'document')} left: fix the endpoint, then press Resume.")
     else:
@@ -325,8 +354,8 @@ def review_view() -> None:
             st.text_input("Note (optional; Enter saves)", key=f"rv_note_{doc.id}")
             shown = (sug.id, sug.category_id) if sug is not None and sug.category_id is not None else None
             buttons = st.container(horizontal=True)  # content-width buttons, wrapped when narrow
-            buttons.form_submit_button("Save & Next", type="primary", on_click=save_decision, args=(doc.id, "save", shown),
-                                  shortcut="Alt+N")
+            buttons.form_submit_button("Save & Next", type="primary", on_click=save_decision,
+                                       args=(doc.id, "save", shown), shortcut="Alt+N")
             buttons.form_submit_button("Accept suggestion", on_click=save_decision, args=(doc.id, "accept", shown),
                                   disabled=shown is None, shortcut="Alt+A")
             buttons.form_submit_button("Skip", on_click=save_decision, args=(doc.id, "skip", shown), shortcut="Alt+S")
@@ -417,7 +446,7 @@ def similar_view() -> None:
     try:
         near = aw.nearest_documents(aw.space_vectors(emb.standard, emb.heads, space), emb_ids, doc.id, k)
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(md_plain(str(exc)))
         return
     by_id = {d.id: d for d in docs}
     st.dataframe(pd.DataFrame([
@@ -429,8 +458,10 @@ def similar_view() -> None:
         picked = st.multiselect("Documents to label", [doc.id, *[n.document_id for n in near]], default=[doc.id],
                                 format_func=lambda i: f"{i} · {by_id[i].title[:60]}", key="fs_pick")
         label = st.selectbox("Label", list(cat_by_name), key="fs_label")
-        submitted = st.form_submit_button("Apply label to selected", type="primary")
-    if submitted:
+        submitted = st.form_submit_button("Apply label to selected", type="primary", disabled=not cat_by_name)
+    if not cat_by_name:
+        st.caption("Add categories above to label these documents.")
+    if submitted and label in cat_by_name:
         if not picked:
             st.error("Select at least one document.")
             return

@@ -41,6 +41,7 @@ __all__ = [
     "LLMAnnotator",
     "Neighbour",
     "PreannotateSummary",
+    "add_categories",
     "ReviewItem",
     "ZeroShotAnnotator",
     "accept_rows",
@@ -50,6 +51,7 @@ __all__ = [
     "highlight_keywords",
     "next_in_queue",
     "nearest_documents",
+    "parse_category_lines",
     "preannotate",
     "review_item",
     "space_vectors",
@@ -127,12 +129,57 @@ class LLMAnnotator:
         nothing (their documents stay to do, as after a cancel)."""
         if self._breaker is None:
             self._breaker = Breaker(cancel)
-        return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel, cache=self.cache,
-                                  progress=progress, breaker=self._breaker)
+        return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel,
+                                  cache=self.cache, progress=progress, breaker=self._breaker)
 
     def close(self) -> None:
         """Close the client's connections (after the run)."""
         self.client.close()
+
+
+# --------------------------------------------------------------------------- categories
+
+
+def parse_category_lines(text: str, existing: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The categories typed as ``text``, one per non-blank line: ``name`` or ``name: description`` (split at the
+    first colon; both stripped), as ``{"name", "description"}`` in the order typed.
+
+    Raises ``ValueError`` with a message naming the line when a line has no name, a name is longer than 200
+    characters, or two names (typed, or typed and one of ``existing``) differ only in case or spacing (the
+    annotators could not tell them apart); a name equal to an existing one is a mistake too (it exists)."""
+    folded_existing = {" ".join(name.split()).casefold(): name for name in existing}
+    seen: dict[str, str] = {}
+    out: list[dict[str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, _, description = line.partition(":")
+        name, description = " ".join(name.split()), description.strip()
+        if not name:
+            raise ValueError(f"Line {number} has no category name before its colon.")
+        if len(name) > 200:
+            raise ValueError(f"Line {number}: the category name is longer than 200 characters.")
+        folded = name.casefold()
+        if folded in folded_existing:
+            other = folded_existing[folded]
+            raise ValueError(f"Line {number}: the corpus has a category {other!r} already"
+                             + ("." if other == name else f", which differs from {name!r} only in case or spacing."))
+        if folded in seen:
+            raise ValueError(f"Line {number}: {name!r} is given twice (or differs from {seen[folded]!r} only in case "
+                             "or spacing).")
+        seen[folded] = name
+        out.append({"name": name, "description": description})
+    if not out:
+        raise ValueError("Type at least one category name.")
+    return out
+
+
+def add_categories(store: db.Store, corpus_id: int, text: str) -> list[db.CategoryInfo]:
+    """Add the categories typed as ``text`` (:func:`parse_category_lines`, checked against the corpus' categories)
+    to the corpus in one transaction; returns them. Raises ``ValueError`` (nothing is added) or
+    ``db.StoreError``."""
+    existing = [c.name for c in db.list_categories(store, corpus_id)]
+    return db.add_categories(store, corpus_id, parse_category_lines(text, existing))
 
 
 # --------------------------------------------------------------------------- pre-annotation
