@@ -1315,6 +1315,40 @@ def single_aspect_table(metrics: RunMetrics, ks: Sequence[int] = (1, 2, 3)) -> p
     return pd.DataFrame(rows, columns=["strategy", "queries", *[f"hits@{k}" for k in ks]])
 
 
+def _items_metrics(store: db.Store, items: Sequence[tuple[int, str]],
+                   metrics: Mapping[int, RunMetrics] | None) -> dict[int, RunMetrics]:
+    """``metrics`` with every run of ``items`` loaded (those missing read from the store)."""
+    cache = dict(metrics or {})
+    for run_id, _ in items:
+        if run_id not in cache:
+            cache[run_id] = load_run_metrics(store, run_id)
+    return cache
+
+
+def shared_k_max(metrics: Iterable[RunMetrics]) -> int:
+    """The largest k that every run of ``metrics`` scored: the smallest k_max. Compared items are read at
+    ``min(k, shared_k_max)`` (k = the query's aspect count by default), so that two runs scored with different k_max
+    are never compared at two different k (at k = 25, a run of k_max 10 read at k = 10 would look worse than the
+    same retrieval read at k = 25)."""
+    return min(m.k_max for m in metrics)
+
+
+def compare_k_note(metrics: Mapping[int, RunMetrics], k: int | None) -> str | None:
+    """The caption for compared runs scored with different k_max, when that lowers the k read (the asked ``k``, or
+    the largest aspect count of their queries when k follows the aspect count); None otherwise."""
+    ranges = {rid: m.k_max for rid, m in metrics.items()}
+    if len(set(ranges.values())) < 2:
+        return None
+    cap = min(ranges.values())
+    wanted = k if k is not None else max((int(n) for m in metrics.values() for n in m.queries["n_aspects"]), default=0)
+    if wanted <= cap:
+        return None
+    listed = ", ".join(f"#{rid} k = 1..{km}" for rid, km in ranges.items())
+    asked = f"k = {k}" if k is not None else "k = the number of aspects"
+    return (f"These runs scored different ranges of k ({listed}): every item is read at {asked}, but at most "
+            f"k = {cap}, the largest k all of them scored, so each pair is compared at the same k.")
+
+
 def compare_runs(
     store: db.Store,
     items: Sequence[tuple[int, str]],
@@ -1329,21 +1363,21 @@ def compare_runs(
     at k (default k = n_aspects) and the number of paired queries; ``tests`` one row per
     (item other than the reference, n_aspects, plus ``"all"``) with the paired t-test and Wilcoxon
     p-values and win/tie/loss of the item against the reference, over queries both have.
+    Every item is read at the same k, at most :func:`shared_k_max` of the runs (a run scored with a smaller k_max
+    has no larger k; :func:`compare_k_note` says so).
     """
     if len(items) < 2:
         raise EvaluationInputError("choose at least two runs (or strategies) to compare")
     if metric not in ("rsr", "csr", "weighted"):
         raise EvaluationInputError(f"unknown metric {metric!r}")
-    cache = dict(metrics or {})
+    cache = _items_metrics(store, items, metrics)
+    kmax = shared_k_max([cache[run_id] for run_id, _ in items])
     series: list[tuple[str, pd.Series]] = []
     for run_id, strat in items:
-        if run_id not in cache:
-            cache[run_id] = load_run_metrics(store, run_id)
         m = cache[run_id]
         pq = m.per_query[m.per_query["strategy"] == strat]
         if pq.empty:
             raise EvaluationInputError(f"run {run_id} has no results for strategy {strat!r}")
-        kmax = m.k_max
         want = pq["n_aspects"].map(lambda n: _k_for(int(n), k, kmax))
         at = pq[pq["k"] == want].set_index("query_id")
         series.append((f"#{run_id} {strat}", at[metric]))
@@ -1500,19 +1534,19 @@ def _searched_index(store: db.Store, info: db.EvalRunInfo) -> int | None:
 
 def per_query_comparison(store: db.Store, items: Sequence[tuple[int, str]], *, k: int | None = None,
                          metrics: dict[int, RunMetrics] | None = None) -> pd.DataFrame:
-    """Weighted ratio per query (rows) and item (columns) at k (default n_aspects), with query text."""
-    cache = dict(metrics or {})
+    """Weighted ratio per query (rows) and item (columns) at k (default n_aspects, at most :func:`shared_k_max` of
+    the runs, as :func:`compare_runs` reads them), with query text."""
+    cache = _items_metrics(store, items, metrics)
+    kmax = shared_k_max([cache[run_id] for run_id, _ in items])
     frames = []
     texts: dict[int, str] = {}
     n_of: dict[int, int] = {}
     for run_id, strat in items:
-        if run_id not in cache:
-            cache[run_id] = load_run_metrics(store, run_id)
         m = cache[run_id]
         texts.update(dict(zip(m.queries["query_id"], m.queries["text"])))
         n_of.update(dict(zip(m.queries["query_id"], m.queries["n_aspects"])))
         pq = m.per_query[m.per_query["strategy"] == strat]
-        want = pq["n_aspects"].map(lambda n, _km=m.k_max: _k_for(int(n), k, _km))
+        want = pq["n_aspects"].map(lambda n: _k_for(int(n), k, kmax))
         frames.append(pq[pq["k"] == want].set_index("query_id")["weighted"].rename(f"#{run_id} {strat}"))
     out = pd.concat(frames, axis=1, join="inner").reset_index()
     out.insert(1, "n_aspects", out["query_id"].map(n_of))
