@@ -213,8 +213,9 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
     hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
         else set()
     try:
+        labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
         preview = cw.prepare_import(read, chunking=chunk_options(args), deduplicate=not args.keep_duplicates,
-                                    existing_hashes=hashes)
+                                    existing_hashes=hashes, existing_labels=labels)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     n = len(preview.records)

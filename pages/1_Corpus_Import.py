@@ -113,7 +113,9 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
         else:
             read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
         existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
-        preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes)
+        labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
+        preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes,
+                                    existing_labels=labels)
     except ValueError as exc:
         st.error(f"No preview: {md_plain(str(exc))}")
         return

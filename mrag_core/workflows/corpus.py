@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,10 +56,12 @@ __all__ = [
     "corpus_text_hashes",
     "export_documents",
     "export_rows",
+    "fold_label",
     "import_records",
     "prepare_import",
     "read_topic_folder",
     "read_upload",
+    "same_labels",
     "source_signature",
 ]
 
@@ -206,12 +208,16 @@ def prepare_import(
     deduplicate: bool = True,
     existing_hashes: set[str] | frozenset[str] = frozenset(),
     max_doc_bytes: int | None = MAX_DOC_BYTES,
+    existing_labels: Sequence[str] = (),
 ) -> ImportPreview:
     """Apply the import options to a read preview; returns a NEW preview (input untouched).
 
     Order: chunking (when given), then the per-document limits (empty / over ``max_doc_bytes``:
     errors), then de-duplication (when ``deduplicate``: later copies within the upload and texts
-    already in ``existing_hashes`` are dropped with a warning). The counts add up: a record read
+    already in ``existing_hashes`` are dropped with a warning), then the labels: one that differs from another
+    (or from one of the target corpus' ``existing_labels``) only in case or spacing takes that one's spelling, with a
+    warning per spelling (:func:`same_labels`; the annotators cannot tell such categories apart, so pre-annotation
+    refused the corpus). The counts add up: a record read
     whose every part is left out (an error or a duplicate) is added to ``n_skipped``, so without
     chunking ``len(records) + n_skipped == n_rows_read``; ``n_duplicates`` says how many records
     (parts, when chunked) were left out as duplicates. Raises ``ValueError`` for invalid chunking
@@ -237,8 +243,39 @@ def prepare_import(
         n_duplicates = len(dup_issues)
     survivors = {id(r) for r in records}  # dedupe returns the records it keeps, not copies
     n_left_out = sum(1 for group in groups if not any(id(part) in survivors for part in group))
+    records, label_issues = same_labels(records, existing_labels)
+    issues.extend(label_issues)
     return ImportPreview(records=records, issues=issues, n_rows_read=preview.n_rows_read,
                          n_skipped=preview.n_skipped + n_left_out, n_duplicates=preview.n_duplicates + n_duplicates)
+
+
+def fold_label(label: str) -> str:
+    """The form two labels share when they differ only in case or spacing: whitespace runs as one space, case
+    folded (as :func:`mrag_core.annotate.types.validate_categories` compares category names)."""
+    return " ".join(label.split()).casefold()
+
+
+def same_labels(records: Sequence[ImportRecord], existing_labels: Sequence[str] = ()
+                ) -> tuple[list[ImportRecord], list[ImportIssue]]:
+    """``records`` with each label spelled as the first label of its :func:`fold_label` form, an existing label
+    (``existing_labels``, the target corpus' categories) first, then the records in order; a warning per label
+    spelled otherwise, located at its first record. Records without a label are kept as they are."""
+    canonical = {fold_label(name): name for name in existing_labels}
+    out: list[ImportRecord] = []
+    issues: list[ImportIssue] = []
+    warned: set[str] = set()
+    for record in records:
+        if not record.label or not record.label.strip():
+            out.append(record)
+            continue
+        label = " ".join(record.label.split())
+        spelling = canonical.setdefault(fold_label(label), label)
+        if spelling != label and label not in warned:
+            warned.add(label)
+            issues.append(ImportIssue(record.source, f"label {label!r} is imported as {spelling!r}: they differ only "
+                                      "in case or spacing, which the annotators cannot tell apart", "warning"))
+        out.append(record if spelling == record.label else replace(record, label=spelling))
+    return out, issues
 
 
 # --------------------------------------------------------------------------- writing
