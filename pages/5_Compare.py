@@ -46,7 +46,7 @@ from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
-from ui.render import md_plain, plotly_text
+from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text
 from ui.state import (KEEP, choose_number, finished_runs_or_stop, get_store, index_bundle, index_picker, kept_number,
                       llm_config, open_corpus_page, run_model_or_stop)
 
@@ -164,7 +164,9 @@ def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     fig.add_trace(go.Bar(x=ev.importance, y=heads, orientation="h", marker_color="#3aa675",
                          hovertemplate="%{y}: s=%{x:.4f}<extra></extra>"), row=1, col=2)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(height=max(320, 26 * len(heads) + 160), showlegend=False, margin=dict(l=10, r=10, t=40, b=10))
+    # t: the subplot titles sit just above the plots, below the toolbar Plotly shows at the top right on hover
+    fig.update_layout(height=max(340, 26 * len(heads) + 180), showlegend=False,
+                      margin=dict(l=10, r=10, t=TITLES_BELOW_TOOLBAR, b=10))
     fig.update_xaxes(tickangle=-35, row=1, col=1)
     return fig
 
@@ -225,14 +227,16 @@ if drilled is not None and drilled.k:  # the run's k, for this query
     choose_number("compare_k", drilled.k, query_owner)
 on_k = kept_number("compare_k", 1, k_max, min(len(ground_truth) or 5, 20), query_owner)  # k follows the aspects
 on_c = kept_number("compare_c", 1, c_max, 32)
-cc = st.columns([3, 1, 1, 1])
-strategies = cc[0].multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
-                               format_func=STRATEGY_LABELS.get, key="compare_strategies", **KEEP)
-k = cc[1].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
-c = cc[2].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
+# The strategies get a row of their own: a multiselect shows its chips on one line, so in half the row
+# the fifth strategy (and any after it) was cut off at usual window widths.
+strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
+                            format_func=STRATEGY_LABELS.get, key="compare_strategies", **KEEP)
+cc = st.columns(3)
+k = cc[0].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
+c = cc[1].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
                        help="Each head's (and each Fusion sub-query's) list is searched to this depth; kept as "
                             "chosen, shown no larger than the index.")
-variant = cc[3].selectbox("Voting", VARIANTS, key="compare_variant", **KEEP,
+variant = cc[2].selectbox("Voting", VARIANTS, key="compare_variant", **KEEP,
                           help="importance: s_i·2^-(r-1) for rank r = 1, 2, ... (paper); decay: 2^-(r-1); distance: "
                                "1/(1-cos). Split RAG always uses 2^-(r-1) (authors' default).")
 

@@ -23,7 +23,7 @@ from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from mrag_core.workflows.indexing import IndexBundle, model_for_run, query_window
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
-from ui.render import md_plain, plotly_text
+from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text
 from ui.state import (KEEP, finished_runs_or_stop, follow_default, get_model, index_bundle, index_picker,
                       model_unavailable_message, open_corpus_page, stale_index_warning)
 
@@ -92,8 +92,9 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
                                      hovertemplate="the query<extra></extra>"), row=r, col=c)
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_layout(height=260 * nrows + 80, margin=dict(l=10, r=10, t=40, b=10), dragmode="lasso",
-                      legend=dict(orientation="h", y=-0.02, yanchor="top"))
+    # t: the first row's titles sit below the toolbar Plotly shows at the top right on hover
+    fig.update_layout(height=260 * nrows + 100, margin=dict(l=10, r=10, t=TITLES_BELOW_TOOLBAR, b=10),
+                      dragmode="lasso", legend=dict(orientation="h", y=-0.02, yanchor="top"))
     return fig
 
 

@@ -7,6 +7,13 @@ import re
 from typing import Iterable
 
 
+TITLES_BELOW_TOOLBAR = 64
+"""Top margin (px) of a Plotly figure with subplot titles: Plotly draws its toolbar (modebar, about 28 px high) in
+the figure's top right corner while the pointer is over the chart, and a subplot title sits in the 20 px just above
+its plot; at a 40 px margin the toolbar covered the title of the top-right plot (Compare's "importance s_i",
+Maps' fourth head)."""
+
+
 def escape(text: str) -> str:
     """HTML-escape ``text`` (quotes too): no raw HTML from data ever reaches the page."""
     return html.escape(text or "", quote=True)
