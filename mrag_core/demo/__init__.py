@@ -1,5 +1,10 @@
 """The app's own demo corpus: original text written for MRAG Studio (12 categories x 8 documents,
-24 multi-aspect queries with ground truth and fusion sub-queries), shipped as ``part_*.json``."""
+24 multi-aspect queries with ground truth and fusion sub-queries), shipped as ``part_*.json``.
+
+The queries' order matters: Compare preselects the first query with the most aspects (Home's demo step 2), so the
+first 6-aspect query is one where MRAG finds aspects Standard RAG misses with the shipped MiniLM index (the sculptor's
+exhibition, kept in ``part_a.json`` although its topics are ``part_b``'s; queries may use any part's documents).
+Evaluation Runs score all 24."""
 
 from __future__ import annotations
 
