@@ -143,7 +143,7 @@ def reader_panel(
     """
     names = {**STRATEGY_LABELS, **(labels or {})}
     strategies = [s for s in lists if lists[s]]
-    st.subheader("Reader")
+    # no heading of its own: the Reader page's title and Compare's expander ("Reader: ...") already name it
     st.caption("The top-k documents of two strategies go to an LLM with the multi-aspect reader prompt (each "
                "document a numbered section with its title and category, then the task and the question). "
                "More distinct facts (numbers, dates, named entities) usually means more aspects answered.")

@@ -1,7 +1,8 @@
 """The demo's centre piece: Compare opens on the demo corpus with the first query of the most aspects preselected
 (Home's step 2). With the shipped MiniLM index that query must show what the demo is about: MRAG finding aspects
 that Standard RAG misses. The first 6-aspect demo query used to be one where the two tie (RSR 0.33 each), so a
-presenter pressing Compare showed no difference at all."""
+presenter pressing Compare showed no difference at all. And the Reader's panel is named once where it appears.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tests.support.apptest import no_exceptions  # noqa: E402
 from tests.ui.conftest import module_env  # noqa: E402
 
-PAGE = os.path.join(os.path.dirname(__file__), "..", "..", "pages", "5_Compare.py")
+PAGES = os.path.join(os.path.dirname(__file__), "..", "..", "pages")
+PAGE = os.path.join(PAGES, "5_Compare.py")
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +64,22 @@ def test_the_preselected_demo_query_shows_mrag_finding_aspects_standard_rag_miss
     (aspects,) = [f for f in frames if "ground-truth documents (rank)" in f.columns]
     for title in missed_by_standard:
         assert aspects["ground-truth documents (rank)"].str.contains(title, regex=False).any(), title
+
+
+def test_the_reader_is_named_once_on_its_page_and_in_compares_expander(demo_index, monkeypatch) -> None:
+    """The panel drew a 'Reader' heading of its own: under the Reader page's title 'Reader', and inside Compare's
+    expander 'Reader: answer the query from two strategies' documents'."""
+    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    at = AppTest.from_file(os.path.join(PAGES, "10_Reader.py"), default_timeout=120).run()
+    no_exceptions(at)
+    assert at.button(key="reader_go")  # the panel is drawn
+    assert [t.value for t in at.title] == ["Reader"] and [h.value for h in at.subheader] == []
+
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.button(key="compare_go").click().run()
+    no_exceptions(at)
+    assert at.button(key="compare_reader_go")
+    assert "Reader" not in [h.value for h in at.subheader]
+    assert [e.label for e in at.expander if e.label.startswith("Reader")] == [
+        "Reader: answer the query from two strategies' documents"]
