@@ -9,7 +9,7 @@ import db
 from ui.navigation import PAGES, page_title
 from ui.render import md_plain
 from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
-from ui.state import ensure_demo, get_store, llm_config
+from ui.state import building_note, ensure_demo, get_store, llm_config
 
 DEMO_STEPS = (
     ("pages/4_Index.py", "Index: embed the demo corpus (standard, per-head, split vectors)"),
@@ -69,6 +69,9 @@ def home() -> None:
         st.success(f"The demo corpus has a finished index (#{newest.id}: {md_plain(newest.model_name)}, layer "
                    f"{newest.layer}): "
                    "go straight to Compare.")
+    elif (building := building_note(store, demo_id)) is not None:
+        st.info(f"The demo corpus has no finished index yet. {building}. Step 1 opens the Index page, where you "
+                "can follow it.")
     else:
         st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "
                 "about 15 s on one CPU core).")

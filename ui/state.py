@@ -240,11 +240,29 @@ def open_corpus_page() -> tuple[db.Store, db.CorpusInfo]:
     return store, corpus
 
 
+def building_note(store: db.Store, corpus_id: int) -> str | None:
+    """What is being built for a corpus without a finished index: its builds that some process runs now
+    (``running`` with a fresh heartbeat), with how far each got, e.g. ``index #3 (minilm, layer 5) is being
+    built: 40 of 96 documents embedded``; None when nothing is."""
+    live = [r for r in db.list_embedding_runs(store, corpus_id, status="running") if r.live]
+    if not live:
+        return None
+    parts = [f"#{r.id} ({md_plain(r.model_name.split('/')[-1])}, layer {r.layer}): {r.n_saved} of "
+             f"{counted(r.n_docs, 'document')} embedded" for r in live]
+    return f"{'An index is' if len(live) == 1 else 'Indexes are'} being built, {'; '.join(parts)}"
+
+
 def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.EmbeddingRunInfo]:
-    """The corpus' finished embedding runs; with none, a link to the Index page and stop."""
+    """The corpus' finished embedding runs; with none, a link to the Index page and stop (saying so when a
+    build is under way, see :func:`building_note`)."""
     runs = db.list_embedding_runs(store, corpus.id, status="done")
     if not runs:
-        st.info("This corpus has no finished index yet: build one on the **Index** page first.")
+        building = building_note(store, corpus.id)
+        if building:
+            st.info(f"This corpus has no finished index yet. {building}. Follow it on the **Index** page and "
+                    "come back here when it has finished.")
+        else:
+            st.info("This corpus has no finished index yet: build one on the **Index** page first.")
         st.page_link("pages/4_Index.py", label="Go to Index", icon="🗂️")
         st.stop()
     return runs
