@@ -105,7 +105,9 @@ def validate_categories(categories: Sequence[CategoryLike]) -> None:
         folded = " ".join(category.name.split()).casefold()
         if folded in seen:
             raise ValueError(
-                f"Categories {seen[folded]!r} and {category.name!r} differ only in case or spacing; "
-                "rename one so suggestions can be matched unambiguously."
+                f"Categories {seen[folded]!r} and {category.name!r} differ only in case or spacing, so suggestions "
+                "cannot be matched to one of them; merge them (rename one to the other's name under 'Rename, merge "
+                "or delete a category' on the Annotate and Review page, or with 'python -m mrag_core corpora "
+                "--corpus NAME --rename-category OLD NEW --merge'), or rename one."
             )
         seen[folded] = category.name

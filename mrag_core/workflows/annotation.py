@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 import db
+import db.corpora
 from mrag_core.annotate import (
     AnnotationDoc,
     CategorySpec,
@@ -34,10 +35,13 @@ from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
 from mrag_core.llm.client import LLMClient
+from mrag_core.wording import counted
 
 __all__ = [
     "Annotator",
     "BulkRow",
+    "ConfirmationNeeded",
+    "MergeNeeded",
     "LLMAnnotator",
     "Neighbour",
     "PreannotateSummary",
@@ -48,11 +52,17 @@ __all__ = [
     "apply_label",
     "bulk_rows",
     "confusion_table",
+    "delete_category",
+    "delete_impact",
+    "find_category",
     "highlight_keywords",
+    "merge_impact",
+    "merge_target",
     "next_in_queue",
     "nearest_documents",
     "parse_category_lines",
     "preannotate",
+    "rename_category",
     "review_item",
     "space_vectors",
 ]
@@ -180,6 +190,166 @@ def add_categories(store: db.Store, corpus_id: int, text: str) -> list[db.Catego
     ``db.StoreError``."""
     existing = [c.name for c in db.list_categories(store, corpus_id)]
     return db.add_categories(store, corpus_id, parse_category_lines(text, existing))
+
+
+class MergeNeeded(ValueError):
+    """A rename onto a name the corpus has already (equal, or equal up to case and spacing): the categories can
+    only be merged. ``into`` is that category; the message says what a merge does."""
+
+    def __init__(self, message: str, into: db.CategoryInfo) -> None:
+        super().__init__(message)
+        self.into = into
+
+
+class ConfirmationNeeded(ValueError):
+    """A deletion of a category that labels documents (or that stored labels name), asked without confirming;
+    the message says how many and what the deletion does to them."""
+
+
+def _folded(name: str) -> str:
+    """A category name as the annotators compare names: whitespace runs as one space, case folded."""
+    return " ".join(name.split()).casefold()
+
+
+def find_category(store: db.Store, corpus_id: int, name: str) -> db.CategoryInfo:
+    """The corpus' category called ``name`` (exactly, else the one it equals up to case and spacing when only one
+    does). Raises ``ValueError`` naming the corpus' categories when there is none (or several) such."""
+    categories = db.list_categories(store, corpus_id)
+    exact = [c for c in categories if c.name == name]
+    near = exact or [c for c in categories if _folded(c.name) == _folded(name)]
+    if len(near) == 1:
+        return near[0]
+    names = ", ".join(repr(c.name) for c in categories) or "none"
+    if near:
+        spellings = ", ".join(repr(c.name) for c in near)
+        raise ValueError(f"{name!r} matches several categories up to case or spacing ({spellings}); give its exact "
+                         "spelling.")
+    raise ValueError(f"The corpus has no category {name!r} (its categories: {names}).")
+
+
+def _clean_new_name(new_name: str) -> str:
+    name = " ".join((new_name or "").split())
+    if not name:
+        raise ValueError("Type the new name of the category.")
+    if len(name) > 200:
+        raise ValueError("The new category name is longer than 200 characters.")
+    return name
+
+
+def merge_target(store: db.Store, corpus_id: int, name: str, new_name: str) -> db.CategoryInfo | None:
+    """The other category of the corpus that renaming category ``name`` to ``new_name`` would clash with (the same
+    name, or one equal up to case and spacing: the annotators could not tell them apart), None when the rename is
+    free. Prefers the exact spelling when several clash. Raises ``ValueError`` for an unknown ``name`` or a blank
+    or too long ``new_name``."""
+    category = find_category(store, corpus_id, name)
+    new = _clean_new_name(new_name)
+    clashing = [c for c in db.list_categories(store, corpus_id)
+                if c.id != category.id and _folded(c.name) == _folded(new)]
+    return next((c for c in clashing if c.name == new), clashing[0] if clashing else None)
+
+
+def _labels_of(usage: db.CategoryUsage) -> str:
+    """'3 documents (2 by a decision, 1 by a suggestion); 4 decisions and 2 suggestions name it'."""
+    decided, suggested = usage.n_decided, usage.n_labelled - usage.n_decided
+    how = " and ".join(part for part in (counted(decided, "by a decision", "by a decision") if decided else "",
+                                        counted(suggested, "by a suggestion", "by a suggestion") if suggested else "")
+                       if part)
+    return (f"{counted(usage.n_labelled, 'document')} {'is' if usage.n_labelled == 1 else 'are'} labelled "
+            f"{usage.category.name!r}" + (f" ({how})" if how else "") +
+            f"; {counted(usage.n_decisions, 'decision')} and {counted(usage.n_suggestions, 'suggestion')} name it "
+            "(older ones included)")
+
+
+def _eval_note(n_runs: int) -> str:
+    return (f" The corpus' {counted(n_runs, 'stored evaluation run')} keep{'s' if n_runs == 1 else ''} the scores "
+            "computed with the categories as they were; evaluate again to score the new ones." if n_runs else "")
+
+
+def delete_impact(usage: db.CategoryUsage) -> str:
+    """What deleting the category of ``usage`` does, in plain words (shown before the user confirms)."""
+    if not (usage.n_labelled or usage.n_decisions or usage.n_suggestions):
+        return (f"No document is labelled {usage.category.name!r} and no stored label names it: deleting it loses "
+                "nothing.")
+    queries = (f" {counted(len(usage.query_ids), 'query', 'queries')} ha{'s' if len(usage.query_ids) == 1 else 've'} "
+               "such a document in its ground truth: it keeps it and is flagged for review."
+               if usage.query_ids else "")
+    return (f"{_labels_of(usage)}. Deleting it deletes those decisions and suggestions: each such document falls "
+            "back to its earlier label of another category, if any, else becomes unlabelled (move the labels to "
+            f"another category instead to keep them).{queries}{_eval_note(usage.n_eval_runs)}")
+
+
+def merge_impact(usage: db.CategoryUsage, into: db.CategoryInfo) -> str:
+    """What merging the category of ``usage`` into ``into`` does, in plain words."""
+    return (f"{_labels_of(usage)}. Merging moves them all to {into.name!r} and deletes {usage.category.name!r}; "
+            "queries whose ground truth had documents of both are flagged (their aspects then share one category)."
+            + _eval_note(usage.n_eval_runs))
+
+
+def _removal_message(done: db.corpora.CategoryRemoval, n_runs: int) -> str:
+    rows = f"{counted(done.n_decisions, 'decision')} and {counted(done.n_suggestions, 'suggestion')}"
+    if done.merged_into is not None:
+        text = (f"Merged {done.name!r} into {done.merged_into!r}: {counted(done.n_relabelled, 'document')} labelled "
+                f"{done.name!r} {'is' if done.n_relabelled == 1 else 'are'} labelled {done.merged_into!r} now ({rows} "
+                "moved).")
+    else:
+        text = (f"Deleted category {done.name!r} with its {rows}: {counted(done.n_unlabelled, 'document')} "
+                f"{'is' if done.n_unlabelled == 1 else 'are'} unlabelled now, {done.n_fallback} fell back to an "
+                "earlier label.")
+    if done.flagged_queries:
+        ids = ", ".join(str(q) for q in done.flagged_queries)
+        text += (f" Flagged {counted(len(done.flagged_queries), 'query', 'queries')} whose ground truth's categories "
+                 f"changed (id {ids}): review {'it' if len(done.flagged_queries) == 1 else 'them'} in the Query "
+                 "Builder.")
+    return text + _eval_note(n_runs)
+
+
+def rename_category(store: db.Store, corpus_id: int, name: str, new_name: str, *, merge: bool = False,
+                    expected_labels_version: int | None = None) -> str:
+    """Rename the corpus' category ``name`` to ``new_name`` (whitespace runs as one space); returns what was done,
+    in plain words. When another category has that name (or one equal up to case and spacing,
+    :func:`merge_target`) the two are merged with ``merge`` (``db.corpora.merge_category``: its labels move to the
+    other, which takes the name as typed, and it is deleted), else :class:`MergeNeeded` is raised, saying what a merge
+    would do. Everything happens in one transaction. ``expected_labels_version``: the labels version the user saw
+    the counts at (a merge is refused with ``db.StoreError`` when labels changed since). Raises ``ValueError``
+    (unknown category, blank name, the same name) or ``db.StoreError``; nothing is changed then."""
+    category = find_category(store, corpus_id, name)
+    into = merge_target(store, corpus_id, name, new_name)
+    new = _clean_new_name(new_name)
+    if into is None:
+        if new == category.name:
+            raise ValueError(f"The category is called {new!r} already.")
+        db.update_category(store, category.id, name=new)
+        return f"Renamed category {category.name!r} to {new!r}."
+    usage = db.corpora.category_usage(store, category.id)
+    if not merge:
+        same = "" if into.name == new else f", which differs from {new!r} only in case or spacing"
+        raise MergeNeeded(f"The corpus has a category {into.name!r} already{same}: the two can only be merged. "
+                          + merge_impact(usage, into), into)
+    done = db.corpora.merge_category(store, category.id, into.id, new_name=new if new != into.name else None,
+                                     expected_labels_version=expected_labels_version)
+    return _removal_message(done, usage.n_eval_runs)
+
+
+def delete_category(store: db.Store, corpus_id: int, name: str, *, move_to: str | None = None,
+                    confirm: bool = False, expected_labels_version: int | None = None) -> str:
+    """Delete the corpus' category ``name``; returns what was done, in plain words. With ``move_to`` (another
+    category) its labels move there first (a merge, as :func:`rename_category` does); without, its decisions and
+    suggestions are deleted with it (``db.delete_category``: documents fall back to an earlier label or become
+    unlabelled, queries whose ground truth held one are flagged), which needs ``confirm`` when there are any
+    (else :class:`ConfirmationNeeded`, saying how many). One transaction; ``expected_labels_version`` as in
+    :func:`rename_category`. Raises ``ValueError`` or ``db.StoreError``; nothing is changed then."""
+    category = find_category(store, corpus_id, name)
+    usage = db.corpora.category_usage(store, category.id)
+    if move_to is not None:
+        into = find_category(store, corpus_id, move_to)
+        if into.id == category.id:
+            raise ValueError(f"Choose another category than {category.name!r} to move its labels to.")
+        done = db.corpora.merge_category(store, category.id, into.id, expected_labels_version=expected_labels_version)
+        return _removal_message(done, usage.n_eval_runs)
+    if (usage.n_labelled or usage.n_decisions or usage.n_suggestions) and not confirm:
+        raise ConfirmationNeeded(delete_impact(usage))
+    done = db.delete_category(store, category.id, expected_labels_version=expected_labels_version)
+    return _removal_message(done, usage.n_eval_runs)
 
 
 # --------------------------------------------------------------------------- pre-annotation
