@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import db
+import db.corpora
 from mrag_core.wording import counted
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows.llm_cache import StoreLLMCache
@@ -62,6 +63,80 @@ def categories_form(expanded: bool) -> None:
     st.rerun()
 
 
+def case_clashes() -> list[tuple[str, str]]:
+    """Pairs of the corpus' categories that differ only in case or spacing (pre-annotation refuses them)."""
+    first: dict[str, str] = {}
+    pairs = []
+    for c in categories:
+        folded = " ".join(c.name.split()).casefold()
+        if folded in first:
+            pairs.append((first[folded], c.name))
+        first.setdefault(folded, c.name)
+    return pairs
+
+
+def manage_categories() -> None:
+    """An expander to rename, merge or delete one of the corpus' categories (``aw.rename_category`` /
+    ``aw.delete_category``, each one transaction). It shows what the category labels; a rename onto another
+    category's name (equal up to case and spacing too) offers a merge instead; a deletion of a category that
+    labels documents needs a box ticked, or a category to move its labels to. The counts shown are checked when a
+    button is pressed: when labels changed meanwhile nothing is changed and the page says so."""
+    clashes = case_clashes()
+    if clashes:
+        pairs = "; ".join(f"'{md_plain(a)}' and '{md_plain(b)}'" for a, b in clashes)
+        st.warning(f"Categories that differ only in case or spacing: {pairs}. Pre-annotation cannot tell them apart: "
+                   "merge them below (rename one to the other's name).")
+    nonce = st.session_state.get("ar_cat_nonce", 0)
+    seen = st.session_state.get("ar_cat_seen")  # (category id, labels version) of the counts last shown
+    with st.expander("Rename, merge or delete a category", expanded=bool(clashes)):
+        default = next((i for i, c in enumerate(categories) if c.name in {b for _, b in clashes}), 0)
+        name = st.selectbox("Category", [c.name for c in categories], index=default, key=f"ar_cat_pick_{nonce}")
+        usage = db.corpora.category_usage(store, cat_by_name[name].id)
+        st.session_state["ar_cat_seen"] = (usage.category.id, usage.labels_version)
+        expected = seen[1] if seen is not None and seen[0] == usage.category.id else usage.labels_version
+        in_use = bool(usage.n_labelled or usage.n_decisions or usage.n_suggestions)
+        st.caption(md_plain(aw.usage_summary(usage) + "."))
+        new_name = st.text_input("New name", key=f"ar_cat_new_{nonce}")
+        into = None
+        if new_name.strip():
+            try:
+                into = aw.merge_target(store, corpus.id, name, new_name)
+            except ValueError:
+                into = None
+        if into is not None:
+            st.warning(md_plain(f"The corpus has a category {into.name!r} already: the two can only be merged. "
+                                + aw.merge_impact(usage, into)))
+            rename = st.button(f"Merge '{md_plain(name)}' into '{md_plain(into.name)}'", key="ar_cat_merge",
+                               type="primary")
+        else:
+            rename = st.button("Rename", key="ar_cat_rename", disabled=not new_name.strip())
+        others = [c.name for c in categories if c.name != name]
+        move_to = st.selectbox("When deleting it, its labels", [None, *others], key=f"ar_cat_move_{nonce}",
+                               format_func=lambda o: "are deleted with it" if o is None else f"move to '{o}'")
+        confirmed = True
+        if in_use and move_to is None:
+            st.caption(md_plain(aw.delete_impact(usage)))
+            lose = "loses" if usage.n_labelled == 1 else "lose"
+            confirmed = st.checkbox(f"Delete its labels: {counted(usage.n_labelled, 'document')} {lose} "
+                                    f"'{md_plain(name)}'", key=f"ar_cat_confirm_{nonce}")
+        delete = st.button(f"Delete '{md_plain(name)}'", key="ar_cat_delete", disabled=not confirmed)
+    if not (rename or delete):
+        return
+    try:
+        if rename:
+            message = aw.rename_category(store, corpus.id, name, new_name, merge=into is not None,
+                                         expected_labels_version=expected)
+        else:
+            message = aw.delete_category(store, corpus.id, name, move_to=move_to, confirm=confirmed,
+                                         expected_labels_version=expected)
+    except (ValueError, db.StoreError) as exc:
+        st.error(f"Nothing was changed: {md_plain(str(exc))}")
+        return
+    st.session_state["ar_cat_nonce"] = nonce + 1
+    flash("success", md_plain(message))
+    st.rerun()
+
+
 show_flash("ar_flash")
 if not categories:
     st.info("This corpus has no categories yet. Add them below (or import documents with a label column), then "
@@ -71,6 +146,7 @@ if not categories:
         st.stop()
 elif view == "Pre-annotate":
     categories_form(expanded=False)
+    manage_categories()
 
 
 # --------------------------------------------------------------------------- pre-annotation

@@ -65,6 +65,7 @@ __all__ = [
     "rename_category",
     "review_item",
     "space_vectors",
+    "usage_summary",
 ]
 
 ProgressFn = Callable[[int, int], None]
@@ -248,8 +249,9 @@ def merge_target(store: db.Store, corpus_id: int, name: str, new_name: str) -> d
     return next((c for c in clashing if c.name == new), clashing[0] if clashing else None)
 
 
-def _labels_of(usage: db.CategoryUsage) -> str:
-    """'3 documents (2 by a decision, 1 by a suggestion); 4 decisions and 2 suggestions name it'."""
+def usage_summary(usage: db.corpora.CategoryUsage) -> str:
+    """What a category labels: "3 documents are labelled 'x' (2 by a decision and 1 by a suggestion); 4 decisions
+    and 2 suggestions name it (older ones included)"."""
     decided, suggested = usage.n_decided, usage.n_labelled - usage.n_decided
     how = " and ".join(part for part in (counted(decided, "by a decision", "by a decision") if decided else "",
                                         counted(suggested, "by a suggestion", "by a suggestion") if suggested else "")
@@ -265,7 +267,7 @@ def _eval_note(n_runs: int) -> str:
             "computed with the categories as they were; evaluate again to score the new ones." if n_runs else "")
 
 
-def delete_impact(usage: db.CategoryUsage) -> str:
+def delete_impact(usage: db.corpora.CategoryUsage) -> str:
     """What deleting the category of ``usage`` does, in plain words (shown before the user confirms)."""
     if not (usage.n_labelled or usage.n_decisions or usage.n_suggestions):
         return (f"No document is labelled {usage.category.name!r} and no stored label names it: deleting it loses "
@@ -273,14 +275,14 @@ def delete_impact(usage: db.CategoryUsage) -> str:
     queries = (f" {counted(len(usage.query_ids), 'query', 'queries')} ha{'s' if len(usage.query_ids) == 1 else 've'} "
                "such a document in its ground truth: it keeps it and is flagged for review."
                if usage.query_ids else "")
-    return (f"{_labels_of(usage)}. Deleting it deletes those decisions and suggestions: each such document falls "
+    return (f"{usage_summary(usage)}. Deleting it deletes those decisions and suggestions: each such document falls "
             "back to its earlier label of another category, if any, else becomes unlabelled (move the labels to "
             f"another category instead to keep them).{queries}{_eval_note(usage.n_eval_runs)}")
 
 
-def merge_impact(usage: db.CategoryUsage, into: db.CategoryInfo) -> str:
+def merge_impact(usage: db.corpora.CategoryUsage, into: db.CategoryInfo) -> str:
     """What merging the category of ``usage`` into ``into`` does, in plain words."""
-    return (f"{_labels_of(usage)}. Merging moves them all to {into.name!r} and deletes {usage.category.name!r}; "
+    return (f"{usage_summary(usage)}. Merging moves them all to {into.name!r} and deletes {usage.category.name!r}; "
             "queries whose ground truth had documents of both are flagged (their aspects then share one category)."
             + _eval_note(usage.n_eval_runs))
 
