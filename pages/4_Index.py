@@ -228,8 +228,9 @@ if run is not None and state in ("done", "stale"):
     st.session_state["run_id"] = run.id
     st.session_state["run_backend"] = backend
     if state == "done":
-        st.success(f"Index #{run.id} is ready: {run.n_saved} documents, layer {run.layer}, pooling {run.pooling}. "
-                   "Open **Compare** to query it.")
+        st.success(f"Index #{run.id} is ready: {run.n_saved} documents, layer {run.layer}, pooling {run.pooling}.")
+        if st.button("Query it on Compare", key="index_to_compare", icon=":material/arrow_forward:"):
+            st.switch_page("pages/5_Compare.py")
     t = run.timings
     cols = st.columns(4)
     cols[0].metric("Documents", run.n_saved)

@@ -156,7 +156,8 @@ def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     hover = [[(f"head {h} · {full[d]}<br>rank {ev.rank[h, j] + 1} in this head · vote {ev.contribution[h, j]:.4f}"
                if ev.rank[h, j] >= 0 else f"head {h} · {full[d]}<br>not in this head's top {cmp.c}")
               for j, d in enumerate(ev.docs)] for h in range(len(heads))]
-    text = [[str(ev.rank[h, j] + 1) if ev.rank[h, j] >= 0 else "" for j in range(len(ev.docs))] for h in range(len(heads))]
+    text = [[str(ev.rank[h, j] + 1) if ev.rank[h, j] >= 0 else "" for j in range(len(ev.docs))]
+            for h in range(len(heads))]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.82, 0.18], horizontal_spacing=0.02,
                         subplot_titles=("vote contribution (cell text = rank in the head)", "importance s_i"))
     fig.add_trace(go.Heatmap(z=ev.contribution, x=titles, y=heads, text=text, texttemplate="%{text}",
@@ -302,8 +303,9 @@ if any(s in FUSION_STRATEGIES for s in strategies):
             client = LLMClient(cfg)
         try:
             with st.spinner("Preparing sub-queries…"):
-                cached = resolve_subqueries(query_text, stored_fusion, llm_client=client, llm_cache=StoreLLMCache(store),
-                                            n=n_sub, prefer=sub_pref if sub_pref != "stored" else "stored")
+                cached = resolve_subqueries(query_text, stored_fusion, llm_client=client,
+                                            llm_cache=StoreLLMCache(store), n=n_sub,
+                                            prefer=sub_pref if sub_pref != "stored" else "stored")
         except Exception as exc:  # noqa: BLE001 - LLM or parsing trouble is shown, never hidden
             st.error(f"Sub-queries could not be generated: {md_plain(str(exc))}. Falling back to one per sentence.")
             cached = resolve_subqueries(query_text, [], prefer="sentences")

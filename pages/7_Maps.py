@@ -76,7 +76,8 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
                 text=part["label"], hovertemplate="%{text}<extra></extra>"), row=r, col=c)
         for label, ids, marker in (
             ("retrieved", retrieved, dict(size=12, color="rgba(0,0,0,0)", line=dict(color="black", width=2))),
-            ("missed ground truth", gt - retrieved, dict(size=13, symbol="x-open", color="crimson", line=dict(width=2))),
+            ("missed ground truth", gt - retrieved,
+             dict(size=13, symbol="x-open", color="crimson", line=dict(width=2))),
         ):
             part = df[df["doc"].isin(ids)]
             if not part.empty:

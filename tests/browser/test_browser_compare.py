@@ -26,7 +26,8 @@ def test_build_index_then_compare_five_aspect_query(app_server, browser_page):
     page.get_by_text("is ready: 96 documents").wait_for(timeout=300_000)
     page.screenshot(path=str(ARTIFACTS / "browser_index.png"), full_page=True)
 
-    page.goto(f"{app_server}/Compare")
+    page.get_by_role("button", name="Query it on Compare").click()  # the Index page's next step
+    page.wait_for_url(re.compile(r"/Compare$"))
     query_box = page.locator('[data-testid="stSelectbox"]').filter(has=page.get_by_text("Query", exact=True))
     query_box.wait_for(timeout=120_000)
     # let the first (cold) Compare run finish: once, in a fresh clone, the 5-aspect query typed while it

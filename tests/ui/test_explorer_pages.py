@@ -58,6 +58,7 @@ def test_index_page_builds_and_shows_importance(built):
     msgs = texts(at.success)
     assert any("Embedded 96 documents" in m for m in msgs), msgs
     assert any("Index #1 is ready: 96 documents, layer 5, pooling mean" in m for m in msgs)
+    assert at.button(key="index_to_compare").label == "Query it on Compare"  # the next step, one click away
     assert len(at.get("plotly_chart")) == 1  # head importance chart
     assert [m.label for m in at.metric][:1] == ["Documents"] and at.metric[0].value == "96"
 
