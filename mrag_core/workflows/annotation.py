@@ -54,6 +54,7 @@ __all__ = [
     "confusion_table",
     "delete_category",
     "delete_impact",
+    "document_name",
     "find_category",
     "highlight_keywords",
     "merge_impact",
@@ -361,7 +362,9 @@ def delete_category(store: db.Store, corpus_id: int, name: str, *, move_to: str 
 class PreannotateSummary:
     """Outcome of :func:`preannotate`: ``todo`` documents needed a suggestion when it started
     (``already_done`` of those in scope had one: every document, or with ``undecided_only`` those without a label
-    decision); ``ok``/``failed`` were stored; ``cancelled`` says it stopped early."""
+    decision); ``ok``/``failed`` were stored; ``cancelled`` says it stopped early; ``retry_failed``: a failed
+    suggestion is asked again by the next run (as the page and ``python -m mrag_core annotate`` run it); ``errors``:
+    the first failures, each naming its document by title with its id."""
 
     agent: str
     model_version: str
@@ -371,6 +374,7 @@ class PreannotateSummary:
     failed: int
     cancelled: bool
     errors: list[str] = field(default_factory=list)
+    retry_failed: bool = True
 
     @property
     def stored(self) -> int:
@@ -378,7 +382,9 @@ class PreannotateSummary:
 
     @property
     def remaining(self) -> int:
-        return self.todo - self.stored
+        """The documents the next run asks for: ``todo - ok`` (never sent, and failed ones asked again), or
+        ``todo - stored`` when failed ones are not retried."""
+        return self.todo - (self.ok if self.retry_failed else self.stored)
 
 
 def _progress_within(progress: ProgressFn, offset: int, total: int, done: int, _batch: int) -> None:
@@ -452,6 +458,7 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
             break
         batch = db.get_documents(store, todo_ids[start : start + batch_size])
         docs = [AnnotationDoc(key=d.id, title=d.title, text=d.text) for d in batch]
+        titles = {d.id: d.title for d in batch}
         within = None if progress is None else partial(_progress_within, progress, start, len(todo_ids))
         suggestions = annotator.annotate(docs, categories, cancel=cancel, progress=within)
         rows: list[dict[str, Any]] = []
@@ -468,7 +475,7 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
                 row.update(status="failed", error=error, score=None)
                 failed += 1
                 if len(errors) < 5:
-                    errors.append(f"document {s.document_key}: {error}")
+                    errors.append(f"{document_name(titles.get(int(s.document_key), ''), s.document_key)}: {error}")
             rows.append(row)
         db.add_suggestions(store, rows)
         if progress is not None:
@@ -479,7 +486,15 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
     return PreannotateSummary(
         agent=annotator.agent, model_version=annotator.model_version, todo=len(todo_ids),
         already_done=n_total - len(todo_ids), ok=ok, failed=failed, cancelled=cancelled, errors=errors,
+        retry_failed=retry_failed,
     )  # fmt: skip
+
+
+def document_name(title: str, document_id: Any) -> str:
+    """A document as messages name it: by its title (quoted, whitespace runs as one space), its id in brackets
+    (``document 'Rome' (id 12)``), or ``document 12`` when it has no title."""
+    title = " ".join((title or "").split())
+    return f"document {title!r} (id {document_id})" if title else f"document {document_id}"
 
 
 # --------------------------------------------------------------------------- review

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from tests.support.openai_server import Reply, fake_openai
+from ui.render import md_plain
 
 __all__ = ["fake_openai"]
 REVIEW_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "2_Annotate_and_Review.py")
@@ -43,10 +44,15 @@ def test_a_run_the_endpoint_stops_says_so_and_leaves_the_rest_to_resume(monkeypa
     assert not at.success
     (warning,) = [w.value for w in at.warning]
     assert warning.startswith("Pre-annotation stopped: ") and "HTTP 401" in warning
-    assert warning.endswith("0 suggestions stored, 2 documents left: fix the endpoint, then press Resume.")
+    # the failed document is asked again on resume too: 3 left, as the Resume button and the count above say
+    assert warning.endswith("0 suggestions stored, 3 documents left: fix the endpoint, then press Resume.")
     assert len(server.requests) == 1  # the other two were never sent
     assert not at.button(key="pa_start").disabled  # all 3 to do: the failed one is asked again too
     assert any(m.value.startswith("**3** of 3 documents still need a suggestion") for m in at.markdown)
+    assert at.button(key="pa_start").label == "Resume (3 left)"
+    first = db.document_ids(store, c.id)[0]
+    (caption,) = [m.value for m in at.caption if m.value.startswith("Failed: ")]
+    assert caption.startswith("Failed: " + md_plain(f"document 'D0' (id {first}): ")) and "HTTP 401" in caption
     down["yes"] = False
     at.button(key="pa_start").click().run()
     assert at.success and "3 suggestions, 0 failed" in at.success[0].value
