@@ -29,6 +29,7 @@ from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, fa
 from mrag_core.voting import VARIANTS
 from mrag_core.workflows.compare import (
     ALL_STRATEGY_LABELS,
+    FUSED_DEPTH_NOTE,
     FUSION_STRATEGIES,
     LLM_STRATEGY_NAMES,
     MARK_SYMBOLS,
@@ -40,7 +41,7 @@ from mrag_core.workflows.compare import (
     resolve_expansions,
     resolve_subqueries,
 )
-from mrag_core.workflows.evaluation_runs import FUSED_COMPARE_NOTE, DrillDown, fused_strategies
+from mrag_core.workflows.evaluation_runs import DrillDown, fused_strategies
 from mrag_core.workflows.indexing import IndexBundle, query_window, too_small_to_search
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
@@ -235,8 +236,9 @@ strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), default=list(ST
 cc = st.columns(3)
 k = cc[0].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
 c = cc[1].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
-                       help="Each head's (and each Fusion sub-query's) list is searched to this depth; kept as "
-                            "chosen, shown no larger than the index.")
+                       help="Each head's list (MRAG) and each piece's (Split RAG) is searched to this depth; "
+                            "Fusion and LLM strategies search each text to depth k. Kept as chosen, shown no "
+                            "larger than the index.")
 variant = cc[2].selectbox("Voting", VARIANTS, key="compare_variant", **KEEP,
                           help="importance: s_i·2^-(r-1) for rank r = 1, 2, ... (paper); decay: 2^-(r-1); distance: "
                                "1/(1-cos). Split RAG always uses 2^-(r-1) (authors' default).")
@@ -377,7 +379,7 @@ if result.ground_truth_rows:
     st.caption("Marks: **✔ doc** ground-truth document · **~ cat** another document of a ground-truth category · "
                "**cat again** a category already matched above · **✘ miss** neither")
 if fused_strategies(list(result.outcomes)):
-    st.caption(FUSED_COMPARE_NOTE.format(c=result.c))
+    st.caption(FUSED_DEPTH_NOTE.format(k=result.k))
 items = list(result.outcomes.items())
 per_row = st.segmented_control(
     "Result lists", list(LAYOUTS), format_func=LAYOUTS.get, default=DEFAULT_PER_ROW, required=True,

@@ -289,6 +289,13 @@ def head_aspects(res: Retrieved, importance: np.ndarray, labels: Sequence[str], 
     return out
 
 
+FUSED_DEPTH_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies search each sub-query (or LLM text) to "
+                    "depth k = {k} (Fusion MRAG: each head to depth k, its top k), merge the lists by Reciprocal "
+                    "Rank Fusion and keep the first k, as an evaluation run scores them at k (and as the MRAG "
+                    "authors' evaluation does); c sets the depth of MRAG's heads and Split RAG's pieces only.")
+"""The caption under Compare's lists when a strategy fuses several texts' lists (``{k}``: the k shown)."""
+
+
 def compare(
     bundle: IndexBundle,
     q: Embeddings,
@@ -310,6 +317,10 @@ def compare(
 
     ``ground_truth`` are document ids (those not in the index are ignored). MRAG, Fusion MRAG and
     the ``-mrag`` LLM strategies use ``variant``; Split RAG uses the authors' default vote (2^-rank).
+    MRAG and Split RAG search each space to depth ``c``. Fusion RAG, Fusion MRAG and the LLM strategies
+    search each text to depth ``k`` (Fusion MRAG: per-head depth ``k``, its top ``k``) and keep the first
+    ``k`` of the RRF fusion, as an evaluation run scores them at ``k`` (:mod:`mrag_core.evaluation`), so a
+    run's per-query numbers at ``k`` are the ones shown here.
     LLM strategies need their family's successful outcome in ``expansions`` and its texts'
     embeddings in ``expansion_embeddings`` (ValueError otherwise); see
     :func:`~mrag_core.llm_strategies.llm_search`.
@@ -334,7 +345,7 @@ def compare(
         t0 = time.perf_counter()
         family = family_of(key)
         if family is not None:
-            res = llm_search(index, key, q, expansion_embeddings[family], k, c, variant, llm_options)
+            res = llm_search(index, key, q, expansion_embeddings[family], k, k, variant, llm_options)
         elif key == "standard":
             res = standard_search(index, q, k)[0]
         elif key == "mrag":
@@ -342,9 +353,9 @@ def compare(
         elif key == "split":
             res = split_search(index, q, k, c)[0]
         elif key == "fusion":
-            res = fusion_search(index, subs, k, c)
+            res = fusion_search(index, subs, k, c=k)
         else:
-            res = fusion_mrag_search(index, subs, k, c, variant)
+            res = fusion_mrag_search(index, subs, k, c=k, variant=variant)
         seconds = time.perf_counter() - t0
         marks = mark_rows(res.doc_ids, labels, gt_rows)
         rows = [ResultRow(i + 1, int(r), int(doc_ids[r]), titles[r], labels[r], float(s), m)

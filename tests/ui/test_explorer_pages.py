@@ -417,7 +417,8 @@ def test_compare_page_explains_the_fusion_depth(built):
     at = ok(page("5_Compare.py").run())
     five_aspect_compare(at)
     (note,) = [c for c in texts(at.caption) if "Reciprocal Rank Fusion" in c]
-    assert "top c = 32" in note and "each sub-query's top k" in note
+    k = at.number_input(key="compare_k").value
+    assert f"to depth k = {k}" in note and "as an evaluation run scores them at k" in note
     at.multiselect(key="compare_strategies").set_value(["standard", "mrag"]).run()
     assert not [c for c in texts(at.caption) if "Reciprocal Rank Fusion" in c]  # no Fusion column, no note
 

@@ -229,3 +229,30 @@ def test_llm_strategies_side_by_side(setup, lm, monkeypatch):
     assert set(out.expansions) == {"multi-query", "hyde"}
     with pytest.raises(ValueError, match="intent"):
         compare(bundle, q, subs, strategies=["intent"], k=4, expansions=exp, expansion_embeddings=emb)
+
+
+def test_fusion_numbers_equal_an_evaluation_runs_at_every_k(setup, lm):
+    """Compare scores Fusion RAG and Fusion MRAG as an evaluation run does at the same k (each sub-query
+    searched to depth k, RRF, first k), whatever c is, so a run's per-query numbers can be opened here."""
+    from mrag_core.evaluation import QueryCase, evaluate
+
+    store, _, run, bundle = setup
+    lmr = model_for_run(lm, run)
+    texts = [r.text for r in db.get_documents(store, [bundle.doc_ids[i] for i in range(32)])]
+    gt_rows = [(0, 5, 10), (3, 14, 25, 30)]
+    k_max = 12
+    for rows in gt_rows:
+        query = " ".join(texts[r] for r in rows)
+        subq = [f"{texts[r]} {texts[(r + 7) % 32]}" for r in rows]  # each sub-query mixes in a distractor
+        q, subs, _ = embed_query(lmr, run.layer, query, subq)
+        case = QueryCase(relevant=rows, n_aspects=len(rows), subquery_rows=tuple(range(len(rows))))
+        res = evaluate(bundle.index, q, [case], bundle.labels, ("fusion", "fusion-mrag"), k_max=k_max, c=32,
+                       subqueries=subs)
+        for k in (1, 3, len(rows), 7, k_max):
+            out = compare(bundle, q, subs, strategies=("fusion", "fusion-mrag"), k=k, c=32,
+                          ground_truth=[bundle.doc_ids[r] for r in rows], subqueries=subq)
+            for name in ("fusion", "fusion-mrag"):
+                assert (out.outcomes[name].rsr, out.outcomes[name].csr) == pytest.approx(
+                    (res.strategies[name].rsr[0, k - 1], res.strategies[name].csr[0, k - 1])), (name, k)
+            if k == k_max:
+                assert [r.row for r in out.outcomes["fusion"].rows] == res.strategies["fusion"].retrieved[0]
