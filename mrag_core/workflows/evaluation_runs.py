@@ -600,8 +600,10 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
     eval_s: dict[str, float] = {}  # search + scoring seconds per strategy in this session (kept when stopped too)
 
     def stopped_timing() -> dict[str, Any]:
-        """``timing`` for a run that stops here: what it spent searching so far, added to earlier sessions'."""
-        return {**timing, "evaluate": _added_seconds(prior.get("evaluate"), eval_s)} if eval_s else timing
+        """``timing`` for a run that stops here: what it spent searching so far and its seconds in all (``total_s``),
+        each added to earlier sessions'. A stopped session's seconds count in the run's total as a finished one's."""
+        spent = {**timing, "total_s": float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start}
+        return {**spent, "evaluate": _added_seconds(prior.get("evaluate"), eval_s)} if eval_s else spent
 
     def stage(label: str) -> Callable[[int, int], None] | None:
         return (lambda done, total: progress(label, done, total)) if progress else None
