@@ -41,9 +41,11 @@ NONE = "(none)"
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the upload...")
-def _read(kind: str, files: tuple[tuple[str, bytes], ...], mapping: tuple[str, str | None, str | None] | None,
-          table_format: str | None, label_from_folder: bool) -> ImportPreview:
-    cm = ColumnMapping(*mapping) if mapping is not None else None
+def _read(kind: str, files: tuple[tuple[str, bytes], ...],
+          mappings: tuple[tuple[str, str | None, str | None], ...] | None, table_format: str | None,
+          label_from_folder: bool) -> ImportPreview:
+    """The upload read with one column mapping per file (tables)."""
+    cm = [ColumnMapping(*m) for m in mappings] if mappings is not None else None
     return cw.read_upload(kind, list(files), mapping=cm, table_format=table_format,
                           label_from_folder=label_from_folder)
 
@@ -74,35 +76,60 @@ def _taken_name(name: str) -> str | None:
         return None
 
 
-def _column_mapping(name: str, data: bytes, table_format: str | None
-                    ) -> tuple[tuple[str, str | None, str | None] | None, str | None]:
-    """Draw the column mapping of the table ``name``; ``(mapping, None)``, or ``(None, why)`` when the table
-    cannot be read. Each new file gets its own guessed mapping, set as the boxes' values (so the boxes show the
-    mapping the preview uses); the user's changes hold until another file is uploaded."""
+Mapping = tuple[str, str | None, str | None]
+
+
+def _table_columns(name: str, data: bytes, table_format: str | None) -> tuple[list[str] | None, str | None]:
+    """The columns of the table ``name``: ``(columns, None)``, or ``(None, why)`` when it cannot be read."""
     fmt = table_format or cw.guess_format(name)
     if fmt is None:
         return None, (f"Cannot tell the table format of {md_plain(repr(name))} from its name; rename it to .csv, "
                       ".json, .jsonl or .parquet.")
     try:
-        columns = sniff_columns(data, fmt, name)
+        return sniff_columns(data, fmt, name), None
     except IngestError as exc:
         return None, f"This file cannot be read: {md_plain(str(exc))}"
+
+
+def _mapping_boxes(name: str, columns: list[str], suffix: str, heading: str) -> Mapping:
+    """Draw the column mapping boxes of one table (keys ``imp_map_text{suffix}``...) and return the mapping they
+    show. Each new file (or new columns) gets its own guessed mapping, set as the boxes' values (so the boxes show
+    the mapping the preview uses); the user's changes hold until another file is uploaded."""
     guess = suggest_mapping(columns)
     options = [NONE, *columns]
     owner = (name, tuple(columns))  # a new file (or new columns): its own guess; pasted text keeps its mapping
-    follow_default("imp_map_text", owner, guess.text if guess else columns[0])
-    follow_default("imp_map_title", owner, guess.title if guess and guess.title else NONE)
-    follow_default("imp_map_label", owner, guess.label if guess and guess.label else NONE)
-    st.markdown("**Column mapping**")
+    follow_default(f"imp_map_text{suffix}", owner, guess.text if guess else columns[0])
+    follow_default(f"imp_map_title{suffix}", owner, guess.title if guess and guess.title else NONE)
+    follow_default(f"imp_map_label{suffix}", owner, guess.label if guess and guess.label else NONE)
+    st.markdown(heading)
     c1, c2, c3 = st.columns(3)
-    text_col = c1.selectbox("Text column", columns, key="imp_map_text")
-    title_col = c2.selectbox("Title column (optional)", options, key="imp_map_title")
-    label_col = c3.selectbox("Label column (optional)", options, key="imp_map_label")
-    return (text_col, None if title_col == NONE else title_col, None if label_col == NONE else label_col), None
+    text_col = c1.selectbox("Text column", columns, key=f"imp_map_text{suffix}")
+    title_col = c2.selectbox("Title column (optional)", options, key=f"imp_map_title{suffix}")
+    label_col = c3.selectbox("Label column (optional)", options, key=f"imp_map_label{suffix}")
+    return text_col, None if title_col == NONE else title_col, None if label_col == NONE else label_col
+
+
+def _column_mappings(files: list[tuple[str, bytes]], table_format: str | None
+                     ) -> tuple[tuple[Mapping, ...] | None, str | None]:
+    """Draw the column mapping of the uploaded tables: one mapping when they all have the same columns, else one
+    per file (each guessed from its own columns, as ``python -m mrag_core import`` does), so each can be
+    corrected. ``(one mapping per file, None)``, or ``(None, why)`` when a table cannot be read."""
+    columns: list[list[str]] = []
+    for name, data in files:
+        cols, why = _table_columns(name, data, table_format)
+        if cols is None:
+            return None, why
+        columns.append(cols)
+    if all(cols == columns[0] for cols in columns):
+        shared = _mapping_boxes(files[0][0], columns[0], "", "**Column mapping**")
+        return tuple(shared for _ in files), None
+    st.caption("These files have different columns: each has its own mapping, guessed from its columns.")
+    return tuple(_mapping_boxes(name, cols, f"_{i}" if i else "", f"**Column mapping of '{md_plain(name)}'**")
+                 for i, ((name, _), cols) in enumerate(zip(files, columns))), None
 
 
 def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder: str,
-                        mapping: tuple[str, str | None, str | None] | None, table_format: str | None,
+                        mappings: tuple[tuple[str, str | None, str | None], ...] | None, table_format: str | None,
                         label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
                         existing: db.CorpusInfo | None, new_name: str, name_taken: bool) -> None:
     """Section 3: the preview of what would be imported with these options, and the import button (disabled
@@ -111,7 +138,7 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
         if topic_folder:
             read = _read_folder(topic_folder, cw.source_signature(topic_folder))
         else:
-            read = _read(kind, tuple(files), mapping, table_format, label_from_folder)
+            read = _read(kind, tuple(files), mappings, table_format, label_from_folder)
         existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
         labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
         preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes,
@@ -178,11 +205,11 @@ if not has_source:
     st.info("Give a folder path to see a preview." if kind == "topics" and st.session_state.get("imp_topic_from")
             == TOPIC_FROM[1] else "Upload a file (or paste a table) to see a preview.")
 
-mapping: tuple[str, str | None, str | None] | None = None
+mappings: tuple[tuple[str, str | None, str | None], ...] | None = None
 unreadable: str | None = None
 label_from_folder = True
 if kind == "table" and files:
-    mapping, unreadable = _column_mapping(*files[0], table_format)
+    mappings, unreadable = _column_mappings(files, table_format)
     if unreadable is not None:
         st.error(unreadable)
 elif kind == "zip":
@@ -232,5 +259,5 @@ else:
 if has_source and unreadable is None:
     st.subheader("3. Preview")
     if target_ready:
-        _preview_and_import(kind, files, topic_folder, mapping, table_format, label_from_folder, chunking,
+        _preview_and_import(kind, files, topic_folder, mappings, table_format, label_from_folder, chunking,
                             deduplicate, existing, new_name, name_taken)

@@ -123,7 +123,7 @@ def read_upload(
     kind: str,
     files: Sequence[tuple[str, bytes]],
     *,
-    mapping: ColumnMapping | None = None,
+    mapping: ColumnMapping | Sequence[ColumnMapping] | None = None,
     table_format: str | None = None,
     label_from_folder: bool = True,
     label: str | None = None,
@@ -131,7 +131,8 @@ def read_upload(
     """Read uploaded ``(name, bytes)`` files of one ``kind`` into a preview; never raises for bad
     content (problems become issues located by file/row).
 
-    ``table`` needs ``mapping`` (see :func:`mrag_core.ingest.suggest_mapping`); its format is
+    ``table`` needs ``mapping`` (see :func:`mrag_core.ingest.suggest_mapping`): one for every file, or one per
+    file (a sequence as long as ``files``: tables with different columns); its format is
     ``table_format`` or guessed from each file name. ``zip`` labels by folder when
     ``label_from_folder``. ``topics`` reads ZIPs of the legal / accident topic layout (label =
     category folder; a folder on disk goes through :func:`read_topic_folder`). ``text`` gives
@@ -145,7 +146,11 @@ def read_upload(
     if kind == "text":
         return read_text_files(list(files), label=label, max_doc_bytes=None)
     previews: list[ImportPreview] = []
-    for name, data in files:
+    per_file = list(mapping) if mapping is not None and not isinstance(mapping, ColumnMapping) else None
+    if per_file is not None and len(per_file) != len(files):
+        raise ValueError(f"{counted(len(per_file), 'column mapping')} given for {counted(len(files), 'file')}; give "
+                         "one per file.")
+    for index, (name, data) in enumerate(files):
         if kind == "table":
             if mapping is None:
                 raise ValueError("A table upload needs a column mapping (at least the text column).")
@@ -154,7 +159,9 @@ def read_upload(
                 previews.append(ImportPreview(issues=[ImportIssue(
                     name, "cannot tell the table format from the file name; choose it explicitly", "error")]))
                 continue
-            previews.append(read_table(data, fmt, mapping, name, max_doc_bytes=None))
+            its = per_file[index] if per_file is not None else mapping
+            assert isinstance(its, ColumnMapping)
+            previews.append(read_table(data, fmt, its, name, max_doc_bytes=None))
         elif kind == "zip":
             previews.append(read_text_zip(data, name, label_from_folder=label_from_folder, max_doc_bytes=None))
         elif kind == "topics":
