@@ -138,6 +138,27 @@ def list_runs(store: Any, corpus_name: str | None) -> int:
     return 0
 
 
+def partial_table_note(metrics: Any) -> str | None:
+    """What the summary table of a stopped run leaves out (``metrics``: its ``RunMetrics``), or None when nothing.
+
+    The table is over the queries every strategy with results scored (``to_evaluation_result``), so that its rows
+    compare; a run scores one strategy after another, so a stop leaves the last ones with fewer queries or none:
+    ``note: the table is over the 128 of 250 queries every strategy in it scored (standard 250, mrag 128); split
+    scored no query yet and is not in it``."""
+    pq = metrics.per_query
+    counts = {s: int(pq.loc[pq["strategy"] == s, "query_id"].nunique()) for s in metrics.strategies}
+    missing = [s for s in metrics.run.config.get("strategies", []) if s not in counts]
+    common = len(set.intersection(*(set(pq.loc[pq["strategy"] == s, "query_id"]) for s in counts))) if counts else 0
+    total = int(metrics.run.config.get("n_queries", 0)) or max(counts.values(), default=0)
+    parts = []
+    if counts and (len(set(counts.values())) > 1 or common < total):
+        listed = ", ".join(f"{s} {n}" for s, n in counts.items())
+        parts.append(f"the table is over the {common} of {total} queries every strategy in it scored ({listed})")
+    if missing:
+        parts.append(f"{', '.join(missing)} scored no query yet and {'is' if len(missing) == 1 else 'are'} not in it")
+    return "note: " + "; ".join(parts) if parts else None
+
+
 @store_command
 def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     """Run (or resume, or list) evaluations; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
@@ -206,11 +227,13 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         return fail(str(exc))
     info = db.get_eval_run(store, run_id)
     print(f"run {run_id}: {er.status_label(info)}, {info.n_results} results")
+    metrics = er.load_run_metrics(store, run_id)
     if info.status == "cancelled":
         if not pressed.is_set():
             print(f"stopped: {stopped_elsewhere('a Stop button in the app, or eval --stop')}", file=sys.stderr)
+        if note := partial_table_note(metrics):
+            print(note, file=sys.stderr)
         print(f"eval --resume {run_id} continues it", file=sys.stderr)
-    metrics = er.load_run_metrics(store, run_id)
     if len(metrics.per_query):
         print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
         llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
