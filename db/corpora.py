@@ -370,7 +370,8 @@ def corpus_footprints(store: Store) -> dict[int, CorpusFootprint]:
         queries = dict(session.execute(
             select(QuerySet.corpus_id, func.count()).join(Query, Query.query_set_id == QuerySet.id)
             .group_by(QuerySet.corpus_id)).all())
-        runs = dict(session.execute(select(EmbeddingRun.corpus_id, func.count()).group_by(EmbeddingRun.corpus_id)).all())
+        runs = dict(session.execute(
+            select(EmbeddingRun.corpus_id, func.count()).group_by(EmbeddingRun.corpus_id)).all())
         evals = dict(session.execute(select(EvalRun.corpus_id, func.count()).group_by(EvalRun.corpus_id)).all())
         per_vector = (EmbeddingRun.dim + EmbeddingRun.n_heads * EmbeddingRun.head_dim) * 4
         sizes = dict(session.execute(

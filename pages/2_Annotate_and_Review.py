@@ -91,7 +91,7 @@ def manage_categories() -> None:
     with st.expander("Rename, merge or delete a category", expanded=bool(clashes)):
         default = next((i for i, c in enumerate(categories) if c.name in {b for _, b in clashes}), 0)
         name = st.selectbox("Category", [c.name for c in categories], index=default, key=f"ar_cat_pick_{nonce}")
-        usage = db.corpora.category_usage(store, cat_by_name[name].id)
+        usage = db.category_usage(store, cat_by_name[name].id)
         st.session_state["ar_cat_seen"] = (usage.category.id, usage.labels_version)
         expected = seen[1] if seen is not None and seen[0] == usage.category.id else usage.labels_version
         in_use = bool(usage.n_labelled or usage.n_decisions or usage.n_suggestions)

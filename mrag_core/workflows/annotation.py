@@ -250,7 +250,7 @@ def merge_target(store: db.Store, corpus_id: int, name: str, new_name: str) -> d
     return next((c for c in clashing if c.name == new), clashing[0] if clashing else None)
 
 
-def usage_summary(usage: db.corpora.CategoryUsage) -> str:
+def usage_summary(usage: db.CategoryUsage) -> str:
     """What a category labels: "3 documents are labelled 'x' (2 by a decision and 1 by a suggestion); 4 decisions
     and 2 suggestions name it (older ones included)"."""
     decided, suggested = usage.n_decided, usage.n_labelled - usage.n_decided
@@ -268,7 +268,7 @@ def _eval_note(n_runs: int) -> str:
             "computed with the categories as they were; evaluate again to score the new ones." if n_runs else "")
 
 
-def delete_impact(usage: db.corpora.CategoryUsage) -> str:
+def delete_impact(usage: db.CategoryUsage) -> str:
     """What deleting the category of ``usage`` does, in plain words (shown before the user confirms)."""
     if not (usage.n_labelled or usage.n_decisions or usage.n_suggestions):
         return (f"No document is labelled {usage.category.name!r} and no stored label names it: deleting it loses "
@@ -281,14 +281,14 @@ def delete_impact(usage: db.corpora.CategoryUsage) -> str:
             f"another category instead to keep them).{queries}{_eval_note(usage.n_eval_runs)}")
 
 
-def merge_impact(usage: db.corpora.CategoryUsage, into: db.CategoryInfo) -> str:
+def merge_impact(usage: db.CategoryUsage, into: db.CategoryInfo) -> str:
     """What merging the category of ``usage`` into ``into`` does, in plain words."""
     return (f"{usage_summary(usage)}. Merging moves them all to {into.name!r} and deletes {usage.category.name!r}; "
             "queries whose ground truth had documents of both are flagged (their aspects then share one category)."
             + _eval_note(usage.n_eval_runs))
 
 
-def _removal_message(done: db.corpora.CategoryRemoval, n_runs: int) -> str:
+def _removal_message(done: db.CategoryRemoval, n_runs: int) -> str:
     rows = f"{counted(done.n_decisions, 'decision')} and {counted(done.n_suggestions, 'suggestion')}"
     if done.merged_into is not None:
         text = (f"Merged {done.name!r} into {done.merged_into!r}: {counted(done.n_relabelled, 'document')} labelled "
@@ -310,7 +310,7 @@ def rename_category(store: db.Store, corpus_id: int, name: str, new_name: str, *
                     expected_labels_version: int | None = None) -> str:
     """Rename the corpus' category ``name`` to ``new_name`` (whitespace runs as one space); returns what was done,
     in plain words. When another category has that name (or one equal up to case and spacing,
-    :func:`merge_target`) the two are merged with ``merge`` (``db.corpora.merge_category``: its labels move to the
+    :func:`merge_target`) the two are merged with ``merge`` (``db.merge_category``: its labels move to the
     other, which takes the name as typed, and it is deleted), else :class:`MergeNeeded` is raised, saying what a merge
     would do. Everything happens in one transaction. ``expected_labels_version``: the labels version the user saw
     the counts at (a merge is refused with ``db.StoreError`` when labels changed since). Raises ``ValueError``
@@ -323,12 +323,12 @@ def rename_category(store: db.Store, corpus_id: int, name: str, new_name: str, *
             raise ValueError(f"The category is called {new!r} already.")
         db.update_category(store, category.id, name=new)
         return f"Renamed category {category.name!r} to {new!r}."
-    usage = db.corpora.category_usage(store, category.id)
+    usage = db.category_usage(store, category.id)
     if not merge:
         same = "" if into.name == new else f", which differs from {new!r} only in case or spacing"
         raise MergeNeeded(f"The corpus has a category {into.name!r} already{same}: the two can only be merged. "
                           + merge_impact(usage, into), into)
-    done = db.corpora.merge_category(store, category.id, into.id, new_name=new if new != into.name else None,
+    done = db.merge_category(store, category.id, into.id, new_name=new if new != into.name else None,
                                      expected_labels_version=expected_labels_version)
     return _removal_message(done, usage.n_eval_runs)
 
@@ -342,12 +342,12 @@ def delete_category(store: db.Store, corpus_id: int, name: str, *, move_to: str 
     (else :class:`ConfirmationNeeded`, saying how many). One transaction; ``expected_labels_version`` as in
     :func:`rename_category`. Raises ``ValueError`` or ``db.StoreError``; nothing is changed then."""
     category = find_category(store, corpus_id, name)
-    usage = db.corpora.category_usage(store, category.id)
+    usage = db.category_usage(store, category.id)
     if move_to is not None:
         into = find_category(store, corpus_id, move_to)
         if into.id == category.id:
             raise ValueError(f"Choose another category than {category.name!r} to move its labels to.")
-        done = db.corpora.merge_category(store, category.id, into.id, expected_labels_version=expected_labels_version)
+        done = db.merge_category(store, category.id, into.id, expected_labels_version=expected_labels_version)
         return _removal_message(done, usage.n_eval_runs)
     if (usage.n_labelled or usage.n_decisions or usage.n_suggestions) and not confirm:
         raise ConfirmationNeeded(delete_impact(usage))

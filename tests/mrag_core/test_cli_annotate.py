@@ -160,7 +160,7 @@ def test_an_endpoint_that_fails_for_every_request_stops_the_run_across_batches(u
     assert captured.out.strip().startswith("Mini: 0 suggestions stored, 1 failed")
     assert any(line.startswith("failed: document ") and "HTTP 401" in line for line in captured.err.splitlines())
     assert captured.err.strip().splitlines()[-1] == (
-        "stopped with 3 documents left; the endpoint failed for every request (see 'failed:' above); fix it, then "
+        "stopped with 4 documents left; the endpoint failed for every request (see 'failed:' above); fix it, then "
         "run the same command again to resume")
 
 
