@@ -432,8 +432,9 @@ with tab_compare:
                         st.warning(note)
                 if tests.empty or int(tests["queries"].max()) == 0:
                     st.warning("The selected runs share no scored query.")
-                if note := er.compare_k_note(loaded, int(k_mode) or None):
-                    st.warning(note)
+                for note in (er.compare_k_note(loaded, int(k_mode) or None), er.compare_w_note(loaded, metric)):
+                    if note:
+                        st.warning(note)
                 st.markdown(f"**Mean {metric} per aspect count**")
                 st.dataframe(er.means_table(means, metric, picked), key="ev_cmp_means")
                 st.markdown(f"**{metric} over all paired queries, next to the LLM cost**")

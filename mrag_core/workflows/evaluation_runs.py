@@ -1351,6 +1351,17 @@ def compare_k_note(metrics: Mapping[int, RunMetrics], k: int | None) -> str | No
             f"k = {cap}, the largest k all of them scored, so each pair is compared at the same k.")
 
 
+def compare_w_note(metrics: Mapping[int, RunMetrics], metric: str) -> str | None:
+    """The warning for comparing the weighted ratio of runs stored with different w (None otherwise): each run's
+    weighted ratio is (w·RSR + CSR) / (w + 1) with its own w, so the same retrieval scores differently."""
+    weights = {rid: m.w for rid, m in metrics.items()}
+    if metric != "weighted" or len(set(weights.values())) < 2:
+        return None
+    listed = ", ".join(f"#{rid} w = {w:g}" for rid, w in weights.items())
+    return (f"These runs weight exact hits differently ({listed}): each weighted ratio is (w·RSR + CSR) / (w + 1) "
+            "with its run's w, so their weighted ratios do not compare. Compare rsr or csr instead.")
+
+
 def compare_runs(
     store: db.Store,
     items: Sequence[tuple[int, str]],

@@ -66,3 +66,23 @@ def test_the_compare_note_says_which_runs_stop_at_a_smaller_k(store) -> None:
         "at the same k.")
     assert er.compare_k_note(loaded, 2) is None  # nothing is lowered
     assert er.compare_k_note({long_run: loaded[long_run]}, None) is None
+
+
+def test_the_weighted_ratio_of_runs_with_different_w_is_said_not_to_compare(store) -> None:
+    long_run, short_run = _runs(store)
+    corpus_id = db.get_eval_run(store, long_run).corpus_id
+    qs_id = db.get_eval_run(store, long_run).query_set_id
+    (qid,) = [q.id for q in db.list_queries(store, qs_id)]
+    run = db.create_eval_run(store, corpus_id=corpus_id, query_set_id=qs_id, name="w1",
+                             config={"model": "minilm", "layer": 5, "strategies": ["mrag"], "c": 3, "k_max": 3,
+                                     "w": 1.0}, seed=0)
+    db.save_eval_results(store, run.id, [{"strategy": "mrag", "query_id": qid, "retrieved": [], "rsr": [0.0, 0.0, 1.0],
+                                          "csr": [1.0, 1.0, 1.0]}])
+    loaded = {rid: er.load_run_metrics(store, rid) for rid in (long_run, run.id)}
+    assert loaded[run.id].per_query["weighted"].tolist() == [0.5, 0.5, 1.0]  # (1·RSR + CSR) / 2
+    assert er.compare_w_note(loaded, "weighted") == (
+        f"These runs weight exact hits differently (#{long_run} w = 2, #{run.id} w = 1): each weighted ratio is "
+        "(w·RSR + CSR) / (w + 1) with its run's w, so their weighted ratios do not compare. Compare rsr or csr "
+        "instead.")
+    assert er.compare_w_note(loaded, "rsr") is None
+    assert er.compare_w_note({rid: er.load_run_metrics(store, rid) for rid in (long_run, short_run)}, "weighted") is None
