@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_layout, evaluate, summarize
+from mrag_core.evaluation import (NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_file_layout, authors_layout,
+                                  evaluate, summarize)
 from mrag_core.llm_strategies import LLMOptions, TextBatch, families_for, is_llm_strategy
 from mrag_core.wording import counted
 
@@ -142,7 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--half", action="store_true", help="float16 weights on CUDA")
     b.add_argument("--batch-size", type=positive_int, default=32)
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    b.add_argument("--json", dest="json_out", help="write per-query results in the authors' layout")
+    b.add_argument("--json", dest="json_out",
+                   help="write per-query results: {strategy: {n_aspects: {success_ratio, category_success_ratio: "
+                        "[k][query]}}}")
+    b.add_argument("--authors-json", dest="authors_json_out",
+                   help="write them as the MRAG authors' result files are (keys rat, suc, category_rat, category_suc; "
+                        "their strategy names, e.g. standard-rag), for their plotting code")
     add_llm_options(b)
     try:
         from mrag_core.cli_eval import add_eval_parser
@@ -292,10 +298,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"warning: {counted(n, 'query topic')} {'matches' if n == 1 else 'match'} no single document (none, or "
               "several that nothing tells apart; they are left out of the ground truth; "
               f"first: {data.unresolved[0][1]!r})", file=sys.stderr)
-    if args.json_out:
-        out_dir = Path(args.json_out).resolve().parent
-        if not out_dir.is_dir():
-            raise CLIError(f"cannot write --json {args.json_out}: folder {out_dir} does not exist")
+    for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out)):
+        out_dir = Path(path).resolve().parent if path else None
+        if out_dir is not None and not out_dir.is_dir():
+            raise CLIError(f"cannot write {option} {path}: folder {out_dir} does not exist")
     llm_names = [s for s in args.strategies if is_llm_strategy(s)]
     llm_cfg = _bench_endpoint(llm_names)
     options = llm_options_from(args)
@@ -323,9 +329,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if costs:
         print()
         print_cost_table(costs, llm_names)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(authors_layout(out.result)))
-        print(f"wrote {args.json_out}", file=sys.stderr)
+    for path, layout in ((args.json_out, authors_layout), (args.authors_json_out, authors_file_layout)):
+        if path:
+            Path(path).write_text(json.dumps(layout(out.result)))
+            print(f"wrote {path}", file=sys.stderr)
     return 0
 
 

@@ -317,6 +317,36 @@ def authors_layout(result: EvaluationResult) -> dict[str, dict[str, dict[str, li
     return out
 
 
+AUTHORS_FILE_NAMES: dict[str, str] = {
+    "standard": "standard-rag", "split": "split-rag", "split-weighted": "split-rag-strategy-weighted",
+    "fusion": "fusion-rag", "mrag-decay": "mrag-strategy-decay", "mrag-distance": "mrag-strategy-distance",
+}
+"""Our strategy names that the authors' result files spell otherwise (``mrag`` and ``fusion-mrag`` are the same;
+the LLM-assisted strategies are ours and keep their names)."""
+
+
+def authors_file_layout(result: EvaluationResult) -> dict[str, dict[str, dict[str, list[list[float | int]]]]]:
+    """The authors' result files (``results/*.json`` of their repository) exactly:
+    ``{strategy: {n_aspects: {"rat": [k][query], "suc": ..., "category_rat": ..., "category_suc": ...}}}`` with
+    their strategy names (:data:`AUTHORS_FILE_NAMES`). ``rat`` / ``category_rat`` are RSR / CSR; ``suc`` /
+    ``category_suc`` are 1 where the ratio is 1 (every aspect, or every aspect's category, found) and 0 otherwise,
+    as in their files. Loads in their plotting code; :func:`authors_layout` holds the same ratios under this
+    project's names."""
+    out: dict[str, dict[str, dict[str, list[list[float | int]]]]] = {}
+    for name, per_n in authors_layout(result).items():
+        out[AUTHORS_FILE_NAMES.get(name, name)] = {
+            n: {"rat": block["success_ratio"], "suc": _all_found(block["success_ratio"]),
+                "category_rat": block["category_success_ratio"],
+                "category_suc": _all_found(block["category_success_ratio"])}
+            for n, block in per_n.items()}
+    return out
+
+
+def _all_found(ratios: list[list[float]]) -> list[list[int]]:
+    """1 where a ratio is 1, else 0 (the authors' binary success)."""
+    return [[int(r == 1.0) for r in row] for row in ratios]
+
+
 def aspect_groups(cases: Sequence[QueryCase]) -> dict[int, list[int]]:
     """Query row indices per aspect count, ascending."""
     groups: dict[int, list[int]] = {}

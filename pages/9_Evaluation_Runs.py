@@ -389,10 +389,17 @@ with tab_view:
                 st.dataframe(er.single_aspect_table(m), hide_index=True)
 
             st.subheader("Export")
-            e1, e2 = st.columns(2)
-            e1.download_button("Run as JSON (authors' layout)", data=lambda: er.authors_json(m),
-                               file_name=f"eval_run_{chosen.id}.json", mime="application/json", key="ev_json")
-            e2.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
+            e1, e2, e3 = st.columns(3)
+            e1.download_button("Run as JSON", data=lambda: er.authors_json(m),
+                               file_name=f"eval_run_{chosen.id}.json", mime="application/json", key="ev_json",
+                               help="{strategy: {aspects: {success_ratio, category_success_ratio: [k][query]}}}, "
+                                    "as `bench --json` writes it")
+            e2.download_button("Run as the MRAG authors' result file", data=lambda: er.authors_file_json(m),
+                               file_name=f"eval_run_{chosen.id}_authors.json", mime="application/json",
+                               key="ev_authors_json",
+                               help="Their keys (rat, suc, category_rat, category_suc) and strategy names "
+                                    "(standard-rag, split-rag, fusion-rag, ...), for their plotting code")
+            e3.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
                                file_name=f"eval_run_{chosen.id}.csv", mime="text/csv", key="ev_csv")
         with st.expander("Delete this run"):
             running_now = chosen.id in er.active_runs() or chosen.live

@@ -70,6 +70,7 @@ from mrag_core.evaluation import (
     QueryCase,
     StrategyResult,
     StrategySpec,
+    authors_file_layout,
     authors_layout,
     evaluate,
 )
@@ -1264,6 +1265,12 @@ def authors_json(metrics: RunMetrics) -> str:
     return json.dumps(authors_layout(to_evaluation_result(metrics)))
 
 
+def authors_file_json(metrics: RunMetrics) -> str:
+    """The run as the MRAG authors' result files are written (keys ``rat``, ``suc``, ``category_rat``,
+    ``category_suc``; their strategy names): :func:`~mrag_core.evaluation.authors_file_layout`."""
+    return json.dumps(authors_file_layout(to_evaluation_result(metrics)))
+
+
 def run_csv(metrics: RunMetrics) -> str:
     """Per-query, per-k rows as CSV: strategy, query_id, n_aspects, k, rsr, csr, weighted."""
     buf = io.StringIO()
@@ -1462,14 +1469,8 @@ FUSED_RUN_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies merge
                   "by Reciprocal Rank Fusion. In a run, as in the MRAG authors' evaluation, the lists fused at k are "
                   "each searched to depth k: at a larger k every sub-query's list is longer, and documents that "
                   "several sub-queries find lower down can outrank a sub-query's first hit, so these curves can fall "
-                  "as k grows. Compare fuses each sub-query's top c (c = 32 by default) and keeps the first k, so its "
-                  "Fusion numbers can differ from a run's at the same k.")
-
-
-FUSED_COMPARE_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies here merge each sub-query's (or LLM "
-                      "text's) top c = {c} by Reciprocal Rank Fusion and keep the first k. An evaluation run fuses, "
-                      "at each k, each sub-query's top k instead (as the MRAG authors' evaluation does), so a run's "
-                      "Fusion numbers at the same k can differ from these.")
+                  "as k grows. Compare fuses each sub-query's top k too: a query opened there from a run shows the "
+                  "run's Fusion numbers at that k (given the same sub-queries).")
 
 
 def fused_strategies(strategies: Sequence[str]) -> list[str]:

@@ -97,12 +97,20 @@ def test_json_into_missing_folder(tmp_path: Path, capsys) -> None:
     assert "does not exist" in _only_error_line(capsys.readouterr().err)
 
 
+def test_authors_json_into_missing_folder(tmp_path: Path, capsys) -> None:
+    a, q = write_dataset(tmp_path)
+    rc = main(["bench", "--articles", str(a), "--queries", str(q), "--authors-json", str(tmp_path / "no" / "x.json")])
+    assert rc == 2
+    assert "cannot write --authors-json" in _only_error_line(capsys.readouterr().err)
+
+
 def test_bench_end_to_end(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
     a, q = write_dataset(tmp_path)
     out = tmp_path / "result.json"
     args = ["bench", "--articles", str(a), "--queries", str(q), "--model", "minilm", "--device", "cpu",
-            "--threads", "1", "--json", str(out)]  # default k_max = c = 32 > 24 documents
+            "--threads", "1", "--json", str(out), "--authors-json", str(tmp_path / "authors.json")]
+    # default k_max = c = 32 > 24 documents
     assert main(args) == 0
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
@@ -121,6 +129,11 @@ def test_bench_end_to_end(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatc
 
     layout = json.loads(out.read_text())
     assert list(layout) == strategies
+    theirs = json.loads((tmp_path / "authors.json").read_text())  # the same ratios as the authors' files hold them
+    assert list(theirs) == ["standard-rag", "mrag", "split-rag", "fusion-rag", "fusion-mrag"]
+    assert theirs["split-rag"]["2"]["rat"] == layout["split"]["2"]["success_ratio"]
+    assert theirs["standard-rag"]["3"]["suc"] == [[int(r == 1.0) for r in row]
+                                                  for row in layout["standard"]["3"]["success_ratio"]]
     for name in strategies:
         assert list(layout[name]) == ["2", "3"]
         for n, n_queries in (("2", 3), ("3", 1)):

@@ -13,6 +13,8 @@ from mrag_core.evaluation import (
     EvaluationCancelled,
     QueryCase,
     aspect_groups,
+    AUTHORS_FILE_NAMES,
+    authors_file_layout,
     authors_layout,
     evaluate,
     prefix_ratios,
@@ -149,6 +151,25 @@ def test_authors_layout_and_summary(hand_result) -> None:
     r = rows[("standard", 1, 2)]
     assert r.weighted == pytest.approx(1.0)
     assert summarize(hand_result, w=0.0)[0].weighted == pytest.approx(summarize(hand_result)[0].csr)
+
+
+def test_authors_file_layout_has_their_keys_and_names(hand_result) -> None:
+    files = authors_file_layout(hand_result)
+    # ALL, as the authors' files spell it
+    assert list(files) == ["standard-rag", "mrag", "mrag-strategy-decay", "mrag-strategy-distance", "split-rag",
+                           "fusion-rag", "fusion-mrag"]
+    assert set(files["mrag"]["2"]) == {"rat", "suc", "category_rat", "category_suc"}
+    # mrag on the 2-aspect query: RSR 0, .5, .5, 1 at k = 1..4; success only where every aspect is found
+    assert files["mrag"]["2"]["rat"] == [[0.0], [0.5], [0.5], [1.0]]
+    assert files["mrag"]["2"]["suc"] == [[0], [0], [0], [1]]
+    assert files["mrag"]["1"]["category_rat"] == [[0.0], [1.0], [1.0], [1.0]]
+    assert files["mrag"]["1"]["category_suc"] == [[0], [1], [1], [1]]
+    ours = authors_layout(hand_result)
+    for name in ALL:
+        theirs = files[AUTHORS_FILE_NAMES.get(name, name)]
+        for n in ("1", "2"):
+            assert theirs[n]["rat"] == ours[name][n]["success_ratio"]
+            assert theirs[n]["category_rat"] == ours[name][n]["category_success_ratio"]
 
 
 def test_evaluate_errors_progress_and_cancel(hand_index) -> None:

@@ -76,6 +76,8 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     single = _frame_with(at2, "hits@1")
     assert single["strategy"].tolist() == ["standard", "mrag"]
     assert (single["hits@1"] <= single["hits@2"]).all() and (single["hits@2"] <= single["queries"]).all()
+    exports = [b.proto.label for b in at2.get("download_button") if not b.proto.label.startswith("Download chart")]
+    assert exports == ["Run as JSON", "Run as the MRAG authors' result file", "Per-query results (CSV)"]
     # Compare standard vs mrag of that run: paired tests over the 24 demo queries.
     tests = _frame_with(at2, "wilcoxon_p")
     allrow = tests[tests["n_aspects"] == "all"].iloc[0]
