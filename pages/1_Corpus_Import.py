@@ -42,10 +42,11 @@ NONE = "(none)"
 
 @st.cache_data(max_entries=4, show_spinner="Reading the upload...")
 def _read(kind: str, files: tuple[tuple[str, bytes], ...],
-          mappings: tuple[tuple[str, str | None, str | None], ...] | None, table_format: str | None,
+          mappings: tuple[tuple[str, str | None, str | None] | None, ...] | None, table_format: str | None,
           label_from_folder: bool) -> ImportPreview:
-    """The upload read with one column mapping per file (tables)."""
-    cm = [ColumnMapping(*m) for m in mappings] if mappings is not None else None
+    """The upload read with one column mapping per file (tables; None for a table that cannot be read, which the
+    preview lists as left out)."""
+    cm = [ColumnMapping(*m) if m is not None else None for m in mappings] if mappings is not None else None
     return cw.read_upload(kind, list(files), mapping=cm, table_format=table_format,
                           label_from_folder=label_from_folder)
 
@@ -110,26 +111,36 @@ def _mapping_boxes(name: str, columns: list[str], suffix: str, heading: str) -> 
 
 
 def _column_mappings(files: list[tuple[str, bytes]], table_format: str | None
-                     ) -> tuple[tuple[Mapping, ...] | None, str | None]:
-    """Draw the column mapping of the uploaded tables: one mapping when they all have the same columns, else one
-    per file (each guessed from its own columns, as ``python -m mrag_core import`` does), so each can be
-    corrected. ``(one mapping per file, None)``, or ``(None, why)`` when a table cannot be read."""
-    columns: list[list[str]] = []
+                     ) -> tuple[tuple[Mapping | None, ...] | None, list[str]]:
+    """Draw the column mapping of the uploaded tables that can be read: one mapping when they all have the same
+    columns, else one per file (each guessed from its own columns, as ``python -m mrag_core import`` does), so each
+    can be corrected. Returns one mapping per file (None for a table that cannot be read: the preview lists it as
+    left out, with why, and the others are read and imported, as the CLI does) and why each unreadable table cannot
+    be read; the mappings are None when no table can be read."""
+    columns: list[list[str] | None] = []
+    unreadable: list[str] = []
     for name, data in files:
         cols, why = _table_columns(name, data, table_format)
-        if cols is None:
-            return None, why
         columns.append(cols)
-    if all(cols == columns[0] for cols in columns):
-        shared = _mapping_boxes(files[0][0], columns[0], "", "**Column mapping**")
-        return tuple(shared for _ in files), None
+        if why is not None:
+            unreadable.append(why)
+    readable = [(name, cols) for (name, _), cols in zip(files, columns) if cols is not None]
+    if not readable:
+        return None, unreadable
+    for why in unreadable:
+        st.warning(f"{why.rstrip('.')}. It is left out: the other files are previewed and imported without it "
+                   "(fix it and upload it again to import it too).")
+    if all(cols == readable[0][1] for _, cols in readable):
+        shared = _mapping_boxes(readable[0][0], readable[0][1], "", "**Column mapping**")
+        return tuple(shared if cols is not None else None for cols in columns), unreadable
     st.caption("These files have different columns: each has its own mapping, guessed from its columns.")
-    return tuple(_mapping_boxes(name, cols, f"_{i}" if i else "", f"**Column mapping of '{md_plain(name)}'**")
-                 for i, ((name, _), cols) in enumerate(zip(files, columns))), None
+    drawn = iter([_mapping_boxes(name, cols, f"_{i}" if i else "", f"**Column mapping of '{md_plain(name)}'**")
+                  for i, (name, cols) in enumerate(readable)])
+    return tuple(next(drawn) if cols is not None else None for cols in columns), unreadable
 
 
 def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder: str,
-                        mappings: tuple[tuple[str, str | None, str | None], ...] | None, table_format: str | None,
+                        mappings: tuple[Mapping | None, ...] | None, table_format: str | None,
                         label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
                         existing: db.CorpusInfo | None, new_name: str, name_taken: bool) -> None:
     """Section 3: the preview of what would be imported with these options, and the import button (disabled
@@ -205,13 +216,15 @@ if not has_source:
     st.info("Give a folder path to see a preview." if kind == "topics" and st.session_state.get("imp_topic_from")
             == TOPIC_FROM[1] else "Upload a file (or paste a table) to see a preview.")
 
-mappings: tuple[tuple[str, str | None, str | None], ...] | None = None
-unreadable: str | None = None
+mappings: tuple[Mapping | None, ...] | None = None
+unreadable = False  # no table of the upload can be read: no preview
 label_from_folder = True
 if kind == "table" and files:
-    mappings, unreadable = _column_mappings(files, table_format)
-    if unreadable is not None:
-        st.error(unreadable)
+    mappings, whys = _column_mappings(files, table_format)
+    if mappings is None:
+        unreadable = True
+        for why in whys:
+            st.error(why)
 elif kind == "zip":
     label_from_folder = st.checkbox("Use the folder name as the label", value=True, key="imp_folder_label")
 
@@ -256,7 +269,7 @@ else:
         target_ready = False
 
 # --------------------------------------------------------------------------- 3. preview
-if has_source and unreadable is None:
+if has_source and not unreadable:
     st.subheader("3. Preview")
     if target_ready:
         _preview_and_import(kind, files, topic_folder, mappings, table_format, label_from_folder, chunking,

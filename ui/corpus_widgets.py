@@ -59,7 +59,7 @@ def show_preview(preview: ImportPreview) -> None:
     n_err, n_warn = len(preview.errors), len(preview.warnings)
     summary = preview.summary()
     if n_err:
-        st.warning(f"{summary}. Rows with errors are left out of the import.")
+        st.warning(f"{summary}. Rows and files with errors are left out of the import.")
     else:
         st.info(summary)
     records = pd.DataFrame(

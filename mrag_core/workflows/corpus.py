@@ -46,6 +46,7 @@ from mrag_core.ingest import (
     read_table,
     read_text_files,
     read_text_zip,
+    sniff_columns,
 )
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "read_upload",
     "same_labels",
     "source_signature",
+    "unreadable_table",
 ]
 
 SourceKind = Literal["table", "zip", "wikipedia", "topics", "text"]
@@ -123,7 +125,7 @@ def read_upload(
     kind: str,
     files: Sequence[tuple[str, bytes]],
     *,
-    mapping: ColumnMapping | Sequence[ColumnMapping] | None = None,
+    mapping: ColumnMapping | Sequence[ColumnMapping | None] | None = None,
     table_format: str | None = None,
     label_from_folder: bool = True,
     label: str | None = None,
@@ -132,7 +134,8 @@ def read_upload(
     content (problems become issues located by file/row).
 
     ``table`` needs ``mapping`` (see :func:`mrag_core.ingest.suggest_mapping`): one for every file, or one per
-    file (a sequence as long as ``files``: tables with different columns); its format is
+    file (a sequence as long as ``files``: tables with different columns; None for a table whose columns cannot be
+    read, which is left out with an error naming it and why, as :func:`unreadable_table` says); its format is
     ``table_format`` or guessed from each file name. ``zip`` labels by folder when
     ``label_from_folder``. ``topics`` reads ZIPs of the legal / accident topic layout (label =
     category folder; a folder on disk goes through :func:`read_topic_folder`). ``text`` gives
@@ -160,6 +163,9 @@ def read_upload(
                     name, "cannot tell the table format from the file name; choose it explicitly", "error")]))
                 continue
             its = per_file[index] if per_file is not None else mapping
+            if its is None:
+                previews.append(unreadable_table(data, fmt, name))
+                continue
             assert isinstance(its, ColumnMapping)
             previews.append(read_table(data, fmt, its, name, max_doc_bytes=None))
         elif kind == "zip":
@@ -169,6 +175,18 @@ def read_upload(
         else:
             previews.append(preview_wikipedia_articles(data, name, max_doc_bytes=None))
     return ImportPreview.combine(previews)
+
+
+def unreadable_table(data: bytes, fmt: str, name: str) -> ImportPreview:
+    """The preview of a table whose columns cannot be read (so it has no column mapping): no record, no row read
+    (the counts still add up, ready + skipped = read), and one error located at ``name`` saying that the file is
+    left out and why. Raises ``ValueError`` when its columns can be read after all: it needs a mapping then."""
+    try:
+        columns = sniff_columns(data, fmt, name)
+    except IngestError as exc:  # its message starts with the file name already
+        why = str(exc).removeprefix(f"{name}: ")
+        return ImportPreview(issues=[ImportIssue(name, f"the file cannot be read, so it is left out: {why}", "error")])
+    raise ValueError(f"{name} needs a column mapping (its columns: {', '.join(columns)}).")
 
 
 def read_topic_folder(path: str | Path) -> ImportPreview:
