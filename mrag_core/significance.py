@@ -16,6 +16,10 @@ and p-value are ``nan`` (no stars, :func:`significance_mark`) and ``note`` says 
 Wilcoxon test and win/tie/loss still stand (two queries that each differ by 0.1 are no
 overwhelming evidence: ``mean / (0 / sqrt(n))`` would read as ``t = inf``, ``p = 0``); with
 fewer than 2 queries the p-values are ``nan`` and ``note`` says why.
+
+Several tests of one comparison (one per aspect count, plus all queries) are a family: :func:`holm_adjust` gives
+their Holm-Bonferroni adjusted p-values, which keep the chance of any false "significant" in the family at most the
+level (5 %) where the raw p-values would not.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["PairedTest", "paired_test", "significance_mark", "win_tie_loss"]
+__all__ = ["PairedTest", "holm_adjust", "paired_test", "significance_mark", "win_tie_loss"]
 
 SIGNIFICANCE_LEVELS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
 
@@ -41,6 +45,24 @@ def significance_mark(p: float) -> str:
         if p < level:
             return mark
     return "n.s."
+
+
+def holm_adjust(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values of one family of tests, in the order given.
+
+    With the ``m`` p-values that are numbers sorted ascending, ``p_(1) <= ... <= p_(m)``, the adjusted value of
+    ``p_(i)`` is ``max over j <= i of min(1, (m - j + 1) * p_(j))`` (step-down: the running maximum keeps the
+    adjusted values in the order of the raw ones). NaN p-values (a test that cannot answer: fewer than 2 queries,
+    no variance) stay NaN and do not count in ``m``. E.g. ``[0.01, 0.04, 0.03]`` -> ``[0.03, 0.06, 0.06]``."""
+    values = [float(p) if p is not None else math.nan for p in pvalues]
+    order = sorted((i for i, p in enumerate(values) if not math.isnan(p)), key=lambda i: values[i])
+    m = len(order)
+    out = [math.nan] * len(values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * values[i]))
+        out[i] = running
+    return out
 
 
 @dataclass(frozen=True)

@@ -417,11 +417,11 @@ with tab_compare:
         st.info("Compare needs at least two (run, strategy) results in this corpus.")
     else:
         by_id = {r.id: r for r in runs}
-        if "ev_cmp_items" in ss:  # kept for the session: drop the items of deleted runs and of other corpora
-            ss["ev_cmp_items"] = [tuple(it) for it in ss["ev_cmp_items"] if tuple(it) in items]
+        # Set through the session state only (a default as well made Streamlit log a warning on every rerun): the
+        # first two items at first, then the session's choice without the items of deleted runs and other corpora.
+        ss["ev_cmp_items"] = [tuple(it) for it in ss.get("ev_cmp_items", items[:2]) if tuple(it) in items]
         picked = st.multiselect(
-            "Runs and strategies to compare (the first is the reference)", items,
-            default=items[:2], key="ev_cmp_items", **KEEP,
+            "Runs and strategies to compare (the first is the reference)", items, key="ev_cmp_items", **KEEP,
             format_func=lambda it: f"#{it[0]} {it[1]} · {qs_names.get(by_id[it[0]].query_set_id, '')} · "
                                    f"{by_id[it[0]].config.get('model')} L{by_id[it[0]].config.get('layer')}")
         c1, c2 = st.columns(2)
@@ -442,7 +442,8 @@ with tab_compare:
                 for note in (er.compare_k_note(loaded, int(k_mode) or None), er.compare_w_note(loaded, metric)):
                     if note:
                         st.warning(note)
-                st.markdown(f"**Mean {metric} per aspect count**")
+                read_at = er.compare_k_label(loaded, int(k_mode) or None)
+                st.markdown(f"**Mean {metric} per aspect count, at {read_at}**")
                 st.dataframe(er.means_table(means, metric, picked), key="ev_cmp_means")
                 st.markdown(f"**{metric} over all paired queries, next to the LLM cost**")
                 overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
@@ -453,17 +454,18 @@ with tab_compare:
                              hide_index=True, key="ev_cmp_cost",
                              column_config={**COST_FORMAT, metric: st.column_config.NumberColumn(format="%.3f")})
                 cmp_fig = px.bar(means[means["n_aspects"] != "all"], x="n_aspects",
-                                 y=metric, color="item", barmode="group", title=f"{metric} per aspect count")
+                                 y=metric, color="item", barmode="group",
+                                 title=f"{metric} per aspect count, at {read_at}")
                 st.plotly_chart(cmp_fig, key="ev_cmp_fig")
                 if note := er.fused_depth_note([s for _, s in picked]):
                     st.caption(note)
                 _html_download(cmp_fig, "comparison", "ev_cmp_dl")
                 st.markdown("**Paired significance against the reference** (t-test and Wilcoxon p-values, "
-                            "win / tie / loss per query; \\* p < 0.05, \\*\\* p < 0.01, \\*\\*\\* p < 0.001, "
-                            "n.s. not significant; no p-value where a test cannot answer: the note says why)")
+                            "win / tie / loss per query)")
+                st.caption(er.HOLM_NOTE)
                 shown = tests.assign(mean_diff=tests["mean_diff"].map(er.signed)) if len(tests) else tests
-                st.dataframe(shown.style.format({"t_p": "{:.4f}", "wilcoxon_p": "{:.4f}"}, na_rep=""), hide_index=True,
-                             key="ev_cmp_tests")
+                p_format = {col: "{:.4f}" for col in ("t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm")}
+                st.dataframe(shown.style.format(p_format, na_rep=""), hide_index=True, key="ev_cmp_tests")
                 st.markdown("**Per-query drill-down**")
                 pq = er.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)
                 st.dataframe(pq, hide_index=True)

@@ -88,7 +88,7 @@ from mrag_core.llm_strategies import (
     is_llm_strategy,
 )
 from mrag_core.metrics.weighted import weighted_success_ratio
-from mrag_core.significance import paired_test, significance_mark
+from mrag_core.significance import holm_adjust, paired_test, significance_mark
 from mrag_core.workflows import indexing
 
 ProgressFn = Callable[[str, int, int], None]
@@ -1358,6 +1358,18 @@ def compare_k_note(metrics: Mapping[int, RunMetrics], k: int | None) -> str | No
             f"k = {cap}, the largest k all of them scored, so each pair is compared at the same k.")
 
 
+def compare_k_label(metrics: Mapping[int, RunMetrics], k: int | None) -> str:
+    """At which k :func:`compare_runs` reads the compared runs, for the heading of its means: ``k = 5`` for a
+    chosen k, ``k = each query's number of aspects`` when k follows the aspect count, each capped at
+    :func:`shared_k_max` when that lowers it (:func:`compare_k_note` says why):
+    ``k = 2 (5 asked; 2 is the largest k every run scored)``, ``k = each query's number of aspects, at most 2``."""
+    cap = shared_k_max(metrics.values())
+    if k is not None:
+        return f"k = {k}" if k <= cap else f"k = {cap} ({k} asked; {cap} is the largest k every run scored)"
+    most = max((int(n) for m in metrics.values() for n in m.queries["n_aspects"]), default=0)
+    return "k = each query's number of aspects" + (f", at most {cap}" if most > cap else "")
+
+
 def compare_w_note(metrics: Mapping[int, RunMetrics], metric: str) -> str | None:
     """The warning for comparing the weighted ratio of runs stored with different w (None otherwise): each run's
     weighted ratio is (w·RSR + CSR) / (w + 1) with its own w, so the same retrieval scores differently."""
@@ -1382,7 +1394,8 @@ def compare_runs(
     Returns ``(means, tests)``: ``means`` has one row per (item, n_aspects) with the mean ``metric``
     at k (default k = n_aspects) and the number of paired queries; ``tests`` one row per
     (item other than the reference, n_aspects, plus ``"all"``) with the paired t-test and Wilcoxon
-    p-values and win/tie/loss of the item against the reference, over queries both have.
+    p-values and win/tie/loss of the item against the reference, over queries both have; the p-values also
+    Holm-adjusted over each item's rows, and the significance marks read from the adjusted ones (:func:`with_holm`).
     Every item is read at the same k, at most :func:`shared_k_max` of the runs (a run scored with a smaller k_max
     has no larger k; :func:`compare_k_note` says so).
     """
@@ -1429,10 +1442,37 @@ def compare_runs(
             t = paired_test(s.loc[ids].to_numpy(), ref.loc[ids].to_numpy())
             test_rows.append({"item": label, "reference": ref_label, "n_aspects": n, "queries": t.n,
                               "mean_diff": _no_negative_zero(t.mean_diff), "t_p": t.t_pvalue,
-                              "t_sig": significance_mark(t.t_pvalue),
-                              "wilcoxon_p": t.wilcoxon_pvalue, "wilcoxon_sig": significance_mark(t.wilcoxon_pvalue),
+                              "wilcoxon_p": t.wilcoxon_pvalue,
                               "wins": t.wins, "ties": t.ties, "losses": t.losses, "note": t.note})
-    return pd.DataFrame(means_rows), pd.DataFrame(test_rows)
+    return pd.DataFrame(means_rows), with_holm(pd.DataFrame(test_rows))
+
+
+HOLM_NOTE = ("Each item is tested against the reference once per aspect count and once over all queries, so some "
+             "raw p-values can fall below 0.05 by chance alone. t_p_holm and wilcoxon_p_holm are Holm-adjusted over "
+             "the item's own tests (Holm-Bonferroni: the smallest of its m p-values times m, the next times m - 1, and "
+             "so on, never below the one before, at most 1), and the marks are read from these adjusted p-values: "
+             "\\* p < 0.05, \\*\\* p < 0.01, \\*\\*\\* p < 0.001, n.s. not significant. Where a test cannot "
+             "answer there is no p-value (the note says why), and it does not count in m.")
+"""The caption of Compare runs' significance table: what the Holm columns are and that the marks read them."""
+
+TESTS_COLUMNS = ["item", "reference", "n_aspects", "queries", "mean_diff", "t_p", "t_p_holm", "t_sig", "wilcoxon_p",
+                 "wilcoxon_p_holm", "wilcoxon_sig", "wins", "ties", "losses", "note"]
+
+
+def with_holm(tests: pd.DataFrame) -> pd.DataFrame:
+    """``tests`` (one row per item and aspect count, with raw ``t_p`` and ``wilcoxon_p``) with Holm-adjusted
+    p-values (``t_p_holm``, ``wilcoxon_p_holm``: :func:`~mrag_core.significance.holm_adjust` over the rows of one
+    item, the family of its tests against the reference) and the significance marks of the adjusted values
+    (``t_sig``, ``wilcoxon_sig``), in :data:`TESTS_COLUMNS` order. NaN p-values stay NaN and count in no family."""
+    out = tests.copy()
+    for raw in ("t_p", "wilcoxon_p"):
+        adjusted = pd.Series(float("nan"), index=out.index, dtype=float)
+        if len(out):
+            for _, rows in out.groupby("item", sort=False)[raw]:
+                adjusted.loc[rows.index] = holm_adjust(rows.tolist())
+        out[f"{raw}_holm"] = adjusted
+        out[raw.replace("_p", "_sig")] = adjusted.map(significance_mark)
+    return out.reindex(columns=TESTS_COLUMNS)
 
 
 def _query_set_name(store: db.Store, query_set_id: int) -> str:
