@@ -155,7 +155,7 @@ def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
             from mrag_core.ingest import ImportPreview
 
             previews: list[Any] = []
-            first: Any = None
+            unreadable: list[str] = []
             for name, data in files:
                 fmt = guess_format(name)
                 if fmt is None:
@@ -163,12 +163,12 @@ def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
                                    ".jsonl or .parquet (or --kind)")
                 try:
                     mapping = _mapping(args, name, data, fmt)
-                except UnreadableTable:
-                    if first is None:  # the first file: refused, nothing written
-                        raise
-                    mapping = first  # a later one is left out whole, its problem listed as an error
-                first = first or mapping
-                previews.append(cw.read_upload(kind, [(name, data)], mapping=mapping))
+                except UnreadableTable as exc:  # left out whole, its problem listed as an error (as on the page)
+                    unreadable.append(str(exc))
+                    mapping = None
+                previews.append(cw.read_upload(kind, [(name, data)], mapping=[mapping]))
+            if len(unreadable) == len(files):  # nothing to import: refused, nothing written
+                raise CLIError("; ".join(unreadable))
             return ImportPreview.combine(previews), kind
         return cw.read_upload(kind, files, label_from_folder=not args.no_folder_labels, label=args.label), kind
     except ValueError as exc:

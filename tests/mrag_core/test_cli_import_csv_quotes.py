@@ -41,16 +41,19 @@ def test_unclosed_quote_is_refused_with_its_line_and_nothing_is_written(url: str
     assert _corpora(url) == []
 
 
-def test_a_second_file_with_an_unclosed_quote_is_left_out_whole_and_listed(url: str, tmp_path: Path,
-                                                                           capsys) -> None:
+@pytest.mark.parametrize("bad_first", [False, True])
+def test_a_file_with_an_unclosed_quote_among_others_is_left_out_whole_and_listed(url: str, tmp_path: Path,
+                                                                                  capsys, bad_first: bool) -> None:
+    """First or not, an unreadable table is left out and the others are imported (as the Corpus Import page does)."""
     good = tmp_path / "good.csv"
     good.write_text("title,text\nA,First note.\n")
     bad = tmp_path / "bad.csv"
     bad.write_text('title,text\nB,Second note.\nC,"Third note.\nD,Fourth note.\n')
-    assert main(["import", "--corpus", "Notes", str(good), str(bad), "--database", url]) == 0
+    paths = [str(bad), str(good)] if bad_first else [str(good), str(bad)]
+    assert main(["import", "--corpus", "Notes", *paths, "--database", url]) == 0
     out = capsys.readouterr().out
     assert "read 1 row: 1 document to import in 0 categories; 1 error (left out)" in out
-    assert f"  ERROR bad.csv: {UNCLOSED}\n" in out
+    assert f"  ERROR bad.csv: the file cannot be read, so it is left out: {UNCLOSED}\n" in out
     store = db.open_store(url)
     try:
         corpus = db.get_corpus_by_name(store, "Notes")
