@@ -603,7 +603,8 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
     def stopped_timing() -> dict[str, Any]:
         """``timing`` for a run that stops here: what it spent searching so far and its seconds in all (``total_s``),
         each added to earlier sessions'. A stopped session's seconds count in the run's total as a finished one's."""
-        spent = {**timing, "total_s": float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start}
+        spent = {**_with_prior_sessions(prior, timing),
+                 "total_s": float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start}
         return {**spent, "evaluate": _added_seconds(prior.get("evaluate"), eval_s)} if eval_s else spent
 
     def stage(label: str) -> Callable[[int, int], None] | None:
@@ -735,7 +736,8 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
             if warnings:
                 timing["warning"] = "; ".join(warnings)
         timing["total_s"] = float(prior.get("total_s", 0.0)) + time.perf_counter() - t_start
-        db.finish_eval_run(store, run_id, status="done", timing=timing, llm_usage=usage(), owner=owner)
+        db.finish_eval_run(store, run_id, status="done", timing=_with_prior_sessions(prior, timing),
+                           llm_usage=usage(), owner=owner)
         return run_id
     except (EvaluationCancelled, ExtractionCancelled):
         db.finish_eval_run(store, run_id, status="cancelled", timing=stopped_timing(), llm_usage=usage(), owner=owner)
@@ -750,6 +752,18 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                                owner=owner)
         finally:
             raise
+
+
+SESSION_SECONDS = ("embed_documents", "load_index", "embed_queries")
+"""Timings that :func:`_score_run` measures per session (from 0), and stores added to the earlier sessions' ones."""
+
+
+def _with_prior_sessions(prior: Mapping[str, Any], session: dict[str, Any]) -> dict[str, Any]:
+    """``session`` (this session's timing) with each of :data:`SESSION_SECONDS` it has added to ``prior``'s (the
+    earlier sessions' stored timing): a run stopped and resumed reports the seconds of all its sessions, as
+    ``total_s`` and ``evaluate`` do. A key this session did not reach is left out (the stored one is kept)."""
+    return {**session, **{key: float(prior.get(key) or 0.0) + float(session[key])
+                          for key in SESSION_SECONDS if key in session}}
 
 
 def _added_seconds(prior: Any, now: dict[str, float]) -> dict[str, float]:
