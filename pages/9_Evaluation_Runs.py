@@ -389,18 +389,21 @@ with tab_view:
                 st.dataframe(er.single_aspect_table(m), hide_index=True)
 
             st.subheader("Export")
+            st.caption(f"The file names carry the run's w = {m.w:g} and k_max = {m.k_max}; the CSV repeats them (and "
+                       "the run's id) in every row.")
+            stem = er.export_name(m)
             e1, e2, e3 = st.columns(3)
             e1.download_button("Run as JSON", data=lambda: er.authors_json(m),
-                               file_name=f"eval_run_{chosen.id}.json", mime="application/json", key="ev_json",
+                               file_name=f"{stem}.json", mime="application/json", key="ev_json",
                                help="{strategy: {aspects: {success_ratio, category_success_ratio: [k][query]}}}, "
                                     "as `bench --json` writes it")
             e2.download_button("Run as the MRAG authors' result file", data=lambda: er.authors_file_json(m),
-                               file_name=f"eval_run_{chosen.id}_authors.json", mime="application/json",
+                               file_name=f"{stem}_authors.json", mime="application/json",
                                key="ev_authors_json",
                                help="Their keys (rat, suc, category_rat, category_suc) and strategy names "
                                     "(standard-rag, split-rag, fusion-rag, ...), for their plotting code")
             e3.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
-                               file_name=f"eval_run_{chosen.id}.csv", mime="text/csv", key="ev_csv")
+                               file_name=f"{stem}.csv", mime="text/csv", key="ev_csv")
         with st.expander("Delete this run"):
             running_now = chosen.id in er.active_runs() or chosen.live
             if running_now:

@@ -1285,11 +1285,25 @@ def authors_file_json(metrics: RunMetrics) -> str:
     return json.dumps(authors_file_layout(to_evaluation_result(metrics)))
 
 
+CSV_SETTINGS = ("run_id", "w", "k_max")
+"""The run's settings that :func:`run_csv` repeats in every row, after the seven result columns."""
+
+
 def run_csv(metrics: RunMetrics) -> str:
-    """Per-query, per-k rows as CSV: strategy, query_id, n_aspects, k, rsr, csr, weighted."""
+    """Per-query, per-k rows as CSV: strategy, query_id, n_aspects, k, rsr, csr, weighted, then the run's
+    :data:`CSV_SETTINGS` in every row: ``weighted`` is (w·RSR + CSR) / (w + 1) with the run's ``w``, and ``k``
+    runs 1..``k_max``; with them, the CSVs of several runs concatenated in pandas still say which run, which w and
+    which k range each row comes from."""
     buf = io.StringIO()
-    metrics.per_query.to_csv(buf, index=False)
+    frame = metrics.per_query[["strategy", "query_id", "n_aspects", "k", "rsr", "csr", "weighted"]]
+    frame.assign(run_id=metrics.run.id, w=metrics.w, k_max=metrics.k_max).to_csv(buf, index=False)
     return buf.getvalue()
+
+
+def export_name(metrics: RunMetrics) -> str:
+    """The stem of a run's download files, naming the settings its numbers depend on: ``eval_run_7_w2_kmax32``
+    (``w`` as written, 0.5 -> ``w0.5``), since the JSON layouts have no place for them."""
+    return f"eval_run_{metrics.run.id}_w{metrics.w:g}_kmax{metrics.k_max}"
 
 
 def _k_for(n: int, k: int | None, k_max: int) -> int:

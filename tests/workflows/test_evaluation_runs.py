@@ -127,7 +127,7 @@ def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     theirs = json.loads(er.authors_file_json(m))  # the same numbers under the authors' keys and names
     assert set(theirs) == {"standard-rag", "mrag", "fusion-rag"}
     assert theirs["standard-rag"]["2"]["category_rat"] == layout["standard"]["2"]["category_success_ratio"]
-    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted"
+    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max"
     imp = er.relative_improvement(m, k=2)
     s = m.summary.set_index(["strategy", "n_aspects", "k"])
     r = imp.set_index(["strategy", "n_aspects"]).loc[("mrag", 2)]
