@@ -21,6 +21,7 @@ import streamlit as st
 import db
 from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
+from mrag_core.wording import counted
 from mrag_core.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
@@ -360,7 +361,8 @@ with tab_view:
             at = m.per_query[(m.per_query["k"] == k_hist) & (m.per_query["n_aspects"] == n_sel)]
             hist = px.histogram(at, x="weighted", color="strategy", barmode="group", nbins=12,
                                 **strategy_style(m.strategies),
-                                title=f"Weighted success ratio per query at k = {k_hist} ({n_sel} aspect{'s' if n_sel != 1 else ''})")
+                                title=f"Weighted success ratio per query at k = {k_hist} "
+                                      f"({counted(n_sel, 'aspect')})")
             st.plotly_chart(hist, key="ev_hist")
             _html_download(hist, f"run{chosen.id}_hist_k{k_hist}", "ev_hist_dl")
 
@@ -448,7 +450,7 @@ with tab_compare:
                 read_at = er.compare_k_label(loaded, int(k_mode) or None)
                 st.markdown(f"**Mean {metric} per aspect count, at {read_at}**")
                 st.dataframe(er.means_table(means, metric, picked), key="ev_cmp_means")
-                st.markdown(f"**{metric} over all paired queries, next to the LLM cost**")
+                st.markdown(f"**{metric} over all paired queries, at {read_at}, next to the LLM cost**")
                 overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
                 cost = er.items_cost(store, picked, metrics=loaded)
                 cost.insert(1, metric, cost["item"].map(overall))
@@ -479,10 +481,12 @@ with tab_compare:
                     for rid, strat in picked:
                         llm = (loaded[rid].details.get((strat, int(qid))) or {}).get("llm")
                         if isinstance(llm, dict):
-                            state = (f"failed ({md_plain(llm['error'])}); searched with the query text" if llm.get("error")
-                                     else "from the cache" if llm.get("cached") else f"{llm.get('latency_s', 0):.2f} s")
-                            st.caption(f"#{rid} {strat}: {len(llm.get('texts', []))} LLM text(s), "
-                                       f"{llm.get('prompt_tokens', 0) + llm.get('completion_tokens', 0)} tokens, {state}")
+                            state = (f"failed ({md_plain(llm['error'])}); searched with the query text"
+                                     if llm.get("error") else "from the cache" if llm.get("cached")
+                                     else f"{llm.get('latency_s', 0):.2f} s")
+                            tokens = llm.get("prompt_tokens", 0) + llm.get("completion_tokens", 0)
+                            st.caption(f"#{rid} {strat}: {len(llm.get('texts', []))} LLM text(s), {tokens} tokens, "
+                                       f"{state}")
                             if llm.get("texts"):
                                 st.dataframe(pd.DataFrame({"text": llm["texts"]}), hide_index=True,
                                              key=f"ev_cmp_llm_{rid}_{strat}")
