@@ -252,5 +252,6 @@ def test_an_eval_stopped_from_elsewhere_says_so(tmp_path: Path, monkeypatch: pyt
     captured = capsys.readouterr()
     assert any(line.startswith("run 1: stopped, ") for line in captured.out.splitlines())
     err = captured.err.strip().splitlines()
-    assert err[-2:] == ["stopped: it was asked to stop from elsewhere (a Stop button in the app, or eval --stop), or "
-                        "another process took the work over", "eval --resume 1 continues it"]
+    assert err[-3:] == ["stopped: it was asked to stop from elsewhere (a Stop button in the app, or eval --stop), or "
+                        "another process took the work over", "note: mrag scored no query yet and is not in it",
+                        "eval --resume 1 continues it"]

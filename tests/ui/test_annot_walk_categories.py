@@ -106,7 +106,7 @@ def test_a_run_stopped_by_an_endpoint_that_is_down_says_so_once_and_offers_resum
     at.button(key="pa_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     (warning,) = [w.value for w in at.warning]
-    assert r"could not connect \(ConnectError\). 0 suggestions stored, 2 documents left" in warning
+    assert r"could not connect \(ConnectError\). 0 suggestions stored, 3 documents left" in warning
     assert ".." not in warning and warning.endswith("then press Resume.")
     assert at.button(key="pa_start").label == "Resume (3 left)"  # the failed one is asked again too
     store.close()
