@@ -1370,14 +1370,19 @@ def shared_k_max(metrics: Iterable[RunMetrics]) -> int:
     return min(m.k_max for m in metrics)
 
 
+def _most_aspects(metrics: Mapping[int, RunMetrics]) -> int:
+    """The largest aspect count among the compared runs' queries (the k read there when k follows it)."""
+    return max((int(n) for m in metrics.values() for n in m.queries["n_aspects"]), default=0)
+
+
 def compare_k_note(metrics: Mapping[int, RunMetrics], k: int | None) -> str | None:
     """The caption for compared runs scored with different k_max, when that lowers the k read (the asked ``k``, or
     the largest aspect count of their queries when k follows the aspect count); None otherwise."""
     ranges = {rid: m.k_max for rid, m in metrics.items()}
     if len(set(ranges.values())) < 2:
         return None
-    cap = min(ranges.values())
-    wanted = k if k is not None else max((int(n) for m in metrics.values() for n in m.queries["n_aspects"]), default=0)
+    cap = shared_k_max(metrics.values())
+    wanted = k if k is not None else _most_aspects(metrics)
     if wanted <= cap:
         return None
     listed = ", ".join(f"#{rid} k = 1..{km}" for rid, km in ranges.items())
@@ -1394,8 +1399,7 @@ def compare_k_label(metrics: Mapping[int, RunMetrics], k: int | None) -> str:
     cap = shared_k_max(metrics.values())
     if k is not None:
         return f"k = {k}" if k <= cap else f"k = {cap} ({k} asked; {cap} is the largest k every run scored)"
-    most = max((int(n) for m in metrics.values() for n in m.queries["n_aspects"]), default=0)
-    return "k = each query's number of aspects" + (f", at most {cap}" if most > cap else "")
+    return "k = each query's number of aspects" + (f", at most {cap}" if _most_aspects(metrics) > cap else "")
 
 
 def compare_w_note(metrics: Mapping[int, RunMetrics], metric: str) -> str | None:
