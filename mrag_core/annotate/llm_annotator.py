@@ -38,7 +38,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Sequence
 
-from mrag_core.annotate.types import CategoryLike, DocKey, DocLike, Suggestion, validate_categories
+from mrag_core.annotate.types import CategoryLike, DocKey, DocLike, Suggestion, fold_name, validate_categories
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache, cached_complete
 from mrag_core.llm.client import LLMClient, LLMError, LLMReply
@@ -237,17 +237,13 @@ def truncated_json_object(raw: str) -> TruncatedObject | None:
     return TruncatedObject(members, None) if members else None
 
 
-def _normalise(name: str) -> str:
-    return " ".join(name.split()).casefold()
-
-
 def match_label(raw_label: Any, categories: Sequence[CategoryLike]) -> str | None:
     """Canonical category name equal to ``raw_label`` up to case/whitespace (and surrounding quotes), else None."""
     if not isinstance(raw_label, str):
         return None
-    wanted = _normalise(raw_label.strip().strip("\"'`"))
+    wanted = fold_name(raw_label.strip().strip("\"'`"))
     for category in categories:
-        if _normalise(category.name) == wanted:
+        if fold_name(category.name) == wanted:
             return category.name
     return None
 

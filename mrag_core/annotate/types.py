@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, Sequence
 
 __all__ = [
+    "fold_name",
     "AnnotationDoc",
     "CategoryLike",
     "CategorySpec",
@@ -94,6 +95,12 @@ class Suggestion:
         return self.status == "ok"
 
 
+def fold_name(name: str) -> str:
+    """A category name (or label) as annotators compare names: whitespace runs as one space, case folded, so
+    'Physics', ' physics ' and 'PHYSICS' fold alike; names that fold alike cannot be told apart."""
+    return " ".join(name.split()).casefold()
+
+
 def validate_categories(categories: Sequence[CategoryLike]) -> None:
     """Raise ``ValueError`` for an empty list, blank names or names equal up to case/whitespace."""
     if not categories:
@@ -102,7 +109,7 @@ def validate_categories(categories: Sequence[CategoryLike]) -> None:
     for category in categories:
         if not category.name or not category.name.strip():
             raise ValueError("A category has an empty name.")
-        folded = " ".join(category.name.split()).casefold()
+        folded = fold_name(category.name)
         if folded in seen:
             raise ValueError(
                 f"Categories {seen[folded]!r} and {category.name!r} differ only in case or spacing, so suggestions "

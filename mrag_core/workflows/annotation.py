@@ -20,7 +20,6 @@ from typing import Any, Protocol
 import numpy as np
 
 import db
-import db.corpora
 from mrag_core.annotate import (
     AnnotationDoc,
     CategorySpec,
@@ -30,7 +29,7 @@ from mrag_core.annotate import (
     zero_shot_annotate,
     zero_shot_identity,
 )
-from mrag_core.annotate.types import validate_categories
+from mrag_core.annotate.types import fold_name, validate_categories
 from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache
@@ -159,7 +158,7 @@ def parse_category_lines(text: str, existing: Sequence[str] = ()) -> list[dict[s
     Raises ``ValueError`` with a message naming the line when a line has no name, a name is longer than 200
     characters, or two names (typed, or typed and one of ``existing``) differ only in case or spacing (the
     annotators could not tell them apart); a name equal to an existing one is a mistake too (it exists)."""
-    folded_existing = {" ".join(name.split()).casefold(): name for name in existing}
+    folded_existing = {fold_name(name): name for name in existing}
     seen: dict[str, str] = {}
     out: list[dict[str, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -171,7 +170,7 @@ def parse_category_lines(text: str, existing: Sequence[str] = ()) -> list[dict[s
             raise ValueError(f"Line {number} has no category name before its colon.")
         if len(name) > 200:
             raise ValueError(f"Line {number}: the category name is longer than 200 characters.")
-        folded = name.casefold()
+        folded = fold_name(name)
         if folded in folded_existing:
             other = folded_existing[folded]
             raise ValueError(f"Line {number}: the corpus has a category {other!r} already"
@@ -208,17 +207,12 @@ class ConfirmationNeeded(ValueError):
     the message says how many and what the deletion does to them."""
 
 
-def _folded(name: str) -> str:
-    """A category name as the annotators compare names: whitespace runs as one space, case folded."""
-    return " ".join(name.split()).casefold()
-
-
 def find_category(store: db.Store, corpus_id: int, name: str) -> db.CategoryInfo:
     """The corpus' category called ``name`` (exactly, else the one it equals up to case and spacing when only one
     does). Raises ``ValueError`` naming the corpus' categories when there is none (or several) such."""
     categories = db.list_categories(store, corpus_id)
     exact = [c for c in categories if c.name == name]
-    near = exact or [c for c in categories if _folded(c.name) == _folded(name)]
+    near = exact or [c for c in categories if fold_name(c.name) == fold_name(name)]
     if len(near) == 1:
         return near[0]
     names = ", ".join(repr(c.name) for c in categories) or "none"
@@ -246,7 +240,7 @@ def merge_target(store: db.Store, corpus_id: int, name: str, new_name: str) -> d
     category = find_category(store, corpus_id, name)
     new = _clean_new_name(new_name)
     clashing = [c for c in db.list_categories(store, corpus_id)
-                if c.id != category.id and _folded(c.name) == _folded(new)]
+                if c.id != category.id and fold_name(c.name) == fold_name(new)]
     return next((c for c in clashing if c.name == new), clashing[0] if clashing else None)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import db
+from mrag_core.annotate.types import fold_name
 from mrag_core.wording import counted
 from mrag_core import export as exporter
 from mrag_core.ingest import (
@@ -57,7 +58,6 @@ __all__ = [
     "corpus_text_hashes",
     "export_documents",
     "export_rows",
-    "fold_label",
     "import_records",
     "prepare_import",
     "read_topic_folder",
@@ -274,18 +274,12 @@ def prepare_import(
                          n_skipped=preview.n_skipped + n_left_out, n_duplicates=preview.n_duplicates + n_duplicates)
 
 
-def fold_label(label: str) -> str:
-    """The form two labels share when they differ only in case or spacing: whitespace runs as one space, case
-    folded (as :func:`mrag_core.annotate.types.validate_categories` compares category names)."""
-    return " ".join(label.split()).casefold()
-
-
 def same_labels(records: Sequence[ImportRecord], existing_labels: Sequence[str] = ()
                 ) -> tuple[list[ImportRecord], list[ImportIssue]]:
-    """``records`` with each label spelled as the first label of its :func:`fold_label` form, an existing label
+    """``records`` with each label spelled as the first label of its :func:`~mrag_core.annotate.types.fold_name` form, an existing label
     (``existing_labels``, the target corpus' categories) first, then the records in order; a warning per label
     spelled otherwise, located at its first record. Records without a label are kept as they are."""
-    canonical = {fold_label(name): name for name in existing_labels}
+    canonical = {fold_name(name): name for name in existing_labels}
     out: list[ImportRecord] = []
     issues: list[ImportIssue] = []
     warned: set[str] = set()
@@ -294,7 +288,7 @@ def same_labels(records: Sequence[ImportRecord], existing_labels: Sequence[str] 
             out.append(record)
             continue
         label = " ".join(record.label.split())
-        spelling = canonical.setdefault(fold_label(label), label)
+        spelling = canonical.setdefault(fold_name(label), label)
         if spelling != label and label not in warned:
             warned.add(label)
             issues.append(ImportIssue(record.source, f"label {label!r} is imported as {spelling!r}: they differ only "
