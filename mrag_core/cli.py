@@ -51,18 +51,50 @@ def open_cli_store(url: str | None) -> Any:
         return db.open_store(url)
     except Exception as exc:  # noqa: BLE001 - any connection/migration problem, one line
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # not SQLAlchemy's "Background on..." line
-        raise CLIError(f"cannot open the database: {first}") from None
+        if url is None:
+            url = db.engine.default_database_url()
+        raise CLIError(f"cannot open the database: {hide_secrets(first, url)}") from None
+
+
+def url_secrets(url: str) -> list[str]:
+    """What of a database URL could be a password, longest first: the parsed password, and in its
+    ``scheme://user:secret@host`` part the text after the first ``:`` (up to the last ``@``, or the
+    whole rest, unless a number, when an ``@`` is missing: a parser takes it for a port)."""
+    from sqlalchemy.engine import make_url
+
+    found: set[str] = set()
+    try:
+        if password := make_url(url).password:
+            found.add(str(password))
+    except Exception:  # noqa: BLE001 - an unparsable URL: the text below still names the candidates
+        pass
+    netloc = url.partition("://")[2].split("/", 1)[0] if "://" in url else ""
+    userinfo = netloc.rpartition("@")[0] if "@" in netloc else netloc
+    after_colon = userinfo.split(":", 1)[1] if ":" in userinfo else ""
+    if "@" in netloc or not after_colon.isdigit():  # "host:5432" without "@" is a port, nothing secret
+        found.add(after_colon)
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
+def hide_secrets(text: str, url: str) -> str:
+    """``text`` with every :func:`url_secrets` of ``url`` written ``***``: an error from opening a database
+    never shows its password."""
+    for secret in url_secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable[[argparse.Namespace], int]:
     """``command(args, store)`` as ``command(args)``: the store named by ``args.database`` is opened
     before it runs and closed after, and a :class:`CLIError` from either, or a store error the
     command did not handle itself (e.g. ``db.BusyError``: another writer held the database too
-    long), ends as ``error: ...`` with exit status 2."""
+    long), or a database that refused a statement (read-only file, full disk, lost connection:
+    :func:`database_failure`), ends as ``error: ...`` with exit status 2."""
 
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         import db
+        from sqlalchemy.exc import OperationalError
 
         try:
             store = open_cli_store(args.database)
@@ -72,10 +104,25 @@ def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable
             return command(args, store)
         except (CLIError, db.StoreError) as exc:
             return fail(str(exc))
+        except OperationalError as exc:  # its session was rolled back: what earlier sessions committed stays
+            return fail(database_failure(exc))
         finally:
             store.close()
 
     return run
+
+
+def database_failure(exc: Exception) -> str:
+    """One line for a statement the database refused (a SQLAlchemy ``OperationalError``): the driver's own first line
+    (not the SQL, its parameters or SQLAlchemy's "Background on this error" link), that the transaction's change was
+    not kept, and what to do: for a read-only database, to make it writable or give another one."""
+    orig = getattr(exc, "orig", None) or exc
+    first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    if "readonly" in first.replace(" ", "").lower():
+        advice = "Check that the database file and its folder may be written, or give another --database"
+    else:
+        advice = "Check the database (its disk, its server) and run the command again"
+    return f"the database refused the change ({first}); nothing of it was written. {advice}"
 
 
 def named_corpus(store: Any, name: str) -> Any:
@@ -129,8 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--queries", help="queries JSON / JSON.bz2: [{topics, text, fusion}]")
     b.add_argument("--topic-layout", help="legal / accident folder: <category>/<category>_<topic>.json")
     b.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
+    more = ", ".join(n for n in NAMED_STRATEGIES if n not in DEFAULT_STRATEGIES.split(","))
     b.add_argument("--strategies", type=_strategies, default=_strategies(DEFAULT_STRATEGIES),
-                   help=f"comma list (default {DEFAULT_STRATEGIES}); also {', '.join(n for n in NAMED_STRATEGIES if n not in DEFAULT_STRATEGIES.split(','))}")
+                   help=f"comma list (default {DEFAULT_STRATEGIES}); also {more}")
     b.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
     b.add_argument("--pooling", choices=("last", "first", "mean"), help="token pooling of head vectors")
     b.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
@@ -299,9 +347,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               "several that nothing tells apart; they are left out of the ground truth; "
               f"first: {data.unresolved[0][1]!r})", file=sys.stderr)
     for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out)):
-        out_dir = Path(path).resolve().parent if path else None
-        if out_dir is not None and not out_dir.is_dir():
-            raise CLIError(f"cannot write {option} {path}: folder {out_dir} does not exist")
+        check_output_file(option, path)
     llm_names = [s for s in args.strategies if is_llm_strategy(s)]
     llm_cfg = _bench_endpoint(llm_names)
     options = llm_options_from(args)
@@ -329,11 +375,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if costs:
         print()
         print_cost_table(costs, llm_names)
+    from mrag_core.cli_export import write_whole
+
     for path, layout in ((args.json_out, authors_layout), (args.authors_json_out, authors_file_layout)):
         if path:
-            Path(path).write_text(json.dumps(layout(out.result)))
+            write_whole(json.dumps(layout(out.result)).encode("utf-8"), Path(path))
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def check_output_file(option: str, path: str | None) -> None:
+    """Refuse, before any work, an output ``path`` of ``option`` that cannot be a file to write: one in a folder that
+    does not exist, or a folder itself (raises :class:`CLIError`; ``None`` is no output and passes)."""
+    if not path:
+        return
+    if Path(path).is_dir():
+        raise CLIError(f"cannot write {option} {path}: it is a folder; give the file to write")
+    out_dir = Path(path).resolve().parent
+    if not out_dir.is_dir():
+        raise CLIError(f"cannot write {option} {path}: folder {out_dir} does not exist")
 
 
 def llm_endpoint(needs: str | None = None) -> Any:

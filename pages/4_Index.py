@@ -102,8 +102,8 @@ with left:
     except ModelLoadError as exc:
         st.error(md_plain(model_load_failure(str(exc), local=choice == LOCAL_MODEL)))
         st.stop()
-    st.caption(f"{lm.family}: {lm.n_layers} layers, {lm.n_heads} heads × {lm.head_dim} (hidden {lm.hidden_size}), "
-               f"device {lm.device}")
+    st.caption(f"{md_plain(lm.family)}: {lm.n_layers} layers, {lm.n_heads} heads × {lm.head_dim} "
+               f"(hidden {lm.hidden_size}), device {lm.device}")
 with right:
     # another model gets its own defaults (the last layer, its family's pooling), not the last model's choice
     follow_default("index_layer", lm.spec.name, lm.n_layers - 1)

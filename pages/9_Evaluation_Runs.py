@@ -236,7 +236,7 @@ with tab_run:
                     for layer in layers:
                         lm.layer_index(layer)
                 except er.EvaluationInputError as exc:
-                    st.error(str(exc))
+                    st.error(md_plain(str(exc)))
                 except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
                     st.error(f"Cannot start: {md_plain(str(exc))}")
                 else:
@@ -253,7 +253,7 @@ with tab_run:
                         else:
                             ids = [er.run_evaluation(store, layer=layers[0], **kwargs)]
                     except er.EvaluationInputError as exc:
-                        st.error(str(exc))
+                        st.error(md_plain(str(exc)))
                     else:
                         _report_runs(ids)
                     bar.empty()

@@ -203,7 +203,7 @@ def llm_config() -> LLMConfig | None:
     try:
         return LLMConfig.from_env(secrets=_secrets())
     except ValueError as exc:
-        st.warning(f"LLM endpoint settings ignored: {exc}")
+        st.warning(f"LLM endpoint settings ignored: {md_plain(str(exc))}")  # (Markdown: values from the settings)
         return None
 
 

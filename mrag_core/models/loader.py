@@ -100,6 +100,12 @@ def _spec_within_positions(spec: ModelSpec, cfg: Any, tokenizer: Any) -> ModelSp
     return spec if limit == spec.max_length else spec.with_options(max_length=limit)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first non-blank line of ``exc``'s message (its type's name when it has none): Transformers follows its
+    reason with paragraphs of upgrade advice that do not fit a one-line error."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
 def layer_index(layer: int | None, n_layers: int) -> int:
     """``layer`` as an index into ``n_layers`` layers (``None`` or negative counts from the end: -1 is the last);
     ValueError when there is no such layer."""
@@ -107,7 +113,8 @@ def layer_index(layer: int | None, n_layers: int) -> int:
         layer = -1
     idx = layer if layer >= 0 else n_layers + layer
     if not 0 <= idx < n_layers:
-        raise ValueError(f"layer {layer} is out of range: this model has {n_layers} layers (0..{n_layers - 1})")
+        raise ValueError(f"layer {layer} is out of range: this model has {n_layers} layers "
+                         f"(0..{n_layers - 1}, or -{n_layers}..-1 counted from the last)")
     return idx
 
 
@@ -145,7 +152,7 @@ def load_model(
     try:
         cfg = AutoConfig.from_pretrained(path, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - report any config problem plainly
-        raise ModelLoadError(f"cannot read the model config in '{path}': {exc}") from exc
+        raise ModelLoadError(f"cannot read the model config in '{path}': {first_line(exc)}") from exc
     family, n_layers, n_heads, head_dim, hidden = describe_architecture(cfg)
     if check_layer is not None:
         layer_index(check_layer, n_layers)
@@ -157,7 +164,7 @@ def load_model(
             path, local_files_only=True, dtype=dtype, attn_implementation=attn_implementation
         )
     except Exception as exc:  # noqa: BLE001
-        raise ModelLoadError(f"cannot load the model in '{path}': {exc}") from exc
+        raise ModelLoadError(f"cannot load the model in '{path}': {first_line(exc)}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     model.eval().to(dev)

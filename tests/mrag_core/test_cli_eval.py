@@ -89,7 +89,8 @@ def test_cli_database_option_and_errors(url: str, capsys) -> None:
     assert cmd_eval(parser.parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--k-max", "3",
                                        "--layer", "9", "--database", url])) == 2
     err = capsys.readouterr().err
-    assert err.strip().splitlines()[-1] == "error: layer 9 is out of range: this model has 6 layers (0..5)"
+    assert err.strip().splitlines()[-1] == ("error: layer 9 is out of range: this model has 6 layers "
+                                            "(0..5, or -6..-1 counted from the last)")
     assert "Loading weights" not in err  # refused from the model's config, before its weights were loaded
     with pytest.raises(SystemExit):
         parser.parse_args(["eval", "--strategies", "bogus"])

@@ -102,7 +102,8 @@ def test_bad_input_is_one_line(url: str, capsys, tmp_path: Path) -> None:
     assert capsys.readouterr().err.strip().splitlines()[-1] == "error: unknown corpus 'Nope' (corpora: 'Mini')"
     assert _index(url, "--layer", "9") == 2
     err = capsys.readouterr().err
-    assert err.strip().splitlines()[-1] == "error: layer 9 is out of range: this model has 6 layers (0..5)"
+    assert err.strip().splitlines()[-1] == ("error: layer 9 is out of range: this model has 6 layers "
+                                            "(0..5, or -6..-1 counted from the last)")
     assert "Loading weights" not in err  # refused from the model's config, before its weights were loaded
     missing = tmp_path / "no-such-model"
     assert _index(url, "--model", str(missing)) == 2

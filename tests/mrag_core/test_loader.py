@@ -132,7 +132,8 @@ def test_load_model_refuses_a_missing_layer_from_the_config_before_the_weights(t
     """``check_layer`` is checked against config.json alone: a folder without weights says the layer is out of
     range (nothing was loaded), and only a valid layer gets as far as the missing weights."""
     _bert().config.save_pretrained(tmp_path)  # 2 layers, no weights, no tokenizer
-    with pytest.raises(ValueError, match=r"layer 5 is out of range: this model has 2 layers \(0\.\.1\)"):
+    with pytest.raises(ValueError, match=r"layer 5 is out of range: this model has 2 layers "
+                                         r"\(0\.\.1, or -2\.\.-1 counted from the last\)"):
         load_model(str(tmp_path), device="cpu", check_layer=5)
     with pytest.raises(ValueError, match="layer -3 is out of range"):
         load_model(str(tmp_path), device="cpu", check_layer=-3)

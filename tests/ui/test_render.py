@@ -35,3 +35,15 @@ def test_plotly_text_hides_plotly_rich_text_and_the_png_export_turns_it_back() -
                      '3 &gt; 2')
     assert "<" not in shown and ">" not in shown  # no tag left for Plotly to read
     assert plain_text(shown) == raw  # the PNG export (matplotlib) shows the same text
+
+
+def test_md_plain_puts_a_word_joiner_where_a_bare_url_or_address_would_become_a_link() -> None:
+    """Streamlit links bare URLs and addresses (GFM autolink literals) after reading the escapes: the invisible
+    U+2060 after 'http(s)' of a dotted host, 'www' of 'www.' and the '@' of an address keeps them text."""
+    j = "\u2060"
+    assert md_plain("see http://evil.example/a") == f"see http{j}\\://evil\\.example/a"
+    assert md_plain("HTTPS://x.y") == f"HTTPS{j}\\://x\\.y"
+    assert md_plain("www.evil.example") == f"www{j}\\.evil\\.example"
+    assert md_plain("mail bob@evil.example") == f"mail bob@{j}evil\\.example"
+    # not linked by the renderer, left as they are: no dot in the host, 'www' inside a word, a lone '@'
+    assert md_plain("http://h/t awww.x @home") == "http\\://h/t awww\\.x @home"
