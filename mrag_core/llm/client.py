@@ -18,7 +18,9 @@ retries are ours so they are predictable and testable:
   once it is set (the user pressed Stop; for a batch's
   :class:`~mrag_core.llm.breaker.Breaker`, also another request failing for good),
   the wait ends at once and :class:`LLMCancelled` is raised instead of sending
-  the retry (a request already in flight is not interrupted).
+  the retry (a request already in flight is not interrupted). The failed request that
+  caused the wait was sent all the same: :attr:`LLMClient.cancelled_after_failure`
+  counts the calls the user's cancel stopped so, for callers that count requests and failures.
 
 A 200 answer is read by this module, not trusted: a body that is not JSON
 (an HTML page from a wrong base URL), JSON without ``choices``, or a message
@@ -173,8 +175,11 @@ class _Failure:
     timed_out: bool = False
 
 
-def _error_detail(exc: openai.APIStatusError) -> str:
-    """Short human-readable reason from an HTTP error (server message when present)."""
+def _error_detail(exc: openai.APIStatusError, secret: str | None = None) -> str:
+    """Short human-readable reason from an HTTP error (server message when present), with ``secret`` (the API key)
+    and key-like strings scrubbed *before* it is cut to :data:`_MAX_DETAIL_CHARS`: a key that an endpoint echoes
+    across the cut would otherwise leave its first part, which the later scrub of the whole message no longer
+    recognises."""
     message = exc.message
     body = exc.body
     if isinstance(body, dict):
@@ -183,14 +188,14 @@ def _error_detail(exc: openai.APIStatusError) -> str:
             message = inner["message"]
         elif isinstance(body.get("message"), str):
             message = body["message"]
-    message = " ".join(str(message).split())
+    message = scrub(" ".join(str(message).split()), secret)
     if len(message) > _MAX_DETAIL_CHARS:
         message = message[:_MAX_DETAIL_CHARS] + "..."
     return f"HTTP {exc.status_code}: {message}"
 
 
-def _classify(exc: Exception) -> _Failure:
-    """Map an openai exception to retryable/non-retryable with a readable detail."""
+def _classify(exc: Exception, secret: str | None = None) -> _Failure:
+    """Map an openai exception to retryable/non-retryable with a readable detail (``secret`` scrubbed)."""
     if isinstance(exc, openai.APITimeoutError):
         return _Failure("request timed out", None, True, None, timed_out=True)
     if isinstance(exc, openai.APIConnectionError):
@@ -201,8 +206,8 @@ def _classify(exc: Exception) -> _Failure:
         status = exc.status_code
         retryable = status in RETRYABLE_STATUS or status >= 500
         retry_after = parse_retry_after(exc.response.headers) if retryable else None
-        return _Failure(_error_detail(exc), status, retryable, retry_after)
-    return _Failure(f"{type(exc).__name__}: {exc}", None, False, None)
+        return _Failure(_error_detail(exc, secret), status, retryable, retry_after)
+    return _Failure(scrub(f"{type(exc).__name__}: {exc}", secret), None, False, None)
 
 
 class LLMClient:
@@ -231,6 +236,8 @@ class LLMClient:
         self._rng = rng if rng is not None else random.Random()
         self._rng_lock = threading.Lock()
         self._json_mode_supported = True
+        self._cancelled_after_failure = 0
+        self._count_lock = threading.Lock()
         # A placeholder key keeps the openai client from reading OPENAI_API_KEY
         # from the process environment; local servers ignore it.
         self._openai = openai.OpenAI(
@@ -249,6 +256,18 @@ class LLMClient:
     def json_mode_supported(self) -> bool:
         """False once the endpoint has rejected ``response_format=json_object``."""
         return self._json_mode_supported
+
+    @property
+    def cancelled_after_failure(self) -> int:
+        """How many calls of this client the caller's ``cancel`` (the user's Stop) ended in a retry wait.
+
+        Each sent a request that failed (the 429 / 5xx / timeout it waited to retry) and has no answer: a batch
+        that counts requests and failures counts it as one failed request, though it reports the item as never
+        done (to do again). Calls stopped by a tripped :class:`~mrag_core.llm.breaker.Breaker`
+        (:func:`tripped_by` names the error) are not counted here: their batch reports them failed itself.
+        Read it before and after a batch: the difference is that batch's."""
+        with self._count_lock:
+            return self._cancelled_after_failure
 
     def close(self) -> None:
         """Close the underlying HTTP connection pool."""
@@ -302,7 +321,7 @@ class LLMClient:
             try:
                 raw = self._create(messages, temperature, max_tokens, json_mode)
             except openai.OpenAIError as exc:
-                failure = _classify(exc)
+                failure = _classify(exc, self._config.api_key)
                 timeouts += failure.timed_out
                 if failure.timed_out:
                     failure = replace(failure, detail=f"no answer within {self._config.timeout_s:g} s "
@@ -317,7 +336,11 @@ class LLMClient:
                     raise self._error(failure, attempt + 1) from None
                 delay = self._delay(attempt, failure)
                 if self._wait(delay, cancel):
-                    raise self._cancelled(failure, delay, cancel) from None
+                    tripped = tripped_by(cancel)  # read once: the count and the message say the same
+                    if tripped is None:
+                        with self._count_lock:
+                            self._cancelled_after_failure += 1
+                    raise self._cancelled(failure, delay, tripped) from None
                 continue
             return self._reply(raw, time.perf_counter() - started)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
@@ -349,11 +372,11 @@ class LLMClient:
             time.sleep(delay)
         return cancel is not None and cancel.is_set()
 
-    def _cancelled(self, failure: _Failure, delay: float, cancel: StopFlag | None) -> LLMCancelled:
-        """The stop during a retry wait, saying what the wait was for and why it ended: the user's cancel, or
-        (:func:`tripped_by`) another request of the batch that failed for good."""
+    def _cancelled(self, failure: _Failure, delay: float, tripped: str | None) -> LLMCancelled:
+        """The stop during a retry wait, saying what the wait was for and why it ended: the user's cancel
+        (``tripped`` None), or another request of the batch that failed for good (``tripped``: its error, from
+        :func:`tripped_by`)."""
         where = f"LLM request to model {self._config.model!r} at {redact_url(self._config.base_url)}"
-        tripped = tripped_by(cancel)
         if tripped is None:
             message = f"{where} stopped: cancelled while waiting {delay:.3g} s to retry after {failure.detail}."
         else:
@@ -395,7 +418,7 @@ class LLMClient:
         try:
             data = json.loads(text_body)
         except (ValueError, RecursionError):
-            excerpt = " ".join(text_body[:120].split())
+            excerpt = " ".join(scrub(text_body, self._config.api_key)[:120].split())  # scrubbed before the cut
             what = f"a body that is not JSON ({excerpt!r})" if excerpt else "an empty body"
             raise self._bad_answer(what) from None
         choices = data.get("choices") if isinstance(data, dict) else None

@@ -54,8 +54,9 @@ import json
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -262,7 +263,8 @@ def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategie
     if w < 0:
         raise EvaluationInputError(f"the weight w must be non-negative (got {w})")
     if corpus.n_documents < 2:
-        raise EvaluationInputError(f"corpus {corpus.name!r} has {corpus.n_documents} document(s); at least 2 are needed")
+        raise EvaluationInputError(f"corpus {corpus.name!r} has {corpus.n_documents} document(s); "
+                                   "at least 2 are needed")
     if k_max > corpus.n_documents:
         raise EvaluationInputError(
             f"k_max ({k_max}) exceeds the number of documents in {corpus.name!r} ({corpus.n_documents})")
@@ -297,7 +299,8 @@ def check_llm_options(options: LLMOptions) -> None:
     from mrag_core.expansion.multi_query import MAX_REWRITES
 
     if not 1 <= options.n_rewrites <= MAX_REWRITES:
-        raise EvaluationInputError(f"the number of rewrites must be between 1 and {MAX_REWRITES} (got {options.n_rewrites})")
+        raise EvaluationInputError(f"the number of rewrites must be between 1 and {MAX_REWRITES} "
+                                   f"(got {options.n_rewrites})")
     if not 1 <= options.n_answers <= MAX_ANSWERS:
         raise EvaluationInputError(
             f"the number of intent answers must be between 1 and {MAX_ANSWERS} (got {options.n_answers})")
@@ -407,13 +410,15 @@ def _llm_failed_queries(store: db.Store, run_id: int, strategy: str) -> set[int]
 
 def _expand_queries(cfg: LLMConfig, store: db.Store, families: Sequence[str], wanted: dict[str, list[db.QueryRow]],
                     options: LLMOptions, stage: Callable[[str], Any], cancel: threading.Event | None,
-                    out: dict[tuple[str, int], ExpansionOutcome], answered: Callable[[], None] | None = None
-                    ) -> None:
+                    out: dict[tuple[str, int], ExpansionOutcome], answered: Callable[[], None] | None = None,
+                    stopped: dict[str, int] | None = None) -> None:
     """Expansions of the ``wanted`` queries per family, through the store's LLM cache, into ``out`` keyed
     ``(family, query id)``: each as its request answers (then ``answered()`` is called, from this thread), so a
     Stop or a failure halfway through a family keeps the costs of what was asked; at a family's end its
-    questions left unsent after the endpoint failed too. Raises :class:`EvaluationCancelled` when ``cancel``
-    is set meanwhile."""
+    questions left unsent after the endpoint failed too. Into ``stopped`` (family -> count), also when the
+    family is left by an exception: the questions whose request failed and whose retry wait ``cancel`` ended
+    (:attr:`~mrag_core.llm.client.LLMClient.cancelled_after_failure`; they have no outcome in ``out`` and stay
+    to do). Raises :class:`EvaluationCancelled` when ``cancel`` is set meanwhile."""
     from mrag_core.llm.client import LLMClient
     from mrag_core.workflows.llm_cache import StoreLLMCache
 
@@ -428,8 +433,13 @@ def _expand_queries(cfg: LLMConfig, store: db.Store, families: Sequence[str], wa
                 if answered is not None:
                     answered()
 
-            outcomes = expand_many(client, fam, [q.text for q in qs], options, cache, progress=stage(f"LLM {fam}"),
-                                   cancel=cancel, on_outcome=keep)
+            before = client.cancelled_after_failure
+            try:
+                outcomes = expand_many(client, fam, [q.text for q in qs], options, cache,
+                                       progress=stage(f"LLM {fam}"), cancel=cancel, on_outcome=keep)
+            finally:
+                if stopped is not None and client.cancelled_after_failure > before:
+                    stopped[fam] = stopped.get(fam, 0) + client.cancelled_after_failure - before
             out.update({(fam, q.id): o for q, o in zip(qs, outcomes) if not o.cancelled})
             if cancel is not None and cancel.is_set():
                 raise EvaluationCancelled(f"cancelled during the {fam} expansions")
@@ -452,13 +462,30 @@ def _add_usage(prior: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _usage_of_session(expanded: dict[tuple[str, int], ExpansionOutcome], cfg: LLMConfig | None) -> dict[str, Any]:
-    """``llm_usage`` of this session: per family :func:`cost_summary` plus the totals (``total``)."""
-    if not expanded:
+STOPPED_IN_RETRY_WAIT = "sent and failed, then stopped while waiting to retry; asked again on resume"
+"""The ``error`` of the usage record of an expansion whose request failed and whose retry wait the user's Stop
+ended (:func:`_stopped_records`)."""
+
+
+def _stopped_records(stopped: Mapping[str, int]) -> list[dict[str, Any]]:
+    """One expansion record per request of ``stopped`` (family -> count) that failed and whose retry wait the
+    user's Stop ended: no text, 0 tokens, 0 s, not cached, ``error`` :data:`STOPPED_IN_RETRY_WAIT`. So
+    :func:`cost_summary` counts each as one request and one failure (the question itself stays to do: it has no
+    result, and a resume asks it again, a request of its own)."""
+    return [ExpansionOutcome(fam, (), error=STOPPED_IN_RETRY_WAIT).record()
+            for fam, n in stopped.items() for _ in range(n)]
+
+
+def _usage_of_session(expanded: dict[tuple[str, int], ExpansionOutcome], cfg: LLMConfig | None,
+                      stopped: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """``llm_usage`` of this session: per family :func:`cost_summary` plus the totals (``total``), over the
+    ``expanded`` outcomes and the requests ``stopped`` in a retry wait (:func:`_stopped_records`)."""
+    records = [(f, o.record()) for (f, _), o in expanded.items()]
+    records += [(r["family"], r) for r in _stopped_records(stopped or {})]
+    if not records:
         return {}
-    per_family = {fam: cost_summary(o.record() for (f, _), o in expanded.items() if f == fam)
-                  for fam in dict.fromkeys(f for f, _ in expanded)}
-    usage: dict[str, Any] = {"families": per_family, "total": cost_summary(o.record() for o in expanded.values())}
+    per_family = {fam: cost_summary(r for f, r in records if f == fam) for fam in dict.fromkeys(f for f, _ in records)}
+    usage: dict[str, Any] = {"families": per_family, "total": cost_summary(r for _, r in records)}
     if cfg is not None:
         usage["model"] = cfg.model
     return usage
@@ -508,7 +535,10 @@ def run_evaluation(
     ``details["llm"]`` records the expansion texts, its tokens, latency and cache hit; an unusable
     answer or a failed request for one query is recorded there as ``error`` and that query is
     searched with its own text as the only sub-query (counted in ``llm_usage`` as ``failed``,
-    redone on resume). Run totals (this session's added to earlier sessions') are in ``llm_usage``.
+    redone on resume). Run totals (this session's added to earlier sessions') are in ``llm_usage``; a request
+    that failed and whose retry wait a Stop ended counts there as a request and a failure (its query has no result
+    and is asked again on resume). ``timing["llm_expansions_s"]``, like the other session seconds
+    (:data:`SESSION_SECONDS`), adds up the run's sessions, one stopped during the expansions included.
     """
     if run_id is not None:
         try:
@@ -598,6 +628,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
     t_start = time.perf_counter()
     timing: dict[str, Any] = {}
     expanded: dict[tuple[str, int], ExpansionOutcome] = {}
+    stopped: dict[str, int] = {}  # per family: requests that failed, then the user's Stop ended their retry wait
     eval_s: dict[str, float] = {}  # search + scoring seconds per strategy in this session (kept when stopped too)
 
     def stopped_timing() -> dict[str, Any]:
@@ -611,7 +642,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
         return (lambda done, total: progress(label, done, total)) if progress else None
 
     def usage() -> dict[str, Any] | None:
-        session = _usage_of_session(expanded, endpoint)
+        session = _usage_of_session(expanded, endpoint, stopped)
         return _add_usage(prior_usage, session) if session else None
 
     usage_saved = [time.monotonic()]
@@ -642,19 +673,20 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
         total = sum(1 for s in strategies for q in queries if q.id not in todo[s])
         done_count = 0
         if pending_q:
-            t0 = time.perf_counter()
-            qemb, _ = cached_embed(qlm, [q.text for q in pending_q], kind="query", layer=layer_idx,
-                                   batch_size=16, progress=stage("queries"), cancel=cancel)
-            timing["embed_queries"] = time.perf_counter() - t0
+            with _seconds_into(timing, "embed_queries"):  # kept when the session is stopped in there too
+                qemb, _ = cached_embed(qlm, [q.text for q in pending_q], kind="query", layer=layer_idx,
+                                       batch_size=16, progress=stage("queries"), cancel=cancel)
             if families:
                 assert endpoint is not None
                 t0 = time.perf_counter()
                 wanted = {fam: [q for q in pending_q if any(q.id not in todo[s] for s in strategies
                                                             if NAMED_STRATEGIES[s].source == fam)]
                           for fam in families}
-                _expand_queries(endpoint, store, families, wanted, options, stage, cancel, expanded, save_usage)
-                timing["llm_expansions_s"] = float(prior.get("llm_expansions_s", 0.0)) + time.perf_counter() - t0
-            t0 = time.perf_counter()
+                try:
+                    _expand_queries(endpoint, store, families, wanted, options, stage, cancel, expanded, save_usage,
+                                    stopped)
+                finally:  # a session stopped here spent these seconds too (added to earlier sessions' on store)
+                    timing["llm_expansions_s"] = time.perf_counter() - t0
             need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") and not NAMED_STRATEGIES[s].llm
                               for s in strategies)
             sub_texts: list[str] = []
@@ -668,8 +700,9 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                         fallback.add(q.id)
                     sub_rows[q.id] = tuple(range(len(sub_texts), len(sub_texts) + len(subs)))
                     sub_texts.extend(subs)
-                subemb, _ = cached_embed(qlm, sub_texts, kind="query", layer=layer_idx, batch_size=16,
-                                         progress=stage("sub-queries"), cancel=cancel)
+                with _seconds_into(timing, "embed_queries"):
+                    subemb, _ = cached_embed(qlm, sub_texts, kind="query", layer=layer_idx, batch_size=16,
+                                             progress=stage("sub-queries"), cancel=cancel)
             # All expansion texts of every family in one batched pass; a failed expansion -> the query's text.
             exp_texts = TextBatch()
             text_of = {q.id: q.text for q in pending_q}
@@ -678,9 +711,9 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
             exp_rows = exp_texts.rows
             expemb = None
             if exp_texts.texts:
-                expemb, _ = cached_embed(qlm, exp_texts.texts, kind="query", layer=layer_idx, batch_size=16,
-                                         progress=stage("expansions"), cancel=cancel)
-            timing["embed_queries"] += time.perf_counter() - t0
+                with _seconds_into(timing, "embed_queries"):
+                    expemb, _ = cached_embed(qlm, exp_texts.texts, kind="query", layer=layer_idx, batch_size=16,
+                                             progress=stage("expansions"), cancel=cancel)
             qrow = {q.id: i for i, q in enumerate(pending_q)}
             skipped_gt = 0
             for s in strategies:
@@ -754,7 +787,18 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
             raise
 
 
-SESSION_SECONDS = ("embed_documents", "load_index", "embed_queries")
+@contextmanager
+def _seconds_into(timing: dict[str, Any], key: str) -> Iterator[None]:
+    """Add the seconds spent in the ``with`` block to ``timing[key]`` (from 0), also when the block raises: a
+    session stopped while embedding spent those seconds too (:func:`_with_prior_sessions` adds them up)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        timing[key] = float(timing.get(key, 0.0)) + time.perf_counter() - t0
+
+
+SESSION_SECONDS = ("embed_documents", "load_index", "embed_queries", "llm_expansions_s")
 """Timings that :func:`_score_run` measures per session (from 0), and stores added to the earlier sessions' ones."""
 
 

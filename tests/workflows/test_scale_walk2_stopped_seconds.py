@@ -19,6 +19,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
 from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+from tests.support.mini_corpus import add_sky_and_food  # noqa: E402
 
 
 LOAD_S, EMBED_S = 7.0, 3.0  # seconds that loading the index and one embedding call take on the run's clock
@@ -26,12 +27,7 @@ LOAD_S, EMBED_S = 7.0, 3.0  # seconds that loading the index and one embedding c
 
 def _sky_and_food(store: db.Store) -> tuple[db.CorpusInfo, db.QuerySetInfo]:
     """A corpus of 4 documents in 2 categories and a set of 3 queries (2 with one aspect, 1 with two)."""
-    corpus = db.create_corpus(store, "T")
-    ids = db.add_documents(store, corpus.id, [{"title": f"d{i}", "text": text, "label": lab} for i, (text, lab) in
-                                              enumerate([("A comet passed near the sun.", "sky"),
-                                                         ("The telescope saw a galaxy.", "sky"),
-                                                         ("Knead the bread dough.", "food"),
-                                                         ("Simmer the tomato sauce.", "food")])]).document_ids
+    corpus, ids = add_sky_and_food(store)
     qs = db.create_query_set(store, corpus.id, "Q")
     db.add_queries(store, qs.id, [{"text": "comet", "ground_truth": [ids[0]]},
                                   {"text": "bread", "ground_truth": [ids[2]]},
@@ -108,3 +104,29 @@ def test_load_index_and_embed_queries_add_up_over_a_stop_and_a_resume(store, lm,
     assert done.status == "done" and done.n_results == 6
     assert (done.timing["load_index"], done.timing["embed_queries"]) == (2 * LOAD_S, 2 * EMBED_S)  # both sessions
     assert done.timing["total_s"] == 2 * (LOAD_S + EMBED_S)  # the clock moved for nothing else
+
+
+def test_a_session_stopped_while_embedding_its_queries_keeps_those_seconds(store, lm, monkeypatch) -> None:
+    corpus, qs = _sky_and_food(store)
+    clock = [1000.0]  # the workflow's clock: moves only while embedding
+    monkeypatch.setattr(er, "time", SimpleNamespace(perf_counter=lambda: clock[0], monotonic=time.monotonic))
+    embed = er.cached_embed
+    stop_in_embedding = [True]
+
+    def embed_then_maybe_stop(*args, **kwargs):
+        clock[0] += EMBED_S
+        if stop_in_embedding[0]:
+            raise er.ExtractionCancelled("stopped while embedding the queries")
+        return embed(*args, **kwargs)
+
+    monkeypatch.setattr(er, "cached_embed", embed_then_maybe_stop)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=4,
+                               k_max=2, lm=lm, batch_size=2)
+    stopped = db.get_eval_run(store, run_id)
+    assert stopped.status == "cancelled" and stopped.n_results == 0
+    assert stopped.timing["embed_queries"] == EMBED_S  # was left out: the stop came before it was set
+    stop_in_embedding[0] = False
+    er.resume_evaluation(store, run_id, lm=lm)
+    done = db.get_eval_run(store, run_id)
+    assert done.status == "done" and done.n_results == 6
+    assert done.timing["embed_queries"] == 2 * EMBED_S  # both sessions

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
 
@@ -26,34 +26,34 @@ __all__ = ["fake_openai"]
 
 Factory = Callable[..., FakeOpenAIServer]
 WELL_UNDER_S = 5.0  # the server asks for 30 s
-REFUSED_AFTER_S = 0.3  # the refused request answers this late, so the other one is already waiting
+REFUSED_AFTER_S = 0.3  # the refused request answers this long after the 429 went out, so that one is waiting
+BUSY_SERVED_WITHIN_S = 10.0  # how long the refused request waits for the 429 to be served (a slow machine)
 
 
-def _busy_or_refused(text: str) -> Reply:
-    """429 Retry-After: 30 for the text naming "busy", a late 401 for the one naming "refused"."""
-    if "refused" in text:
-        return Reply.error(401, "invalid api key", delay_s=REFUSED_AFTER_S)
-    if "busy" in text:
-        return Reply.error(429, "rate limited", retry_after=30)
-    return Reply.error(599, f"unexpected request: {text[:60]}")
+def _refused_after(busy_served: threading.Event) -> Reply:
+    """The 401, answered only once the 429 was served (the server's handler threads run side by side), and then
+    REFUSED_AFTER_S later: on a busy machine a fixed head start alone let the 401 come first."""
+    busy_served.wait(BUSY_SERVED_WITHIN_S)
+    return Reply.error(401, "invalid api key", delay_s=REFUSED_AFTER_S)
+
+
+def _busy_or_refused() -> Callable[[str], Reply]:
+    """429 Retry-After: 30 for the text naming "busy", a 401 for the one naming "refused" once the 429 is out."""
+    busy_served = threading.Event()
+
+    def reply(text: str) -> Reply:
+        if "refused" in text:
+            return _refused_after(busy_served)
+        if "busy" in text:
+            busy_served.set()
+            return Reply.error(429, "rate limited", retry_after=30)
+        return Reply.error(599, f"unexpected request: {text[:60]}")
+
+    return reply
 
 
 def _client(server: FakeOpenAIServer) -> LLMClient:
     return LLMClient(server.llm_config(max_retries=1, concurrency=2))  # real waiting
-
-
-@pytest.fixture
-def later() -> Iterator[Callable[[float, Callable[[], None]], None]]:
-    """``later(seconds, fn)``: run ``fn`` on a timer thread (cancelled at teardown)."""
-    timers: list[threading.Timer] = []
-
-    def start(seconds: float, fn: Callable[[], None]) -> None:
-        timers.append(threading.Timer(seconds, fn))
-        timers[-1].start()
-
-    yield start
-    for timer in timers:
-        timer.cancel()
 
 
 def test_a_trip_from_another_thread_ends_the_breakers_wait(later: Callable[[float, Callable[[], None]], None]) -> None:
@@ -105,7 +105,7 @@ def test_the_clients_stop_message_says_another_request_failed_when_the_breaker_t
 
 
 def test_expansions_stop_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
-    server = fake_openai(by_content(_busy_or_refused))
+    server = fake_openai(by_content(_busy_or_refused()))
     cache = MemoryCache()
     questions = ["Which moons orbit Mars (busy)?", "Which moons orbit Venus (refused)?"]
     started = time.monotonic()
@@ -122,7 +122,7 @@ def test_expansions_stop_waiting_when_another_request_trips_the_breaker(fake_ope
 
 
 def test_preannotation_stops_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
-    server = fake_openai(by_content(_busy_or_refused))
+    server = fake_openai(by_content(_busy_or_refused()))
     docs = [AnnotationDoc(0, "Busy", "busy text"), AnnotationDoc(1, "Refused", "refused text")]
     started = time.monotonic()
     suggestions = annotate_documents(_client(server), docs, [CategorySpec("space"), CategorySpec("food")], limit=2)
@@ -139,7 +139,7 @@ class Doc:
 
 
 def test_query_generation_stops_waiting_when_another_request_trips_the_breaker(fake_openai: Factory) -> None:
-    server = fake_openai(by_content(_busy_or_refused))
+    server = fake_openai(by_content(_busy_or_refused()))
     docs = {"1": Doc("Busy", "A busy article about Mars."), "2": Doc("Refused", "A refused article about Venus.")}
     started = time.monotonic()
     results = generate_queries([QueryPlan(1, ("1",)), QueryPlan(1, ("2",))], docs, client=_client(server), limit=2)
@@ -152,14 +152,20 @@ def test_query_generation_stops_waiting_when_another_request_trips_the_breaker(f
 MARS_STORY = "On Mars the crew watched the dust storms roll over the red plains for days."
 
 
-def _fusion_busy_or_refused(text: str) -> Reply:
-    """A story about Mars (100 + 40 tokens), whose Fusion request gets 429 Retry-After: 30; a late 401 for the
-    story naming 'Refused'."""
-    if text.startswith("The following text describes an information need."):
-        return Reply.error(429, "rate limited", retry_after=30)
-    if "Refused" in text:
-        return Reply.error(401, "invalid api key", delay_s=REFUSED_AFTER_S)
-    return Reply.ok(MARS_STORY, prompt_tokens=100, completion_tokens=40)
+def _fusion_busy_or_refused() -> Callable[[str], Reply]:
+    """A story about Mars (100 + 40 tokens), whose Fusion request gets 429 Retry-After: 30; a 401 for the story
+    naming 'Refused' once that 429 is out."""
+    busy_served = threading.Event()
+
+    def reply(text: str) -> Reply:
+        if text.startswith("The following text describes an information need."):
+            busy_served.set()
+            return Reply.error(429, "rate limited", retry_after=30)
+        if "Refused" in text:
+            return _refused_after(busy_served)
+        return Reply.ok(MARS_STORY, prompt_tokens=100, completion_tokens=40)
+
+    return reply
 
 
 def test_query_generation_keeps_the_story_when_the_breaker_trips_during_its_fusion_retry_wait(
@@ -167,7 +173,7 @@ def test_query_generation_keeps_the_story_when_the_breaker_trips_during_its_fusi
     """Plan 0's story came back (140 tokens paid) and its Fusion request waits out a 429 when plan 1's story gets a
     401: the story is kept, flagged with no sub-queries and the reason, so a resume does not ask for it again
     (the whole plan was left to do)."""
-    server = fake_openai(by_content(_fusion_busy_or_refused))
+    server = fake_openai(by_content(_fusion_busy_or_refused()))
     docs = {"1": Doc("Mars", "An article about Mars."), "2": Doc("Refused", "A refused article about Venus.")}
     started = time.monotonic()
     results = generate_queries([QueryPlan(1, ("1",)), QueryPlan(1, ("2",))], docs, client=_client(server), limit=2,
