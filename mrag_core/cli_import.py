@@ -187,7 +187,8 @@ def chunk_options(args: argparse.Namespace) -> Any:
 
 
 def format_issues(issues: list[Any], limit: int = SHOWN_ISSUES) -> str:
-    """The first ``limit`` import issues, one per line (``ERROR row 7: ...``), and how many more there are."""
+    """The first ``limit`` import issues, one per line naming the file and the row or line (``ERROR data.csv row 7:
+    ...``, ``ERROR notes.zip:physics/a.md: ...`` for a member of an archive), and how many more there are."""
     lines = [f"  {issue}" for issue in issues[:limit]]
     if len(issues) > limit:
         lines.append(f"  ... and {len(issues) - limit} more")
@@ -232,7 +233,8 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
             which = "every document without an error" if preview.errors else "every document"
             print(f"nothing to import: {which} is already in corpus {existing.name!r}; nothing was written")
             return 0
-        raise CLIError("nothing to import: no document is left after the problems above; nothing was written")
+        why = "no document is left after the problems above" if preview.issues else "the files hold no document"
+        raise CLIError(f"nothing to import: {why}; nothing was written")
     if args.dry_run:
         print("dry run: nothing was written")
         return 0
@@ -256,6 +258,8 @@ def cmd_queries(args: argparse.Namespace, store: Any) -> int:
 
     corpus = named_corpus(store, args.corpus)
     path = Path(args.path).expanduser()
+    if path.is_dir():
+        raise CLIError(f"{path} is a folder: give the query file (JSON or CSV)")
     if not path.is_file():
         raise CLIError(f"no such file: {path}")
     try:

@@ -40,7 +40,8 @@ def agent_label(agent: AgentKey | None, counts: dict[AgentKey, db.AgentInfo]) ->
     text = f"{name} · {version}" if version else name
     if info is not None:
         n = info.n_suggestions
-        text += f" ({n} suggestion{'s' if n != 1 else ''}" + (f", {info.n_failed} failed" if info.n_failed else "") + ")"
+        failed = f", {info.n_failed} failed" if info.n_failed else ""
+        text += f" ({n} suggestion{'s' if n != 1 else ''}{failed})"
     return text
 
 
@@ -55,7 +56,8 @@ def agent_picker(store: db.Store, corpus_id: int, *, key: str, container: Any = 
 
 
 def show_preview(preview: ImportPreview) -> None:
-    """Summary line, the records table (first rows) and the issues table, row by row."""
+    """Summary line, the records table (first rows) and the issues table, row by row, each issue located by its file
+    and the row or line in it (``ImportIssue.where``)."""
     n_err, n_warn = len(preview.errors), len(preview.warnings)
     summary = preview.summary()
     if n_err:
@@ -79,9 +81,12 @@ def show_preview(preview: ImportPreview) -> None:
         st.caption("Labels: " + ", ".join(f"{md_plain(k) if k else '(none)'}: {v}"
                                           for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
     if preview.issues:
-        st.markdown(f"**Issues** ({n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''})")
+        st.markdown(f"**Issues** ({n_err} error{'s' if n_err != 1 else ''}, "
+                    f"{n_warn} warning{'s' if n_warn != 1 else ''})")
         issues = pd.DataFrame(
-            [{"severity": i.severity, "location": i.location, "message": i.message} for i in preview.issues],
+            # where = the file (the archive's name first for a member of one) and the row or line: several files
+            # read at once can be told apart; shown as plain text (a dataframe renders no Markdown or HTML)
+            [{"severity": i.severity, "location": i.where, "message": i.message} for i in preview.issues],
             columns=["severity", "location", "message"],
         )
         st.dataframe(issues, hide_index=True, width="stretch")

@@ -25,6 +25,7 @@ from mrag_core.ingest.records import (
     ImportRecord,
     check_records,
     format_bytes,
+    member_source,
 )
 from mrag_core.ingest.tabular import ColumnMapping, read_table
 
@@ -64,17 +65,20 @@ def topic_of_source(source: str) -> str | None:
     return m.group("topic").strip() if m else None
 
 
-def topic_dataset_preview(ds: TopicDataset, name: str, *, max_doc_bytes: int | None = MAX_DOC_BYTES) -> ImportPreview:
+def topic_dataset_preview(ds: TopicDataset, name: str, *, max_doc_bytes: int | None = MAX_DOC_BYTES,
+                          archive: bool = False) -> ImportPreview:
     """Records of a loaded :class:`~mrag_core.benchmark.TopicDataset` (source names the topic,
-    see :func:`topic_source`)."""
+    see :func:`topic_source`). A topic file left out is an error whose ``source`` is its path, in the archive
+    ``name`` (:func:`member_source`) when ``archive``, else relative to the folder ``name``."""
     records = [
         ImportRecord(title=a.title, text=a.text, label=a.label, source=topic_source(name, topic))
         for a, topic in zip(ds.articles, ds.article_topics)
     ]
     kept, issues = check_records(records, max_doc_bytes)
-    bad_files = [ImportIssue(path, message, "error") for path, message in ds.skipped_files]
+    bad_files = [ImportIssue.of_file(member_source(name, path) if archive else path, message)
+                 for path, message in ds.skipped_files]
     issues[:0] = bad_files
-    issues.extend(ImportIssue(name, w, "warning") for w in ds.warnings)
+    issues.extend(ImportIssue.of_file(name, w, "warning") for w in ds.warnings)
     return ImportPreview(
         records=kept,
         issues=issues,
@@ -104,29 +108,29 @@ def preview_topic_layout(
     if isinstance(source, bytes):
         label = name or "upload.zip"
         if len(source) > max_total_bytes:
-            return ImportPreview(issues=[ImportIssue(
+            return ImportPreview(issues=[ImportIssue.of_file(
                 label, f"the upload is {format_bytes(len(source))}, over the "
-                       f"{format_bytes(max_total_bytes)} limit", "error")])
+                       f"{format_bytes(max_total_bytes)} limit")])
         try:
             zf = zipfile.ZipFile(io.BytesIO(source))
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            return ImportPreview(issues=[ImportIssue(label, f"not a valid ZIP archive ({exc})", "error")])
+            return ImportPreview(issues=[ImportIssue.of_file(label, f"not a valid ZIP archive ({exc})")])
         with zf:
             members, issues = safe_zip_members(zf, label, max_total_bytes=max_total_bytes,
                                                strip_common_root=False)
-            if any(i.location == label for i in issues):
+            if any(i.source == label for i in issues):
                 return ImportPreview(issues=issues)
             files = {m.path: zf.read(m.info) for m in members if m.path.lower().endswith((".json", ".json.bz2"))}
         try:
             ds = parse_topic_layout(files, label, skip_bad_files=True)
         except BenchmarkFormatError as exc:
-            return ImportPreview(issues=issues + [ImportIssue(label, _unprefix(str(exc), label), "error")])
-        preview = topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes)
+            return ImportPreview(issues=issues + [ImportIssue.of_file(label, _unprefix(str(exc), label))])
+        preview = topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes, archive=True)
         preview.issues[:0] = issues
         return preview
     label = name or str(source)
     try:
         ds = load_topic_layout(source, skip_bad_files=True)
     except BenchmarkFormatError as exc:
-        return ImportPreview(issues=[ImportIssue(label, _unprefix(str(exc), label), "error")])
-    return topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes)
+        return ImportPreview(issues=[ImportIssue.of_file(label, _unprefix(str(exc), label))])
+    return topic_dataset_preview(ds, label, max_doc_bytes=max_doc_bytes, archive=Path(source).is_file())

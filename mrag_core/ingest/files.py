@@ -32,6 +32,8 @@ from mrag_core.ingest.records import (
     ImportPreview,
     ImportRecord,
     format_bytes,
+    in_source,
+    member_source,
     normalise_text,
     text_problem,
 )
@@ -104,7 +106,8 @@ def safe_zip_members(
 
     Directories, hidden files and ``__MACOSX`` are dropped silently. When the declared
     uncompressed total exceeds ``max_total_bytes`` no member is returned and one error names
-    the archive. With ``strip_common_root``, a single top-level folder shared by every
+    the archive. Each issue's ``source`` is the entry as :func:`member_source` names it (the archive for the
+    error about the whole archive). With ``strip_common_root``, a single top-level folder shared by every
     member is stripped from the returned paths.
     """
     members: list[ZipMember] = []
@@ -113,25 +116,27 @@ def safe_zip_members(
         name = info.filename
         reason = unsafe_member_reason(name)
         if reason is not None:
-            issues.append(ImportIssue(name, f"rejected: the entry escapes its folder ({reason})", "error"))
+            issues.append(ImportIssue.of_file(member_source(archive_name, name),
+                                              f"rejected: the entry escapes its folder ({reason})"))
             continue
         if info.is_dir() or _is_ignored(name.replace("\\", "/")):
             continue
         mode = info.external_attr >> 16
         if mode and stat.S_ISLNK(mode):
-            issues.append(ImportIssue(name, "rejected: symbolic links are not imported", "error"))
+            issues.append(ImportIssue.of_file(member_source(archive_name, name),
+                                              "rejected: symbolic links are not imported"))
             continue
         if info.flag_bits & 0x1:
-            issues.append(ImportIssue(name, "rejected: the entry is encrypted (password-protected)", "error"))
+            issues.append(ImportIssue.of_file(member_source(archive_name, name),
+                                              "rejected: the entry is encrypted (password-protected)"))
             continue
         members.append(ZipMember(path=name.replace("\\", "/"), size=info.file_size, info=info))
     total = sum(m.size for m in members)
     if total > max_total_bytes:
-        return [], issues + [ImportIssue(
+        return [], issues + [ImportIssue.of_file(
             archive_name,
             f"the archive expands to {format_bytes(total)}, over the {format_bytes(max_total_bytes)} "
             "upload limit; nothing was imported",
-            "error",
         )]
     parts = [PurePosixPath(m.path).parts for m in members]
     if strip_common_root and parts and all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
@@ -146,27 +151,29 @@ def _read_bounded(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes
 
 def _entries_to_preview(
     entries: Sequence[_Entry],
-    source_prefix: str,
+    source_of: Callable[[str], str],
     *,
     label_from_folder: bool,
     default_label: str | None,
     max_doc_bytes: int | None,
     issues: list[ImportIssue] | None = None,
 ) -> ImportPreview:
+    """Records of the text files among ``entries`` and the issues met, each naming its file as ``source_of`` its
+    path does (the record's ``source`` too), after the ``issues`` met before reading."""
     preview = ImportPreview(issues=list(issues or []))
     for e in entries:
         suffix = PurePosixPath(e.path).suffix.lower()
         if suffix not in TEXT_EXTENSIONS:
-            preview.issues.append(ImportIssue(
-                e.path,
+            preview.issues.append(ImportIssue.of_file(
+                source_of(e.path),
                 f"unsupported file type {suffix or '(no extension)'}; only "
                 f"{', '.join(TEXT_EXTENSIONS)} files are imported",
                 "warning",
             ))
             continue
         preview.n_rows_read += 1
-        record, rec_issues = _entry_record(e, source_prefix, label_from_folder, default_label, max_doc_bytes)
-        preview.issues.extend(rec_issues)
+        record, rec_issues = _entry_record(e, source_of(e.path), label_from_folder, default_label, max_doc_bytes)
+        preview.issues.extend(in_source(rec_issues, source_of(e.path), e.path))
         if record is None:
             preview.n_skipped += 1
         else:
@@ -176,7 +183,7 @@ def _entries_to_preview(
 
 def _entry_record(
     e: _Entry,
-    source_prefix: str,
+    source: str,
     label_from_folder: bool,
     default_label: str | None,
     max_doc_bytes: int | None,
@@ -194,7 +201,8 @@ def _entry_record(
     except (OSError, zipfile.BadZipFile, EOFError, RuntimeError) as exc:
         return None, [ImportIssue(e.path, f"cannot be read ({exc})", "error")]
     if cap is not None and len(data) > cap:
-        return None, [ImportIssue(e.path, f"the file is larger than the {format_bytes(cap)} limit per document", "error")]
+        return None, [ImportIssue(e.path, f"the file is larger than the {format_bytes(cap)} limit per document",
+                                  "error")]
     if not data.strip():
         return None, [ImportIssue(e.path, "the file is empty", "error")]
     text, _enc, issues = decode_bytes(data, e.path)
@@ -215,7 +223,7 @@ def _entry_record(
         title=title or pure.stem,
         text=text,
         label=label,
-        source=f"{source_prefix}{e.path}",
+        source=source,
     ), issues
 
 
@@ -244,7 +252,7 @@ def read_text_files(
             "upload", f"the files total {format_bytes(total)}, over the "
                       f"{format_bytes(max_total_bytes)} upload limit; nothing was imported", "error")])
     entries = [_Entry(PurePosixPath(n.replace("\\", "/")).name, len(d), (lambda d=d: d)) for n, d in files]
-    return _entries_to_preview(entries, "", label_from_folder=False, default_label=label,
+    return _entries_to_preview(entries, str, label_from_folder=False, default_label=label,
                                max_doc_bytes=max_doc_bytes)
 
 
@@ -259,16 +267,16 @@ def read_text_zip(
     """A ZIP of ``.txt``/``.md`` files (folder name = label when ``label_from_folder``).
 
     Never raises for bad content: a corrupt archive gives one error naming ``name``.
-    Records' ``source`` is ``"<name>:<path in archive>"``.
+    Records' ``source``, and that of the issues of a member, is ``"<name>:<path in archive>"``
+    (:func:`member_source`).
     """
     if len(data) > max_total_bytes:
-        return ImportPreview(issues=[ImportIssue(
-            name, f"the upload is {format_bytes(len(data))}, over the {format_bytes(max_total_bytes)} limit",
-            "error")])
+        return ImportPreview(issues=[ImportIssue.of_file(
+            name, f"the upload is {format_bytes(len(data))}, over the {format_bytes(max_total_bytes)} limit")])
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        return ImportPreview(issues=[ImportIssue(name, f"not a valid ZIP archive ({exc})", "error")])
+        return ImportPreview(issues=[ImportIssue.of_file(name, f"not a valid ZIP archive ({exc})")])
     with zf:
         members, issues = safe_zip_members(zf, name, max_total_bytes=max_total_bytes)
         bound = max_doc_bytes if max_doc_bytes is not None else max_total_bytes
@@ -276,10 +284,11 @@ def read_text_zip(
             _Entry(m.path, m.size, (lambda info=m.info: _read_bounded(zf, info, bound)))
             for m in members
         ]
-        preview = _entries_to_preview(entries, f"{name}:", label_from_folder=label_from_folder,
+        preview = _entries_to_preview(entries, lambda path: member_source(name, path),
+                                      label_from_folder=label_from_folder,
                                       default_label=None, max_doc_bytes=max_doc_bytes, issues=issues)
-    preview.n_rows_read += sum(1 for i in issues if i.location != name)
-    preview.n_skipped += sum(1 for i in issues if i.location != name)
+    preview.n_rows_read += sum(1 for i in issues if i.source != name)
+    preview.n_skipped += sum(1 for i in issues if i.source != name)
     return preview
 
 
@@ -292,10 +301,14 @@ def read_text_folder(
 ) -> ImportPreview:
     """Every ``.txt``/``.md`` file under a folder (recursively; symbolic links are skipped
     with a warning). A missing folder gives one error. Records' ``source`` is
-    ``"<folder name>/<relative path>"``."""
+    ``"<folder name>/<relative path>"``, and so is that of the issues of a file."""
     root = Path(path)
     if not root.is_dir():
-        return ImportPreview(issues=[ImportIssue(str(root), "folder not found", "error")])
+        return ImportPreview(issues=[ImportIssue.of_file(str(root), "folder not found")])
+
+    def source_of(rel: str) -> str:
+        return f"{root.name}/{rel}"
+
     entries: list[_Entry] = []
     issues: list[ImportIssue] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -306,14 +319,14 @@ def read_text_folder(
             if _is_ignored(rel):
                 continue
             if full.is_symlink():
-                issues.append(ImportIssue(rel, "symbolic link skipped", "warning"))
+                issues.append(ImportIssue.of_file(source_of(rel), "symbolic link skipped", "warning"))
                 continue
             entries.append(_Entry(rel, full.stat().st_size, full.read_bytes))
     supported = [e for e in entries if PurePosixPath(e.path).suffix.lower() in TEXT_EXTENSIONS]
     total = sum(e.size for e in supported)
     if total > max_total_bytes:
-        return ImportPreview(issues=issues + [ImportIssue(
+        return ImportPreview(issues=issues + [ImportIssue.of_file(
             str(root), f"the text files total {format_bytes(total)}, over the "
-                       f"{format_bytes(max_total_bytes)} upload limit; nothing was imported", "error")])
-    return _entries_to_preview(entries, f"{root.name}/", label_from_folder=label_from_folder,
+                       f"{format_bytes(max_total_bytes)} upload limit; nothing was imported")])
+    return _entries_to_preview(entries, source_of, label_from_folder=label_from_folder,
                                default_label=None, max_doc_bytes=max_doc_bytes, issues=issues)

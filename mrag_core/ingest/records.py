@@ -23,6 +23,8 @@ __all__ = [
     "Severity",
     "check_records",
     "format_bytes",
+    "in_source",
+    "member_source",
     "normalise_text",
     "text_problem",
 ]
@@ -63,7 +65,10 @@ class ImportRecord:
 
 @dataclass(frozen=True)
 class ImportIssue:
-    """A problem found while reading: ``location`` is e.g. ``"row 7"`` or ``"notes/a.txt"``.
+    """A problem found while reading: ``source`` is the file it is in (``"data.csv"``; a member of an archive
+    as :func:`member_source` names it, ``"notes.zip:physics/a.md"``), ``location`` where in that file
+    (``"row 7"``, ``"line 3"``; empty for the whole file). An issue of no one file (``"upload"``) has only a
+    ``location``; one found after reading (limits, duplicates, labels) is located at its record's ``source``.
 
     ``error`` means the row/file was not imported; ``warning`` means it was imported but
     something was guessed or dropped.
@@ -72,9 +77,35 @@ class ImportIssue:
     location: str
     message: str
     severity: Severity = "error"
+    source: str = ""
+
+    @classmethod
+    def of_file(cls, source: str, message: str, severity: Severity = "error") -> ImportIssue:
+        """An issue about the whole file ``source`` (no location inside it)."""
+        return cls("", message, severity, source)
+
+    @property
+    def where(self) -> str:
+        """The file and the place in it, as shown to the user: ``"data.csv row 7"``, ``"notes.zip:a.md"``,
+        ``"data.csv"`` (the whole file), ``"row 7"`` (no file named)."""
+        return " ".join(part for part in (self.source, self.location) if part)
 
     def __str__(self) -> str:
-        return f"{self.severity.upper()} {self.location}: {self.message}"
+        return f"{self.severity.upper()} {self.where}: {self.message}"
+
+
+def member_source(archive: str, member: str) -> str:
+    """How a member of an archive is named, in issues and records' ``source``: ``"notes.zip:physics/a.md"``."""
+    return f"{archive}:{member}"
+
+
+def in_source(issues: Iterable[ImportIssue], source: str, name: str | None = None) -> list[ImportIssue]:
+    """``issues`` met reading the file ``source``, each naming it: an issue without a source gets ``source``, and
+    one located at the file itself (its ``location`` is ``name``, the name the reader was given, by default
+    ``source``) is about the whole file (no location). Issues that name a source already are kept as they are."""
+    name = source if name is None else name
+    return [issue if issue.source else replace(issue, source=source, location="" if issue.location == name
+                                               else issue.location) for issue in issues]
 
 
 @dataclass

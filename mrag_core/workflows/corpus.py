@@ -131,7 +131,8 @@ def read_upload(
     label: str | None = None,
 ) -> ImportPreview:
     """Read uploaded ``(name, bytes)`` files of one ``kind`` into a preview; never raises for bad
-    content (problems become issues located by file/row).
+    content (problems become issues naming their file, its row or line when they are about one:
+    ``ImportIssue.where`` reads ``"b.csv row 2"``, ``"notes.zip:physics/a.md"``).
 
     ``table`` needs ``mapping`` (see :func:`mrag_core.ingest.suggest_mapping`): one for every file, or one per
     file (a sequence as long as ``files``: tables with different columns; None for a table whose columns cannot be
@@ -159,8 +160,8 @@ def read_upload(
                 raise ValueError("A table upload needs a column mapping (at least the text column).")
             fmt = table_format or guess_format(name)
             if fmt is None:
-                previews.append(ImportPreview(issues=[ImportIssue(
-                    name, "cannot tell the table format from the file name; choose it explicitly", "error")]))
+                previews.append(ImportPreview(issues=[ImportIssue.of_file(
+                    name, "cannot tell the table format from the file name; choose it explicitly")]))
                 continue
             its = per_file[index] if per_file is not None else mapping
             if its is None:
@@ -185,7 +186,7 @@ def unreadable_table(data: bytes, fmt: str, name: str) -> ImportPreview:
         columns = sniff_columns(data, fmt, name)
     except IngestError as exc:  # its message starts with the file name already
         why = str(exc).removeprefix(f"{name}: ")
-        return ImportPreview(issues=[ImportIssue(name, f"the file cannot be read, so it is left out: {why}", "error")])
+        return ImportPreview(issues=[ImportIssue.of_file(name, f"the file cannot be read, so it is left out: {why}")])
     raise ValueError(f"{name} needs a column mapping (its columns: {', '.join(columns)}).")
 
 
@@ -276,9 +277,9 @@ def prepare_import(
 
 def same_labels(records: Sequence[ImportRecord], existing_labels: Sequence[str] = ()
                 ) -> tuple[list[ImportRecord], list[ImportIssue]]:
-    """``records`` with each label spelled as the first label of its :func:`~mrag_core.annotate.types.fold_name` form, an existing label
-    (``existing_labels``, the target corpus' categories) first, then the records in order; a warning per label
-    spelled otherwise, located at its first record. Records without a label are kept as they are."""
+    """``records`` with each label spelled as the first label of its :func:`~mrag_core.annotate.types.fold_name`
+    form, an existing label (``existing_labels``, the target corpus' categories) first, then the records in order;
+    a warning per label spelled otherwise, located at its first record. Records without a label are kept as they are."""
     canonical = {fold_name(name): name for name in existing_labels}
     out: list[ImportRecord] = []
     issues: list[ImportIssue] = []

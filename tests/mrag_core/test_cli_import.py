@@ -97,7 +97,7 @@ def test_table_with_named_columns_problems_listed_and_dry_run(url: str, tmp_path
     assert _run(url, *args, "--dry-run") == 0
     out = capsys.readouterr().out
     assert "2 documents to import in 2 categories; 1 error (left out)" in out
-    assert "ERROR row 2: empty text (column 'note')" in out and "dry run: nothing was written" in out
+    assert "ERROR notes.csv row 2: empty text (column 'note')" in out and "dry run: nothing was written" in out
     store = db.open_store(url)
     assert db.list_corpora(store) == []
     store.close()
@@ -207,3 +207,19 @@ def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path, capsys, co
     err = capsys.readouterr().err
     assert err.startswith("error: cannot open the database: ") and len(err.strip().splitlines()) == 1
     assert not_a_db.read_text() == "this is not SQLite"
+
+
+def test_a_table_with_only_its_header_says_the_files_hold_no_document(url: str, tmp_path: Path, capsys) -> None:
+    """No problem is listed for a header-only table, so the refusal does not point at 'the problems above'."""
+    table = tmp_path / "empty.csv"
+    table.write_text("title,text,label\n")
+    assert _run(url, "import", "--corpus", "Empty", str(table)) == 2
+    captured = capsys.readouterr()
+    assert "ERROR" not in captured.out
+    assert captured.err.strip().splitlines()[-1] == ("error: nothing to import: the files hold no document; "
+                                                     "nothing was written")
+    store = db.open_store(url)
+    try:
+        assert db.list_corpora(store) == []
+    finally:
+        store.close()

@@ -187,7 +187,7 @@ def test_topic_layout_folder_and_zip_import(store: db.Store, tmp_path: Path) -> 
     folder = cw.prepare_import(cw.read_topic_folder(f"  {root}  "))
     assert [(r.title, r.label) for r in folder.records] == [
         ("breach #1", "contract"), ("breach #2", "contract"), ("Duty", "tort")]
-    assert [(i.severity, i.location) for i in folder.issues] == [("error", "tort/tort_bad.json")]
+    assert [(i.severity, i.where) for i in folder.issues] == [("error", "tort/tort_bad.json")]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for p in sorted(root.rglob("*.json")):

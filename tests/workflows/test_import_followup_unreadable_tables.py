@@ -17,9 +17,9 @@ def test_an_unreadable_table_without_a_mapping_is_left_out_and_named() -> None:
     read = cw.read_upload("table", [BINARY, NEWS], mapping=[None, ColumnMapping("body", "headline", "topic")])
     assert [(r.title, r.text, r.label) for r in read.records] == [("Late goal", "The striker scored late.", "sport")]
     assert read.issues == [
-        ImportIssue("scan.csv", "the file cannot be read, so it is left out: this is a PDF document; export its text "
-                                "first, not a text file", "error"),
-        ImportIssue("row 2", "empty text (column 'body')", "error")]
+        ImportIssue.of_file("scan.csv", "the file cannot be read, so it is left out: this is a PDF document; export "
+                                        "its text first, not a text file"),
+        ImportIssue("row 2", "empty text (column 'body')", "error", source="news.csv")]
     assert (len(read.records), read.n_skipped, read.n_rows_read) == (1, 1, 2)
     ready = cw.prepare_import(read)
     assert len(ready.records) + ready.n_skipped == ready.n_rows_read == 2

@@ -33,7 +33,7 @@ def test_wikipedia_small_file_row_by_row() -> None:
 
 def test_wikipedia_not_json() -> None:
     p = preview_wikipedia_articles(b"title,text\n", "arts.json")
-    assert p.records == [] and p.errors[0].location == "arts.json" and "invalid JSON" in p.errors[0].message
+    assert p.records == [] and p.errors[0].where == "arts.json" and "invalid JSON" in p.errors[0].message
 
 
 def layout_zip(extra: dict[str, bytes] | None = None) -> bytes:
@@ -60,7 +60,7 @@ def test_topic_layout_zip_preview() -> None:
 def test_topic_layout_zip_with_escaping_entry() -> None:
     p = preview_topic_layout(layout_zip({"../x/x_y.json": b"[]"}), "legal.zip")
     assert len(p.records) == 3
-    assert p.errors[0].location == "../x/x_y.json"
+    assert p.errors[0].where == "legal.zip:../x/x_y.json"
 
 
 def test_topic_layout_errors_become_issues(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_topic_layout_errors_become_issues(tmp_path: Path) -> None:
 def test_topic_layout_bad_file_is_one_row_the_rest_imports(tmp_path: Path) -> None:
     p = preview_topic_layout(layout_zip({"legal/tort/tort_bad.json": b'{"nothing": 1}'}), "legal.zip")
     assert [r.title for r in p.records] == ["breach #1", "breach #2", "Duty"]
-    assert [(i.severity, i.location) for i in p.issues] == [("error", "legal/tort/tort_bad.json")]
+    assert [(i.severity, i.where) for i in p.issues] == [("error", "legal.zip:legal/tort/tort_bad.json")]
     assert p.issues[0].message.startswith("expected a list of documents")
     assert (p.n_rows_read, p.n_skipped) == (4, 1)
     (tmp_path / "chem").mkdir()
@@ -85,7 +85,7 @@ def test_topic_layout_bad_file_is_one_row_the_rest_imports(tmp_path: Path) -> No
     (tmp_path / "chem" / "chem_fire.json").write_text("[")
     folder = preview_topic_layout(tmp_path)
     assert [r.text for r in folder.records] == ["Leak."]
-    assert [i.location for i in folder.errors] == ["chem/chem_fire.json"]
+    assert [i.where for i in folder.errors] == ["chem/chem_fire.json"]
 
 
 def test_topic_layout_folder_preview(tmp_path: Path) -> None:

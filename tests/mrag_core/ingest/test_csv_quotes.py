@@ -42,7 +42,7 @@ def test_unclosed_quote_refuses_the_file_naming_the_line_where_it_starts(data: b
     assert str(raised.value) == f"notes.csv: {message}"
     preview = read_table(data, "csv", MAP, "notes.csv")
     assert preview.records == [] and preview.n_rows_read == 0
-    assert [(i.severity, i.location, i.message) for i in preview.issues] == [("error", "notes.csv", message)]
+    assert [(i.severity, i.where, i.message) for i in preview.issues] == [("error", "notes.csv", message)]
 
 
 def test_quoted_multi_line_fields_and_escaped_quotes_still_read() -> None:

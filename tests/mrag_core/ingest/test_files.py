@@ -18,16 +18,7 @@ from mrag_core.ingest.files import (
     title_from_markdown,
     unsafe_member_reason,
 )
-
-
-def make_zip(entries: dict[str, bytes], *, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=compression) as zf:
-        for name, data in entries.items():
-            info = zipfile.ZipInfo(name)  # ZipInfo keeps the name as given
-            info.compress_type = compression
-            zf.writestr(info, data)
-    return buf.getvalue()
+from tests.support.zips import make_zip
 
 
 def test_title_from_markdown() -> None:
@@ -57,11 +48,11 @@ def test_folder_labels_titles_and_warnings(tmp_path: Path) -> None:
         ("top", None, "Top level."),
         ("legacy", "physics", "Ångström"),
     }
-    issues = {(i.location, i.severity) for i in p.issues}
-    assert ("slides.pdf", "warning") in issues
-    assert ("physics/empty.txt", "error") in issues
-    assert ("physics/legacy.txt", "warning") in issues
-    assert not any(".git" in i.location for i in p.issues)
+    issues = {(i.where, i.severity) for i in p.issues}  # each names its file as its record's source would
+    assert (f"{tmp_path.name}/slides.pdf", "warning") in issues
+    assert (f"{tmp_path.name}/physics/empty.txt", "error") in issues
+    assert (f"{tmp_path.name}/physics/legacy.txt", "warning") in issues
+    assert not any(".git" in i.where for i in p.issues)
     assert p.n_rows_read == 6 and p.n_skipped == 1
     assert any(r.source == f"{tmp_path.name}/physics/gravity.txt" for r in p.records)
 
@@ -80,7 +71,8 @@ def test_folder_caps(tmp_path: Path) -> None:
     p = read_text_folder(tmp_path, max_doc_bytes=1000)
     assert [r.title for r in p.records] == ["small"]
     err = p.errors[0]
-    assert err.location == "big.txt" and "2.9 KB" in err.message and "over the 1000 B limit" in err.message
+    assert err.where == f"{tmp_path.name}/big.txt"
+    assert "2.9 KB" in err.message and "over the 1000 B limit" in err.message
     p2 = read_text_folder(tmp_path, max_total_bytes=2000)
     assert p2.records == [] and "upload limit" in p2.errors[0].message
 
@@ -93,7 +85,7 @@ def test_folder_symlink_skipped(tmp_path: Path) -> None:
     root.mkdir()
     (root / "link.txt").symlink_to(outside)
     p = read_text_folder(root)
-    assert p.records == [] and p.warnings[0].location == "link.txt"
+    assert p.records == [] and p.warnings[0].where == "root/link.txt"
 
 
 def test_zip_strips_wrapper_folder_and_labels() -> None:
@@ -107,7 +99,7 @@ def test_zip_strips_wrapper_folder_and_labels() -> None:
     p = read_text_zip(data, "up.zip")
     assert sorted((r.title, r.label) for r in p.records) == [("Beta", "physics"), ("a", "physics"), ("c", "chemistry")]
     assert next(r for r in p.records if r.title == "c").text == "Gamma – text"
-    assert [i.location for i in p.warnings] == ["readme.docx"]
+    assert [i.where for i in p.warnings] == ["up.zip:readme.docx"]
     assert {r.source for r in p.records} >= {"up.zip:physics/a.txt"}
 
 
@@ -121,8 +113,9 @@ def test_zip_rejects_escaping_entries_but_keeps_the_rest() -> None:
     })
     p = read_text_zip(data, "evil.zip")
     assert [r.title for r in p.records] == ["ok"]
-    rejected = {i.location for i in p.errors}
-    assert rejected == {"../evil.txt", "/etc/passwd.txt", "C:/win.txt", "a/../../b.txt"}
+    rejected = {i.where for i in p.errors}
+    assert rejected == {"evil.zip:../evil.txt", "evil.zip:/etc/passwd.txt", "evil.zip:C:/win.txt",
+                        "evil.zip:a/../../b.txt"}
     assert all("escapes its folder" in i.message for i in p.errors)
     assert p.n_skipped == 4 and p.n_rows_read == 5
 
@@ -137,10 +130,10 @@ def test_zip_bomb_refused_by_declared_size() -> None:
     bomb = make_zip({"bomb.txt": b"0" * (3 * 1024 * 1024)})
     assert len(bomb) < 20_000  # highly compressed
     p = read_text_zip(bomb, "bomb.zip", max_total_bytes=1024 * 1024)
-    assert p.records == [] and p.errors[0].location == "bomb.zip"
+    assert p.records == [] and p.errors[0].where == "bomb.zip"
     assert "expands to 3.0 MB" in p.errors[0].message
     p2 = read_text_zip(bomb, "bomb.zip", max_doc_bytes=1024 * 1024)
-    assert p2.records == [] and p2.errors[0].location == "bomb.txt"
+    assert p2.records == [] and p2.errors[0].where == "bomb.zip:bomb.txt"
     assert "limit per document" in p2.errors[0].message
 
 
@@ -153,14 +146,14 @@ def test_zip_symlink_and_corrupt_archive() -> None:
         zf.writestr("real.txt", "real")
     p = read_text_zip(buf.getvalue(), "l.zip")
     assert [r.title for r in p.records] == ["real"]
-    assert p.errors[0].location == "link.txt" and "symbolic link" in p.errors[0].message
+    assert p.errors[0].where == "l.zip:link.txt" and "symbolic link" in p.errors[0].message
     bad = read_text_zip(b"PK\x03\x04 not really a zip", "bad.zip")
     assert bad.records == [] and "not a valid ZIP" in bad.errors[0].message
 
 
 def test_binary_member_is_error_naming_file() -> None:
     p = read_text_zip(make_zip({"docs/x.txt": b"\x00\x01\x02binary\x00"}), "z.zip")
-    assert p.records == [] and p.errors[0].location == "x.txt" and "binary" in p.errors[0].message
+    assert p.records == [] and p.errors[0].where == "z.zip:x.txt" and "binary" in p.errors[0].message
 
 
 def test_single_and_multiple_uploads() -> None:
@@ -168,6 +161,6 @@ def test_single_and_multiple_uploads() -> None:
     assert (p.records[0].title, p.records[0].label, p.records[0].source) == ("Head", "misc", "n.md")
     p2 = read_text_files([("a.txt", b"A"), ("b.csv", b"x,y"), ("c.txt", b"")])
     assert [r.title for r in p2.records] == ["a"]
-    assert [(i.location, i.severity) for i in p2.issues] == [("b.csv", "warning"), ("c.txt", "error")]
+    assert [(i.where, i.severity) for i in p2.issues] == [("b.csv", "warning"), ("c.txt", "error")]
     p3 = read_text_files([("a.txt", b"A" * 50)], max_total_bytes=10)
     assert p3.records == [] and "upload limit" in p3.errors[0].message

@@ -96,7 +96,7 @@ def test_missing_text_column_is_one_file_error_listing_columns() -> None:
     p = read_table(json.dumps(ROWS).encode(), "json", ColumnMapping(text="text"), "d.json")
     assert p.records == [] and len(p.issues) == 1
     issue = p.issues[0]
-    assert issue.location == "d.json" and issue.severity == "error"
+    assert issue.where == "d.json" and issue.severity == "error"
     assert "'text' not found" in issue.message and "'title', 'body', 'category'" in issue.message
     assert p.n_rows_read == 3 and p.n_skipped == 3
 
@@ -142,7 +142,7 @@ def test_document_over_cap_is_rejected_with_chunking_hint() -> None:
 def test_upload_over_total_cap() -> None:
     data = json.dumps(ROWS).encode()
     p = read_table(data, "json", MAP, "big.json", max_total_bytes=10)
-    assert p.records == [] and "over the" in p.issues[0].message and p.issues[0].location == "big.json"
+    assert p.records == [] and "over the" in p.issues[0].message and p.issues[0].where == "big.json"
 
 
 @pytest.mark.parametrize(
