@@ -1,16 +1,20 @@
 """``python -m mrag_core annotate``: pre-annotate a stored corpus headless, as the Annotate and Review page does.
 
 Every document that has no suggestion from the annotator yet gets one (a failed one is asked again), a batch at a
-time, each batch stored in its own transaction: a run that is stopped (Ctrl+C: after the current batch) or fails
-is resumed by the same command. The annotator is the configured OpenAI-compatible LLM (``MRAG_LLM_*``, as
-elsewhere; answers cached in the store) or, offline, MiniLM zero-shot similarity to each category's name and
-description (``--annotator``; ``auto``: the LLM when one is configured). Suggestions are proposals: reviewers
-accept them on the Annotate and Review page. Bad input ends with one line ``error: ...`` and exit status 2.
+time, each batch stored in its own transaction: a run that is stopped or fails is resumed by the same command. A
+Ctrl+C stops sending requests and stores the current batch with the answers in flight; a second one stops at once
+and stores the answers the batch has received (the progress line counted them; answers still in flight reach the
+LLM cache only, so the resume asks for nothing twice). The annotator is the configured OpenAI-compatible LLM
+(``MRAG_LLM_*``, as elsewhere; answers cached in the store) or, offline, MiniLM zero-shot similarity to each
+category's name and description (``--annotator``; ``auto``: the LLM when one is configured). Suggestions are
+proposals: reviewers accept them on the Annotate and Review page. Bad input ends with one line ``error: ...`` and
+exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import threading
 from typing import Any
@@ -66,7 +70,8 @@ def make_annotator(kind: str, store: Any, threads: int | None) -> Any:
 
 @store_command
 def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
-    """Pre-annotate a corpus; returns the exit status (0 done, 1 stopped, 2 bad input)."""
+    """Pre-annotate a corpus; returns the exit status (0 done, 1 stopped, 2 bad input, 130 stopped at once by a
+    second Ctrl+C: the summary then counts what the run stored up to that moment)."""
     import db
     from mrag_core.workflows import annotation as aw
 
@@ -79,13 +84,19 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
     annotator = make_annotator(args.annotator, store, args.threads)
     progress = every_few_seconds()
     cancel = threading.Event()
+    so_far: list[aw.PreannotateSummary] = []  # what the run has stored, after each store
+    interrupted = False
     try:
         with stop_on_ctrl_c(cancel):
             summary = aw.preannotate(store, corpus.id, annotator, batch_size=args.batch_size,
                                      progress=lambda done, total: progress("documents", done, total),
-                                     cancel=cancel, undecided_only=args.undecided_only)
+                                     cancel=cancel, undecided_only=args.undecided_only, on_summary=so_far.append)
     except ValueError as exc:  # the corpus' categories cannot be offered (e.g. two differing only in case)
         return fail(str(exc))
+    except KeyboardInterrupt:  # a second Ctrl+C: the answers the current batch received are stored
+        if not so_far:
+            raise
+        summary, interrupted = dataclasses.replace(so_far[-1], cancelled=True), True
     finally:
         if isinstance(annotator, aw.LLMAnnotator):
             annotator.close()
@@ -103,7 +114,7 @@ def cmd_annotate(args: argparse.Namespace, store: Any) -> int:
         why = "" if cancel.is_set() else "the endpoint failed for every request (see 'failed:' above); fix it, then "
         print(f"stopped with {counted(summary.remaining, 'document')} left; {why}run the same command again to "
               "resume", file=sys.stderr)
-        return 1
+        return 130 if interrupted else 1
     if summary.failed:
         print("the same command asks again for the failed ones", file=sys.stderr)
     return 0

@@ -170,6 +170,17 @@ def identity(use_llm: bool) -> tuple[str, str]:
     return llm_identity(cfg.model) if use_llm and cfg is not None else zero_shot_identity(ZERO_SHOT_MODEL)
 
 
+def stopped_note(summaries: list[aw.PreannotateSummary]) -> str:
+    """What a stopped run stored by the last of its ``summaries``, its stopped batch included (`` Before it stopped
+    it stored 5 suggestions and 1 failed...``), or ``""`` when it has none (it stopped before it had its to-do
+    list)."""
+    if not summaries:
+        return ""
+    last = summaries[-1]
+    return (f" Before it stopped it stored {counted(last.ok, 'suggestion')} and {last.failed} failed (every "
+            "document the progress bar counted, the stopped batch's too).")
+
+
 def preannotate_view() -> None:
     cfg = llm_config()
     use_llm = False
@@ -182,6 +193,7 @@ def preannotate_view() -> None:
                 "similarity to each category's name and description).")
     lock = preannotation_lock(corpus.id)
     stopped = st.session_state.pop("pa_running", False)  # this session's last run was stopped before it ended
+    so_far: list[aw.PreannotateSummary] = st.session_state.pop("pa_stored", [])  # what that run stored, in turn
     if stopped:  # Streamlit starts this rerun while the stopped run still annotates and stores its batch
         with st.spinner("Waiting for the stopped run to store its current batch..."):
             if lock.acquire(timeout=600):
@@ -207,11 +219,12 @@ def preannotate_view() -> None:
     label = ("Start pre-annotation" if len(todo) == pool and not tried else f"Resume ({len(todo)} left)" if todo
              else "All documents have a suggestion")
     start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
-    cancelled = c2.button("Cancel", key="pa_cancel", help="Stops the running pre-annotation when its current batch "
-                          "is stored; every finished batch is kept.")
+    cancelled = c2.button("Cancel", key="pa_cancel", help="Stops the running pre-annotation at the next document "
+                          "it finishes; every document it counted as annotated is kept.")
     if stopped:
         how = "cancelled" if cancelled else "interrupted (the page reran)"
-        st.warning(f"Pre-annotation {how}; every finished batch is kept. Press Resume to continue.")
+        st.warning(f"Pre-annotation {how}; every finished batch is kept.{stopped_note(so_far)} Press Resume "
+                   "to continue.")
     if not start:
         return
     if not lock.acquire(blocking=False):
@@ -219,6 +232,10 @@ def preannotate_view() -> None:
         return
     try:
         st.session_state["pa_running"] = True  # cleared when the run ends; still set if the page stops it
+        # the run's summaries as it stores: appended to without touching st.session_state, which raises again while
+        # Streamlit stops the run
+        tally: list[aw.PreannotateSummary] = []
+        st.session_state["pa_stored"] = tally
         bar = st.progress(0.0, text="Preparing the annotator...")
 
         def progress(done: int, total: int) -> None:
@@ -227,7 +244,8 @@ def preannotate_view() -> None:
         annotator = make_annotator(use_llm)
         try:
             summary = aw.preannotate(store, corpus.id, annotator, batch_size=int(batch_size),
-                                     progress=progress, undecided_only=undecided_only)
+                                     progress=progress, undecided_only=undecided_only,
+                                     on_summary=tally.append)
         except db.RunInProgressError as exc:  # another process (python -m mrag_core annotate) holds the corpus
             st.session_state.pop("pa_running", None)
             st.error(f"Not started: {md_plain(str(exc))}")  # (Markdown: the corpus name is data)
@@ -240,6 +258,7 @@ def preannotate_view() -> None:
             if isinstance(annotator, aw.LLMAnnotator):
                 annotator.close()
         st.session_state.pop("pa_running", None)
+        st.session_state.pop("pa_stored", None)
     finally:
         lock.release()  # also when the page stops the run (Streamlit raises inside the progress callback)
     if summary.cancelled:  # not this page's Cancel (that reruns the page): the endpoint failed for every request

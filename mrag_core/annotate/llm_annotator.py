@@ -42,7 +42,7 @@ from mrag_core.annotate.types import CategoryLike, DocKey, DocLike, Suggestion, 
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.cache import LLMCache, cached_complete
 from mrag_core.llm.client import LLMClient, LLMError, LLMReply
-from mrag_core.llm.concurrency import run_concurrent
+from mrag_core.llm.concurrency import Outcome, run_concurrent
 
 __all__ = [
     "AnswerParseError",
@@ -373,13 +373,20 @@ def annotate_documents(
     char_budget: int = DEFAULT_CHAR_BUDGET,
     cache: LLMCache | None = None,
     breaker: Breaker | None = None,
+    on_suggestion: Callable[[Suggestion], None] | None = None,
 ) -> list[Suggestion]:
     """Pre-annotate ``docs`` in parallel; returns one suggestion per finished document, in input order.
 
     * ``skip``: keys that already have a suggestion from this agent+model_version
       (see :func:`llm_identity`); they are neither sent nor returned (resume).
     * ``limit``: requests in flight, default ``client.config.concurrency``.
-    * ``progress(done, total)`` counts the non-skipped documents, from the calling thread.
+    * ``progress(done, total)``: ``done`` documents of the ``total`` non-skipped ones have their suggestion (ok or
+      failed), called from the calling thread after each; documents dropped by a cancel are not counted, so
+      ``done`` stops short of ``total`` then.
+    * ``on_suggestion(suggestion)``: each document's suggestion as it comes, from the calling thread and before
+      the ``progress`` call that counts it, so a caller keeps every suggestion ``progress`` announced even when
+      that call raises (Streamlit stopping the script, a Ctrl+C): the exception then propagates once the requests
+      in flight have ended (their answers are not returned; a cache keeps the good ones).
     * ``cancel``: once set, documents not yet sent are dropped from the result, and so is a document whose
       request waits to retry (the wait ends at once; see :class:`~mrag_core.llm.client.LLMCancelled`).
     * ``cache``: optional response cache; only parseable answers are stored.
@@ -397,19 +404,25 @@ def annotate_documents(
     todo = [doc for doc in docs if doc.key not in skipped]
     agent, model_version = llm_identity(client.config.model)
     breaker = breaker if breaker is not None else Breaker(cancel)
-    outcomes = run_concurrent(
+    finished: dict[int, Suggestion] = {}
+
+    def take(outcome: Outcome[Suggestion]) -> None:
+        """Keep a finished document's suggestion (an internal error as a failed one), hand it over, count it."""
+        if outcome.cancelled:
+            return
+        suggestion = outcome.value if outcome.ok and outcome.value is not None else _failed(
+            todo[outcome.index].key, f"internal error: {outcome.error}", agent, model_version)
+        finished[outcome.index] = suggestion
+        if on_suggestion is not None:
+            on_suggestion(suggestion)
+        if progress is not None:
+            progress(len(finished), len(todo))
+
+    run_concurrent(
         todo,
         lambda doc: annotate_document(client, doc, categories, char_budget=char_budget, cache=cache, breaker=breaker),
         limit=limit if limit is not None else client.config.concurrency,
-        progress=progress,
+        on_result=take,
         cancel=breaker,
     )
-    suggestions: list[Suggestion] = []
-    for doc, outcome in zip(todo, outcomes):
-        if outcome.cancelled:
-            continue
-        if outcome.ok and outcome.value is not None:
-            suggestions.append(outcome.value)
-        else:
-            suggestions.append(_failed(doc.key, f"internal error: {outcome.error}", agent, model_version))
-    return suggestions
+    return [finished[index] for index in sorted(finished)]

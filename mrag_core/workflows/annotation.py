@@ -5,7 +5,9 @@ Pre-annotation (:func:`preannotate`) is resumable and cancellable: it asks the s
 documents still lack an ok suggestion from the annotator's ``agent``/``model_version``
 (``db.documents_without_suggestion``), annotates them in batches and stores each batch with
 ``db.add_suggestions`` before starting the next, so a cancel or a crash keeps every finished
-batch. Failed suggestions are stored with ``status="failed"`` and their error, never as labels.
+batch; a stop mid-batch (Streamlit raising in the progress callback, a Ctrl+C) stores, in one transaction, the
+suggestions of the batch that progress already counted. Failed suggestions are stored with ``status="failed"``
+and their error, never as labels.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ __all__ = [
 ]
 
 ProgressFn = Callable[[int, int], None]
+SuggestionFn = Callable[[Suggestion], None]
 
 
 # --------------------------------------------------------------------------- annotators
@@ -82,10 +85,12 @@ class Annotator(Protocol):
 
     def annotate(
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
-        progress: ProgressFn | None = None,
+        progress: ProgressFn | None = None, on_suggestion: SuggestionFn | None = None,
     ) -> list[Suggestion]:
-        """One suggestion per finished document (cancelled ones are left out); ``progress(done, len(docs))``
-        may be called as documents finish, from the calling thread."""
+        """One suggestion per finished document (cancelled ones are left out). As documents finish, from the
+        calling thread, it may call ``on_suggestion(suggestion)`` and then ``progress(done, len(docs))``, ``done``
+        counting the suggestions handed over so far: every document ``progress`` counted has reached
+        ``on_suggestion`` before, also when that ``progress`` call raises."""
         ...
 
 
@@ -107,9 +112,9 @@ class ZeroShotAnnotator:
 
     def annotate(
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
-        progress: ProgressFn | None = None,
+        progress: ProgressFn | None = None, on_suggestion: SuggestionFn | None = None,
     ) -> list[Suggestion]:
-        """The batch in one embedding call (no progress within it)."""
+        """The batch in one embedding call (no progress and no ``on_suggestion`` within it: all or nothing)."""
         return zero_shot_annotate(
             self.embed, docs, categories, model_name=self.model_name, temperature=self.temperature,
             batch_size=max(1, len(docs)),
@@ -133,15 +138,16 @@ class LLMAnnotator:
 
     def annotate(
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
-        progress: ProgressFn | None = None,
+        progress: ProgressFn | None = None, on_suggestion: SuggestionFn | None = None,
     ) -> list[Suggestion]:
-        """The batch's requests in parallel; ``progress`` after each answer. One breaker for all of this
-        annotator's batches: once the endpoint failed for good (:mod:`mrag_core.llm.breaker`), later batches send
-        nothing (their documents stay to do, as after a cancel)."""
+        """The batch's requests in parallel; ``on_suggestion`` then ``progress`` after each answer. One breaker for
+        all of this annotator's batches: once the endpoint failed for good (:mod:`mrag_core.llm.breaker`), later
+        batches send nothing (their documents stay to do, as after a cancel)."""
         if self._breaker is None:
             self._breaker = Breaker(cancel)
         return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel,
-                                  cache=self.cache, progress=progress, breaker=self._breaker)
+                                  cache=self.cache, progress=progress, breaker=self._breaker,
+                                  on_suggestion=on_suggestion)
 
     def close(self) -> None:
         """Close the client's connections (after the run)."""
@@ -396,6 +402,7 @@ def preannotate(
     cancel: threading.Event | None = None,
     retry_failed: bool = True,
     undecided_only: bool = False,
+    on_summary: Callable[[PreannotateSummary], None] | None = None,
 ) -> PreannotateSummary:
     """Suggest a category for every document of the corpus that has no ok suggestion from this
     annotator yet (resume), ``batch_size`` documents at a time, storing each batch at once; with
@@ -404,7 +411,12 @@ def preannotate(
 
     ``progress(done, todo)`` is called after each stored batch, and within a batch as the annotator
     finishes documents (an LLM answers one request at a time; on a slow endpoint a batch of 32 takes
-    minutes); ``cancel`` is checked between
+    minutes); ``done`` counts documents whose suggestion (ok or failed) is stored, or will be even if the
+    run is stopped now: when ``progress`` (Streamlit stopping the page) or the annotator raises mid-batch
+    (a Ctrl+C), the suggestions the batch handed over so far are stored in one transaction before the
+    exception propagates (each document with its whole suggestion row, or none). ``on_summary`` gets the
+    summary so far when the run has its to-do list and after each store (a stopped run's own counts:
+    ``cancelled`` is set for the store of a stopped batch). ``cancel`` is checked between
     batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``
     when the corpus has no (or ambiguous) categories or ``batch_size < 1``; an annotator error
     (e.g. the embedding model failing) propagates after the batches before it were stored. Holds the corpus'
@@ -420,7 +432,8 @@ def preannotate(
     with holding_lease(store, preannotation_lease(corpus_id), "Pre-annotation of corpus", corpus_id, cancel,
                        title=db.get_corpus(store, corpus_id).name):
         return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
-                            cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only)
+                            cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only,
+                            on_summary=on_summary)
 
 
 def preannotation_lease(corpus_id: int) -> str:
@@ -429,9 +442,37 @@ def preannotation_lease(corpus_id: int) -> str:
     return f"preannotate:{int(corpus_id)}"
 
 
+def _suggestion_row(s: Suggestion, by_name: dict[str, db.CategoryInfo]) -> dict[str, Any]:
+    """The ``db.add_suggestions`` row of ``s``: ``ok`` with its category's id, else ``failed`` with its error (a
+    label that is no category of the corpus is an error too) and no score."""
+    row: dict[str, Any] = {
+        "document_id": int(s.document_key), "agent": s.agent, "model_version": s.model_version,
+        "score": s.score, "reason": s.reason,
+    }  # fmt: skip
+    if s.ok and s.label in by_name:
+        row.update(status="ok", category_id=by_name[s.label].id)
+    else:
+        row.update(status="failed", error=s.error or f"label {s.label!r} is not a category of this corpus",
+                   score=None)
+    return row
+
+
+def _store_stopped_batch(store: db.Store, rows: list[dict[str, Any]], exc: BaseException) -> bool:
+    """Store the rows a batch handed over before ``exc`` stopped it, in one transaction; True when stored. When
+    that fails too, ``exc`` (the caller re-raises it) gets a note saying so: nothing of the batch is stored then."""
+    try:
+        db.add_suggestions(store, rows)
+    except Exception as err:  # noqa: BLE001 - the stop is what propagates; the lost rows are named on it
+        exc.add_note(f"The {counted(len(rows), 'suggestion')} received before the stop could not be stored ({err}); "
+                     "a resume asks for those documents again.")
+        return False
+    return True
+
+
 def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categories: list[CategorySpec], *,
                  batch_size: int, progress: ProgressFn | None, cancel: threading.Event, retry_failed: bool,
-                 undecided_only: bool) -> PreannotateSummary:
+                 undecided_only: bool, on_summary: Callable[[PreannotateSummary], None] | None
+                 ) -> PreannotateSummary:
     """:func:`preannotate`'s body once the lease is held."""
     by_name = {c.name: c for c in db.list_categories(store, corpus_id)}
     # the documents in scope: with undecided_only, those without a label decision (a labelled one never "had" a
@@ -443,45 +484,57 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
     )
     ok = failed = 0
     errors: list[str] = []
-    cancelled = False
+
+    def summary(cancelled: bool) -> PreannotateSummary:
+        return PreannotateSummary(
+            agent=annotator.agent, model_version=annotator.model_version, todo=len(todo_ids),
+            already_done=n_total - len(todo_ids), ok=ok, failed=failed, cancelled=cancelled, errors=list(errors),
+            retry_failed=retry_failed,
+        )  # fmt: skip
+
+    def tally(rows: list[dict[str, Any]], titles: dict[int, str]) -> None:
+        nonlocal ok, failed
+        for row in rows:
+            if row["status"] == "ok":
+                ok += 1
+                continue
+            failed += 1
+            if len(errors) < 5:
+                errors.append(f"{document_name(titles.get(row['document_id'], ''), row['document_id'])}: "
+                              f"{row['error']}")
+
+    if on_summary is not None:
+        on_summary(summary(False))
     if progress is not None:
         progress(0, len(todo_ids))
     for start in range(0, len(todo_ids), batch_size):
         if cancel.is_set():
-            cancelled = True
-            break
+            return summary(True)
         batch = db.get_documents(store, todo_ids[start : start + batch_size])
         docs = [AnnotationDoc(key=d.id, title=d.title, text=d.text) for d in batch]
         titles = {d.id: d.title for d in batch}
         within = None if progress is None else partial(_progress_within, progress, start, len(todo_ids))
-        suggestions = annotator.annotate(docs, categories, cancel=cancel, progress=within)
-        rows: list[dict[str, Any]] = []
-        for s in suggestions:
-            row: dict[str, Any] = {
-                "document_id": int(s.document_key), "agent": s.agent, "model_version": s.model_version,
-                "score": s.score, "reason": s.reason,
-            }  # fmt: skip
-            if s.ok and s.label in by_name:
-                row.update(status="ok", category_id=by_name[s.label].id)
-                ok += 1
-            else:
-                error = s.error or f"label {s.label!r} is not a category of this corpus"
-                row.update(status="failed", error=error, score=None)
-                failed += 1
-                if len(errors) < 5:
-                    errors.append(f"{document_name(titles.get(int(s.document_key), ''), s.document_key)}: {error}")
-            rows.append(row)
+        received: list[dict[str, Any]] = []
+        try:
+            suggestions = annotator.annotate(docs, categories, cancel=cancel, progress=within,
+                                             on_suggestion=lambda s: received.append(_suggestion_row(s, by_name)))
+        except BaseException as exc:  # Streamlit stopping the page in progress, a Ctrl+C, the annotator failing
+            if received and _store_stopped_batch(store, received, exc):
+                tally(received, titles)
+                if on_summary is not None:
+                    on_summary(summary(True))
+            raise
+        rows = [_suggestion_row(s, by_name) for s in suggestions]
         db.add_suggestions(store, rows)
+        tally(rows, titles)
+        stopped = len(suggestions) < len(docs)  # the annotator honoured a cancel mid-batch
+        if on_summary is not None:
+            on_summary(summary(stopped))
         if progress is not None:
-            progress(min(start + batch_size, len(todo_ids)), len(todo_ids))
-        if len(suggestions) < len(docs):  # the annotator honoured a cancel mid-batch
-            cancelled = True
-            break
-    return PreannotateSummary(
-        agent=annotator.agent, model_version=annotator.model_version, todo=len(todo_ids),
-        already_done=n_total - len(todo_ids), ok=ok, failed=failed, cancelled=cancelled, errors=errors,
-        retry_failed=retry_failed,
-    )  # fmt: skip
+            progress(start + len(suggestions), len(todo_ids))
+        if stopped:
+            return summary(True)
+    return summary(False)
 
 
 def document_name(title: str, document_id: Any) -> str:
