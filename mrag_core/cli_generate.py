@@ -68,7 +68,10 @@ def _client(kind: str) -> Any:
 
 @store_command
 def cmd_generate(args: argparse.Namespace, store: Any) -> int:
-    """Generate (or resume) a query set; returns the exit status (0 done, 1 stopped, 2 bad input)."""
+    """Generate (or resume) a query set; returns the exit status (0 done, 1 stopped, 2 bad input). Done with
+    failed queries (an answer that was no story, an endpoint error for one request), it says how many and the
+    first one's error: the same command asks again for them. So for stories whose Fusion sub-queries request
+    failed: the same command asks for those sub-queries only, keeping the stories."""
     import db
     from mrag_core.workflows import querysets as qw
 
@@ -81,14 +84,14 @@ def cmd_generate(args: argparse.Namespace, store: Any) -> int:
         planned = int(existing.params.get("planned", 0))
         if not existing.source.startswith("generated") or not planned:
             return fail(f"query set {existing.name!r} exists and was not generated here: choose another --name")
-        missing = qw.generation_missing(store, existing)
-        if not missing:
+        todo = qw.generation_todo(store, existing)
+        if not todo.missing:
             print(f"query set {existing.name!r} (#{existing.id}) is complete: {counted(planned, 'query', 'queries')}")
             return 0
         stored = str(existing.params.get("generator", ""))
         kind = "offline" if stored.startswith("offline") else "llm"  # the generator it was started with
-        print(f"resuming query set {existing.name!r} (#{existing.id}): {planned - missing} of {planned} stored "
-              "(failed ones are asked again), with its own settings", file=sys.stderr)
+        print(f"resuming query set {existing.name!r} (#{existing.id}): {todo.usable} of {planned} stored "
+              f"({todo.resume_text() or 'failed ones are asked again'}), with its own settings", file=sys.stderr)
     else:
         kind = args.generator
     client = _client(kind)
@@ -111,8 +114,23 @@ def cmd_generate(args: argparse.Namespace, store: Any) -> int:
           f"now; {info.n_queries} of {report.planned} stored")
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if report.fusion_asked:
+        print(f"Fusion sub-queries asked for again for {counted(report.fusion_asked, 'story', 'stories')}: "
+              f"{report.fusion_made} now {'has' if report.fusion_made == 1 else 'have'} them", file=sys.stderr)
     if report.cancelled:
-        print(f"stopped with {counted(report.remaining, 'query', 'queries')} left; run the same command again to "
-              "resume", file=sys.stderr)
+        print(f"stopped with {counted(report.remaining, 'query', 'queries')} left ({report.left_text()}); run the "
+              "same command again to resume", file=sys.stderr)
         return 1
+    queries = db.list_queries(store, info.id)
+    if failed := [q for q in queries if q.status == "failed"]:
+        print(f"{counted(len(failed), 'query', 'queries')} failed (first: {failed[0].error[:200]}); run the same "
+              f"command again to ask again for {'it' if len(failed) == 1 else 'them'}", file=sys.stderr)
+    want = bool(info.params.get("want_fusion", False))
+    if no_fusion := [q for q in queries if qw.needs_fusion(q, want)]:
+        one = len(no_fusion) == 1
+        print(f"{counted(len(no_fusion), 'query has', 'queries have')} no Fusion sub-queries: the endpoint failed "
+              f"on that request (first: {no_fusion[0].error[:200]}); run the same command again to ask for "
+              f"{'its' if one else 'their'} sub-queries again ({'its story is' if one else 'their stories are'} "
+              "kept)",
+              file=sys.stderr)
     return 0

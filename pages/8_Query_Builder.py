@@ -15,6 +15,7 @@ import db
 from mrag_core.wording import counted
 from mrag_core.workflows import querysets as qw
 from ui.navigation import page_setup
+from ui.query_widgets import aspect_summary
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
 from ui.state import flash, keep_choice, llm_config, open_corpus_page, preselect_choice, show_flash
@@ -66,6 +67,11 @@ def _set_label(qs: db.QuerySetInfo) -> str:
     return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')}, {qs.source})"
 
 
+def _doc_label(doc: db.DocumentRow) -> str:
+    """A ground-truth document as the page names it: ``title · category`` (titles can repeat across categories)."""
+    return f"{doc.title} · {doc.label or '(unlabeled)'}"
+
+
 def _query_label(row: db.QueryRow) -> str:
     """A query as the editor's box shows it: ``#id [status] start of the text``."""
     return f"#{row.id} [{row.status}] {row.text[:80] or '(no text)'}"
@@ -83,8 +89,15 @@ def _report(rep: qw.GenerationReport) -> None:
     for w in rep.warnings:
         st.warning(w)
     msg = f"{rep.ok} ok, {rep.flagged} flagged, {rep.failed} failed"
+    if rep.fusion_asked:
+        msg += (f"; Fusion sub-queries asked for again for {counted(rep.fusion_asked, 'story', 'stories')}, "
+                f"{rep.fusion_made} now {'has' if rep.fusion_made == 1 else 'have'} them")
     if rep.cancelled:
-        st.warning(f"Stopped: {msg}; {rep.remaining} still to generate - resume below.")
+        st.warning(f"Stopped: {msg}; still to do: {rep.left_text()} - Resume below does it.")
+    elif rep.fusion_missing:
+        st.success(f"Query set ready: {msg}.")
+        st.warning(f"{counted(rep.fusion_missing, 'query has', 'queries have')} no Fusion sub-queries: the endpoint "
+                   "failed on that request. Resume below asks for them again and keeps the stories.")
     else:
         st.success(f"Query set ready: {msg}.")
 
@@ -130,13 +143,11 @@ with tab_gen:
                 st.error(md_plain(str(exc)))
             else:
                 _finished(rep)
-    unfinished = [(q, n) for q in query_sets if (n := qw.generation_missing(store, q))]
-    for q, missing in unfinished:
-        planned = int(q.params["planned"])
+    unfinished = [(q, todo) for q in query_sets if (todo := qw.generation_todo(store, q)).missing]
+    for q, todo in unfinished:
         cols = st.columns([4, 1])
-        cols[0].write(f"'{md_plain(q.name)}': {planned - missing} of {planned} generated"
-                      + (f" ({q.n_queries - planned + missing} failed, asked again)"
-                         if q.n_queries > planned - missing else ""))
+        cols[0].write(f"'{md_plain(q.name)}': {todo.usable} of {todo.planned} generated"
+                      + (f" ({todo.resume_text()})" if todo.resume_text() else ""))
         if cols[1].button("Resume", key=f"qb_resume_{q.id}"):
             stop_slot = stop_button(f"qb_resume_stop_{q.id}", STOP_HELP)
             bar, progress = _progress()
@@ -169,7 +180,7 @@ with tab_hand:
             cols = st.columns([5, 1])
             cols[0].markdown(f"**{md_plain(d.title)}** · {md_plain(d.label or '(unlabeled)')}")
             if cols[1].button("Add", key=f"qb_pick_{d.id}", disabled=d.id in picks):
-                picks[d.id] = d.title
+                picks[d.id] = _doc_label(d)
                 st.rerun()
     if picks:
         st.markdown("Ground truth: " + ", ".join(md_plain(t) for t in picks.values()))
@@ -233,9 +244,11 @@ with tab_review:
         frame = qw.review_frame(store, qs.id)
         counts = frame["status"].value_counts().to_dict() if len(frame) else {}
         st.write(f"{counts.get('ok', 0)} ok · {counts.get('flagged', 0)} flagged · {counts.get('failed', 0)} failed")
+        if summary := aspect_summary(db.list_queries(store, qs.id)):
+            st.write(summary)
         st.dataframe(frame, hide_index=True, width="stretch")
         st.download_button("Export as MRAG benchmark JSON", data=lambda: qw.export_benchmark_json(store, qs.id),
-                           file_name=f"{qs.name}.json", mime="application/json", key="qb_export")
+                           file_name=qw.export_file_name(qs.name), mime="application/json", key="qb_export")
 
         problems = [q for q in db.list_queries(store, qs.id) if q.status != "ok"]
         if problems:
@@ -248,7 +261,11 @@ with tab_review:
                     if st.button("Regenerate", key=f"qb_regen_{q.id}"):
                         try:
                             with _client() as client:
-                                new = qw.regenerate_query(store, q.id, client=client, want_fusion=bool(q.fusion))
+                                # the set's own setting: a query whose Fusion request failed has none yet
+                                new = qw.regenerate_query(
+                                    store, q.id, client=client,
+                                    want_fusion=bool(q.fusion) or bool(qs.params.get("want_fusion", False)),
+                                    n_fusion=int(qs.params.get("n_fusion", 3)))
                         except qw.QuerySetError as exc:
                             st.error(md_plain(str(exc)))
                         else:
@@ -264,15 +281,14 @@ with tab_review:
             docs = db.get_documents(store, q.ground_truth)
             new_text = st.text_area("Text", value=q.text, key=f"qb_edit_text_{q.id}")
             keep = st.multiselect("Ground truth", [d.id for d in docs], default=[d.id for d in docs],
-                                  format_func=lambda i: next(d.title for d in docs if d.id == i),
+                                  format_func=lambda i: next(_doc_label(d) for d in docs if d.id == i),
                                   key=f"qb_edit_gt_{q.id}")
             extra = st.text_input("Add a document (search)", key=f"qb_edit_search_{q.id}")
             add_ids: list[int] = []
             if extra.strip():
                 found = db.list_documents(store, corpus.id, search=extra.strip(), limit=20).items
                 add_ids = st.multiselect("Documents to add", [d.id for d in found], key=f"qb_edit_add_{q.id}",
-                                         format_func=lambda i: next(f"{d.title} · {d.label or '(unlabeled)'}"
-                                                                    for d in found if d.id == i))
+                                         format_func=lambda i: next(_doc_label(d) for d in found if d.id == i))
             c1, c2 = st.columns(2)
             if c1.button("Save", key=f"qb_edit_save_{q.id}"):
                 try:

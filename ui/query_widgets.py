@@ -45,6 +45,19 @@ def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
+def aspect_summary(queries: list[db.QueryRow]) -> str:
+    """How many usable (not failed) queries each number of aspects has, in one line for the Query Builder's review:
+    ``By number of aspects: 1 query with 1 aspect · 2 queries with 3 aspects (1 failed query not counted)``;
+    empty for no query."""
+    usable = [q for q in queries if q.status != "failed"]
+    failed = len(queries) - len(usable)
+    if not queries:
+        return ""
+    parts = [f"{counted(m, 'query', 'queries')} with {counted(n, 'aspect')}" for n, m in aspect_counts(usable).items()]
+    return ("By number of aspects: " + (" · ".join(parts) or "no usable query")
+            + (f" ({counted(failed, 'failed query', 'failed queries')} not counted)" if failed else ""))
+
+
 def most_aspects_index(queries: list[db.QueryRow]) -> int:
     """Position of the first query with the most aspects (0 for an empty list): the picker's default, since a
     query touching many topics is where Standard RAG and MRAG differ."""

@@ -10,25 +10,39 @@
 from __future__ import annotations
 
 from mrag_core.querygen.checks import clean_subqueries, dedupe, missing_titles, normalize
-from mrag_core.querygen.generate import GeneratedQuery, generate_queries, regenerate_one
+from mrag_core.querygen.generate import (
+    FUSION_FAILED,
+    FUSION_NOT_MADE,
+    FusionRepair,
+    GeneratedQuery,
+    ask_fusion_again,
+    fusion_request_failed,
+    generate_queries,
+    regenerate_one,
+)
 from mrag_core.querygen.offline import GENERATOR_NAME as OFFLINE_GENERATOR
 from mrag_core.querygen.offline import OfflineStory, compose_story
 from mrag_core.querygen.sampling import DocRef, PlanList, QueryPlan, SamplingError, plan_queries
 from mrag_core.querygen.story_prompt import Article, fusion_messages, story_messages, story_prompt
 
 __all__ = [
+    "FUSION_FAILED",
+    "FUSION_NOT_MADE",
     "OFFLINE_GENERATOR",
     "Article",
     "DocRef",
+    "FusionRepair",
     "GeneratedQuery",
     "OfflineStory",
     "PlanList",
     "QueryPlan",
     "SamplingError",
+    "ask_fusion_again",
     "clean_subqueries",
     "compose_story",
     "dedupe",
     "fusion_messages",
+    "fusion_request_failed",
     "generate_queries",
     "missing_titles",
     "normalize",

@@ -12,7 +12,12 @@ combining marks removed (``é`` -> ``e``), lower case, every run of
 non-alphanumeric characters (punctuation, ``_``, whitespace) replaced by one
 space, stripped. A title counts as *mentioned* when its normalised form, or the
 normalised form without a trailing parenthetical (``"Mercury (planet)"`` ->
-``"Mercury"``), occurs in the normalised story on word boundaries.
+``"Mercury"``), occurs in the normalised story on word boundaries. Scripts written
+without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Myanmar; Korean,
+whose particles attach to the noun: ``서울은``) have no word boundaries to find: an
+edge of an occurrence that touches a character of those scripts, on either side,
+counts as a boundary (``東京`` is mentioned in ``東京と大阪``, ``iPhone`` in
+``東京でiPhoneを``), while ``Mars`` in ``Marseille`` is still not a mention.
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ _CHATTER = re.compile(
 )
 _QUOTES = "\"'`“”‘’«»"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Scripts written without spaces between words, after NFKD (Hangul syllables become conjoining jamo): Thai, Lao,
+# Myanmar, Hangul jamo, Khmer, kana, CJK ideographs (with extension A and compatibility ideographs), Hangul
+# compatibility jamo and syllables.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
 MIN_REPEATS = 3
 MIN_REPEATED_WORDS = 4
 
@@ -71,13 +83,32 @@ def missing_titles(story: str, titles: list[str]) -> list[str]:
     A title whose normalised form is empty (only punctuation) cannot be checked
     and is never reported missing.
     """
-    haystack = f" {normalize(story)} "
+    haystack = normalize(story)
     missing: list[str] = []
     for title in titles:
         variants = title_variants(title)
-        if variants and not any(f" {v} " in haystack for v in variants):
+        if variants and not any(_mentioned(v, haystack) for v in variants):
             missing.append(title)
     return missing
+
+
+def _edge(inside: str, outside: str) -> bool:
+    """Whether an occurrence may end between its character ``inside`` and the story's ``outside`` ("" at the
+    story's start or end): a space, the story's end, or a character of a script without spaces on either side."""
+    return outside in ("", " ") or bool(_UNSPACED.match(inside) or _UNSPACED.match(outside))
+
+
+def _mentioned(variant: str, haystack: str) -> bool:
+    """Whether normalised ``variant`` occurs in normalised ``haystack`` with a word boundary (:func:`_edge`) at
+    both ends of one of its occurrences."""
+    start = haystack.find(variant)
+    while start >= 0:
+        end = start + len(variant)
+        if (_edge(variant[0], haystack[start - 1] if start else "")
+                and _edge(variant[-1], haystack[end] if end < len(haystack) else "")):
+            return True
+        start = haystack.find(variant, start + 1)
+    return False
 
 
 def _strip_quotes(line: str) -> str:

@@ -31,6 +31,10 @@ was set are also absent, and so is a plan whose story request was waiting to
 retry when ``cancel`` was set (the wait ends at once), so a later call with the
 done indices in ``skip`` picks up exactly the remainder. A plan whose Fusion
 request was waiting keeps its story (flagged, no sub-queries): it was paid for.
+
+Such a story, and one whose Fusion request failed (its reason starts with :data:`FUSION_FAILED` or
+:data:`FUSION_NOT_MADE`, see :func:`fusion_request_failed`), gets its sub-queries later from
+:func:`ask_fusion_again`: only the Fusion request is sent again, the story is kept.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import Callable, Collection, Literal, Mapping, Protocol
+from typing import Callable, Collection, Literal, Mapping, Protocol, Sequence
 
 from mrag_core.llm.breaker import Breaker
 from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError
@@ -50,11 +54,16 @@ from mrag_core.querygen.sampling import QueryPlan
 from mrag_core.querygen.story_prompt import Article, fusion_messages, story_messages
 
 __all__ = [
+    "FUSION_FAILED",
+    "FUSION_NOT_MADE",
+    "FusionRepair",
     "GeneratedQuery",
     "MAX_STORY_CHARS_PER_ASPECT",
     "MIN_WORDS_PER_ASPECT",
     "Status",
     "TextDocument",
+    "ask_fusion_again",
+    "fusion_request_failed",
     "generate_queries",
     "regenerate_one",
 ]
@@ -65,6 +74,11 @@ MIN_WORDS_PER_ASPECT = 5
 # answer is not a query: stored, it filled the review table and every search embedded a truncated start of it.
 MAX_STORY_CHARS_PER_ASPECT = 3000
 _FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")
+#: How a flag reason starts when the Fusion request failed (the error follows) or its answer had no usable line.
+FUSION_FAILED = "Fusion sub-queries failed: "
+#: How a flag reason starts when the Fusion request was not sent or its retry wait was ended by a stop.
+FUSION_NOT_MADE = "Fusion sub-queries were not made: "
+_NO_USABLE_LINES = FUSION_FAILED + "the LLM answer contained no usable lines."
 
 
 class TextDocument(Protocol):
@@ -201,19 +215,11 @@ def _llm_one(
     fusion: tuple[str, ...] = ()
     if s.want_fusion:
         try:
-            freply = client.complete(fusion_messages(story, s.n_fusion), temperature=0.0, cancel=cancel)
-            pt, ct = pt + freply.prompt_tokens, ct + freply.completion_tokens
-            lines = clean_subqueries(freply.text)
-            if freply.cut_off and lines:
-                lines = lines[:-1]  # the line the token limit cut is a sub-query cut in half
-            fusion = tuple(dedupe(lines)[: s.n_fusion])
-            problems.extend(_fusion_problems(fusion, story, s.n_fusion))
-        except LLMError as exc:
-            if breaker is not None:
-                breaker.record(exc)
-            problems.append(f"Fusion sub-queries failed: {exc}")
+            asked = _ask_fusion(index, story, client, s.n_fusion, breaker)
+            fusion, pt, ct = asked.fusion, pt + asked.prompt_tokens, ct + asked.completion_tokens
+            problems.extend(asked.problems)
         except LLMCancelled as exc:  # the story is paid for: kept, flagged, without sub-queries
-            problems.append(f"Fusion sub-queries were not made: {exc}")
+            problems.append(f"{FUSION_NOT_MADE}{exc}")
     error = "; ".join(problems) or None
     status: Status = "flagged" if (missing or error) else "ok"
     return GeneratedQuery(index, plan, story, fusion, status, missing, error, generator, pt, ct)
@@ -222,13 +228,87 @@ def _llm_one(
 def _fusion_problems(fusion: tuple[str, ...], story: str, n_fusion: int) -> list[str]:
     """What is wrong with the sub-queries parsed from the LLM's answer (empty list: nothing)."""
     if not fusion:
-        return ["Fusion sub-queries failed: the LLM answer contained no usable lines."]
+        return [_NO_USABLE_LINES]
     problems = []
     if len(fusion) < n_fusion:
         problems.append(f"Fusion sub-queries: {n_fusion} asked for, the LLM gave {len(fusion)} distinct one(s)")
     if normalize(story) in {normalize(f) for f in fusion}:
         problems.append("Fusion sub-queries: the LLM repeated the whole story as a sub-query")
     return problems
+
+
+@dataclass(frozen=True)
+class FusionRepair:
+    """The Fusion sub-queries asked for story ``index`` (its position in the ``stories`` list of
+    :func:`ask_fusion_again`): ``fusion`` (empty when the request failed) and ``problems``, the flag reasons
+    they leave (empty: the ``n_fusion`` asked for were made, none of them the whole story)."""
+
+    index: int
+    fusion: tuple[str, ...]
+    problems: tuple[str, ...]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def fusion_request_failed(reason: str) -> bool:
+    """Whether flag reason ``reason`` says the story's Fusion request failed (:data:`FUSION_FAILED` with the
+    endpoint's error) or was not sent (:data:`FUSION_NOT_MADE`): the story has no sub-queries and asking again
+    may give them. An answer without one usable line (a model's answer, not a failed request) is not one."""
+    return reason.startswith(FUSION_NOT_MADE) or (reason.startswith(FUSION_FAILED) and reason != _NO_USABLE_LINES)
+
+
+def _ask_fusion(index: int, story: str, client: LLMClient, n_fusion: int, breaker: Breaker | None) -> FusionRepair:
+    """One Fusion request for ``story`` (temperature 0): at most ``n_fusion`` distinct sub-queries (a line the
+    token limit cut dropped) and what is wrong with them. A failed request is a problem (:data:`FUSION_FAILED`)
+    and, when endpoint-wide, trips ``breaker``; raises :class:`~mrag_core.llm.client.LLMCancelled` when the
+    breaker's cancel ends the request's retry wait."""
+    cancel = breaker.cancel_event if breaker is not None else None
+    try:
+        reply = client.complete(fusion_messages(story, n_fusion), temperature=0.0, cancel=cancel)
+    except LLMError as exc:
+        if breaker is not None:
+            breaker.record(exc)
+        return FusionRepair(index, (), (f"{FUSION_FAILED}{exc}",))
+    lines = clean_subqueries(reply.text)
+    if reply.cut_off and lines:
+        lines = lines[:-1]  # the line the token limit cut is a sub-query cut in half
+    fusion = tuple(dedupe(lines)[:n_fusion])
+    return FusionRepair(index, fusion, tuple(_fusion_problems(fusion, story, n_fusion)), reply.prompt_tokens,
+                        reply.completion_tokens)
+
+
+def ask_fusion_again(
+    stories: Sequence[str],
+    *,
+    client: LLMClient,
+    n_fusion: int = 3,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+    breaker: Breaker | None = None,
+) -> list[FusionRepair]:
+    """Ask for the Fusion sub-queries of stories that have none (their request failed or was not sent): one
+    Fusion request per story, at most ``limit`` in flight (default ``client.config.concurrency``); no story is
+    asked for again. Results are in story order; a story not sent (``cancel`` set, ``breaker`` tripped by an
+    endpoint-wide failure, a retry wait ended by either) is absent, so a later call asks for it. Never raises
+    for one request's failure (a :class:`FusionRepair` without sub-queries, its problem saying why); raises
+    ``ValueError`` for ``n_fusion < 1`` or ``limit < 1``."""
+    if n_fusion < 1:
+        raise ValueError(f"The number of fusion sub-queries must be at least 1, got {n_fusion}.")
+    breaker = breaker if breaker is not None else Breaker(cancel)
+    items = list(enumerate(stories))
+    outcomes = run_concurrent(items, lambda item: _ask_fusion(item[0], item[1], client, n_fusion, breaker),
+                              limit=limit if limit is not None else client.config.concurrency, progress=progress,
+                              cancel=breaker)
+    results: list[FusionRepair] = []
+    for outcome in outcomes:
+        if outcome.cancelled:
+            continue
+        if outcome.ok and outcome.value is not None:
+            results.append(outcome.value)
+        else:  # an unexpected bug in _ask_fusion: still no sub-queries, and why
+            results.append(FusionRepair(outcome.index, (), (f"{FUSION_FAILED}{outcome.error or 'unknown error'}",)))
+    return results
 
 
 def _settings(want_fusion: bool, n_fusion: int, temperature: float, max_article_chars: int | None) -> _Settings:

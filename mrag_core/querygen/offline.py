@@ -15,9 +15,16 @@ Salience (per document ``d`` among the ``N`` chosen documents):
   the share of the document's distinctive vocabulary a sentence carries,
   damped for length.
 
+Sentences end at line breaks, after ``.!?`` followed by a space and a capital
+or digit, and after the full stops of Chinese and Japanese (``。！？``, closing
+brackets kept with their sentence), which no space follows.
+
 Selection: sentences of 5..60 words are candidates (all sentences if none
 qualify); the ``sentences_per_doc`` best (ties -> earlier sentence) are kept
-in document order. If none of them mentions the title (checked with
+in document order, each cut to :data:`MAX_SENTENCE_CHARS` characters
+(:func:`~mrag_core.querygen.story_prompt.truncate_text`): a text with no
+sentence end at all is one sentence, which must not make the whole document
+the query. If none of them mentions the title (checked with
 :func:`~mrag_core.querygen.checks.missing_titles`), the best candidate that
 does replaces the weakest kept sentence; if no sentence mentions it, the
 extract is prefixed with ``"About <title>: "``. So every title appears.
@@ -31,10 +38,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mrag_core.querygen.checks import missing_titles
-from mrag_core.querygen.story_prompt import Article
+from mrag_core.querygen.story_prompt import Article, truncate_text
 
 __all__ = [
     "GENERATOR_NAME",
+    "MAX_SENTENCE_CHARS",
     "OfflineStory",
     "compose_story",
     "sentence_score",
@@ -58,7 +66,10 @@ _STOP_WORDS = frozenset(
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
+# Full stops of Chinese and Japanese, which no space follows; closing brackets and quotes stay with the sentence.
+_CJK_SENTENCE_END = re.compile(r"(?<=[。！？])(?=[^\s」』）〕】〉》\"'])")
 _MIN_WORDS, _MAX_WORDS = 5, 60
+MAX_SENTENCE_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -71,12 +82,14 @@ class OfflineStory:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences: at line breaks, and after ``.!?`` followed by space and a capital/digit."""
+    """Split ``text`` into sentences: at line breaks, after ``.!?`` followed by space and a capital/digit, and after
+    ``。！？`` (with the closing brackets or quotes that follow)."""
     sentences: list[str] = []
     for block in re.split(r"\n\s*", text):
         block = " ".join(block.split())
         if block:
-            sentences.extend(s.strip() for s in _SENTENCE_END.split(block) if s.strip())
+            sentences.extend(p.strip() for s in _SENTENCE_END.split(block) for p in _CJK_SENTENCE_END.split(s)
+                             if p.strip())
     return sentences
 
 
@@ -112,7 +125,7 @@ def sentence_score(sentence: str, weights: dict[str, float]) -> float:
 
 def _extract(article: Article, weights: dict[str, float], k: int) -> str:
     """The ``k`` most salient sentences of ``article`` in document order, guaranteed to mention the title."""
-    sentences = split_sentences(article.text)
+    sentences = [truncate_text(s, MAX_SENTENCE_CHARS) for s in split_sentences(article.text)]
     if not sentences:
         return f"About {article.title}."
     candidates = [i for i, s in enumerate(sentences) if _MIN_WORDS <= len(s.split()) <= _MAX_WORDS]

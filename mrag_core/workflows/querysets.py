@@ -12,7 +12,9 @@ documents (kept on failed rows too, so they can be regenerated).
 
 Resume: plans are a pure function of (documents, counts, per-count, seed), saved in the set's
 ``params``; a plan is done when a stored query has exactly its documents (no document is used
-twice in a set, so this identifies the plan). Each batch is saved in one transaction.
+twice in a set, so this identifies the plan). Each batch is saved in one transaction. A resume
+also asks again for the Fusion sub-queries of stored stories whose Fusion request failed or was
+not sent (flagged, no sub-queries; :func:`needs_fusion`): only that request, the story is kept.
 """
 
 from __future__ import annotations
@@ -33,15 +35,21 @@ from mrag_core.benchmark import (
     read_query_rows,
     resolve_ground_truth,
 )
+from mrag_core.export import file_stem
 from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.ingest.benchmarks import topic_of_source
 from mrag_core.querygen import (
+    FUSION_FAILED,
+    FUSION_NOT_MADE,
     OFFLINE_GENERATOR,
     DocRef,
+    FusionRepair,
     GeneratedQuery,
     QueryPlan,
     SamplingError,
+    ask_fusion_again,
+    fusion_request_failed,
     generate_queries,
     missing_titles,
     plan_queries,
@@ -54,17 +62,21 @@ DEFAULT_BATCH = 8
 
 __all__ = [
     "GenerationReport",
+    "GenerationTodo",
     "ImportReport",
     "QuerySetError",
     "add_manual_query",
     "add_manual_query_to_new_set",
     "edit_query",
     "export_benchmark_json",
+    "export_file_name",
     "generate_query_set",
+    "generation_todo",
     "import_benchmark_queries",
     "import_issues",
     "import_problems",
     "max_aspects",
+    "needs_fusion",
     "regenerate_query",
     "review_frame",
     "set_work_in_progress",
@@ -77,7 +89,10 @@ class QuerySetError(ValueError):
 
 @dataclass(frozen=True)
 class GenerationReport:
-    """Outcome of one :func:`generate_query_set` call (counts are for this call only)."""
+    """Outcome of one :func:`generate_query_set` call (counts are for this call only, except
+    ``fusion_missing``). ``fusion_asked`` = stored stories whose Fusion sub-queries were asked for again,
+    ``fusion_made`` = how many of them got sub-queries; ``fusion_missing`` = queries of the set that still
+    have no sub-queries because their Fusion request failed or was not sent (a resume asks for them)."""
 
     query_set_id: int
     planned: int
@@ -88,10 +103,63 @@ class GenerationReport:
     cancelled: bool
     offline: bool
     warnings: list[str] = field(default_factory=list)
+    fusion_asked: int = 0
+    fusion_made: int = 0
+    fusion_missing: int = 0
+
+    @property
+    def plans_left(self) -> int:
+        """Planned queries this call did not get to (stopped before them)."""
+        return self.planned - self.done_before - self.ok - self.flagged - self.failed
 
     @property
     def remaining(self) -> int:
-        return self.planned - self.done_before - self.ok - self.flagged - self.failed
+        """What a resume still has to do: :attr:`plans_left` plus the queries without their Fusion sub-queries
+        (``fusion_missing``)."""
+        return self.plans_left + self.fusion_missing
+
+    def left_text(self) -> str:
+        """What is left, in words (:func:`left_text`)."""
+        return left_text(self.plans_left, self.fusion_missing)
+
+
+@dataclass(frozen=True)
+class GenerationTodo:
+    """Where a generated set stands: ``planned`` queries, ``usable`` stored with a story (ok / flagged),
+    ``failed`` stored without one, ``fusion`` stored stories without their Fusion sub-queries because that
+    request failed or was not sent. A resume generates the ``planned - usable`` plans (failed rows replaced)
+    and asks only for the sub-queries of the ``fusion`` ones (``missing`` in all)."""
+
+    planned: int
+    usable: int
+    failed: int
+    fusion: int
+
+    @property
+    def missing(self) -> int:
+        """Queries a resume works on: plans without a usable query, plus stories without their sub-queries."""
+        return max(self.planned - self.usable, 0) + self.fusion
+
+    def resume_text(self) -> str:
+        """What a resume does beyond the plans not stored, in words: ``"1 failed, asked again; 2 without their
+        Fusion sub-queries, asked for again with their stories kept"``; empty when nothing."""
+        parts = [f"{self.failed} failed, asked again"] if self.failed else []
+        if self.fusion:
+            one = self.fusion == 1
+            parts.append(f"{self.fusion} without {'its' if one else 'their'} Fusion sub-queries, asked for again "
+                         f"with {'its story' if one else 'their stories'} kept")
+        return "; ".join(parts)
+
+
+def left_text(plans_left: int, fusion_missing: int) -> str:
+    """What a resume has left to do, in words: ``"2 queries to generate and the Fusion sub-queries of 1 query to
+    ask for again (its story is kept)"``; ``"nothing"`` when both are 0."""
+    parts = [f"{counted(plans_left, 'query', 'queries')} to generate"] if plans_left else []
+    if fusion_missing:
+        one = fusion_missing == 1
+        parts.append(f"the Fusion sub-queries of {counted(fusion_missing, 'query', 'queries')} to ask for again "
+                     f"({'its story is' if one else 'their stories are'} kept)")
+    return " and ".join(parts) or "nothing"
 
 
 @dataclass(frozen=True)
@@ -208,14 +276,50 @@ def generate_query_set(
         raise QuerySetError(str(exc)) from exc
 
 
-def generation_missing(store: db.Store, info: db.QuerySetInfo) -> int:
-    """How many of a generated set's planned queries are not stored yet or failed (what a resume generates);
-    0 for a set that was not generated."""
+_MISSING_TITLES = "; missing titles: "
+
+
+def _without_fusion_failure(error: str) -> str | None:
+    """``error`` without its reason that the Fusion request failed or was not sent
+    (:func:`~mrag_core.querygen.fusion_request_failed`), the other reasons kept in order; ``None`` when it has
+    no such reason. A generated query's reasons are joined by ``"; "``, the Fusion one last of the generator's,
+    then the ``missing titles: ...`` that :func:`_row` adds."""
+    for prefix in (FUSION_FAILED, FUSION_NOT_MADE):
+        start = error.find(prefix)
+        while start != -1:
+            if start == 0 or error[start - 2:start] == "; ":
+                end = error.find(_MISSING_TITLES, start)
+                end = len(error) if end == -1 else end
+                if fusion_request_failed(error[start:end]):
+                    before, after = error[:start].removesuffix("; "), error[end:].removeprefix("; ")
+                    return "; ".join(part for part in (before, after) if part)
+            start = error.find(prefix, start + 1)
+    return None
+
+
+def needs_fusion(query: db.QueryRow, want_fusion: bool) -> bool:
+    """Whether a resume asks again for ``query``'s Fusion sub-queries: its set wants them (``want_fusion``) and
+    it has a story but no sub-queries because the Fusion request failed or was not sent (its flag says so)."""
+    return (want_fusion and query.status == "flagged" and bool(query.text.strip()) and not query.fusion
+            and _without_fusion_failure(query.error or "") is not None)
+
+
+def generation_todo(store: db.Store, info: db.QuerySetInfo) -> GenerationTodo:
+    """Where generated set ``info`` stands (:class:`GenerationTodo`); all 0 for a set that was not generated."""
     planned = int(info.params.get("planned", 0)) if info.source.startswith("generated") else 0
     if not planned:
-        return 0
-    usable = sum(1 for q in db.list_queries(store, info.id) if q.status != "failed")
-    return max(planned - usable, 0)
+        return GenerationTodo(0, 0, 0, 0)
+    queries = db.list_queries(store, info.id)
+    want = bool(info.params.get("want_fusion", False))
+    usable = sum(1 for q in queries if q.status != "failed")
+    return GenerationTodo(planned, usable, len(queries) - usable, sum(needs_fusion(q, want) for q in queries))
+
+
+def generation_missing(store: db.Store, info: db.QuerySetInfo) -> int:
+    """How many of a generated set's planned queries a resume works on: not stored yet or failed (generated),
+    or stored without their Fusion sub-queries because that request failed (only those asked for again); 0 for
+    a set that was not generated."""
+    return generation_todo(store, info).missing
 
 
 def generation_lease(query_set_id: int) -> str:
@@ -239,8 +343,11 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
                       client: Any | None, want_fusion: bool, n_fusion: int, progress: ProgressFn | None,
                       cancel: threading.Event, batch_size: int, offline: bool, warnings: list[str]
                       ) -> GenerationReport:
-    """:func:`generate_query_set`'s body once the set exists and its lease is held: generate the plans that have
-    no stored query yet, or only a failed one (which is replaced), a batch per transaction."""
+    """:func:`generate_query_set`'s body once the set exists and its lease is held: first ask again for the
+    Fusion sub-queries of stored stories that have none because that request failed (:func:`needs_fusion`;
+    with an LLM only, the stories kept), then generate the plans that have no stored query yet, or only a
+    failed one (which is replaced), a batch per transaction. Progress counts plans; a story waiting for its
+    sub-queries counts as done once they were asked for."""
     stored = db.list_queries(store, query_set_id)
     done_keys = {tuple(q.ground_truth) for q in stored if q.status != "failed"}
     failed_ids = {tuple(q.ground_truth): q.id for q in stored if q.status == "failed"}  # asked again
@@ -248,15 +355,24 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
     done = {i for i, plan in enumerate(plans) if tuple(int(d) for d in plan.doc_ids) in done_keys}
     if any(tuple(q.ground_truth) not in plan_keys for q in stored):
         warnings.append("Some stored queries match no plan (the corpus changed since generation started).")
-    docs_by_id = {str(d.id): d for d in docs}
-    todo = [i for i in range(len(plans)) if i not in done]
-    counts = {"ok": 0, "flagged": 0, "failed": 0}
-    cancelled = False
+    repairs = [q for q in stored if needs_fusion(q, want_fusion)]
     breaker = Breaker(cancel) if client is not None else None  # one for all batches: see mrag_core.llm.breaker
     total = len(plans)
-    finished = len(done)
+    finished = len(done) - sum(tuple(q.ground_truth) in plan_keys for q in repairs)
     if progress is not None:
         progress(finished, total)
+    asked = fusion_made = 0
+    cancelled = False
+    if repairs and client is None:
+        warnings.append(f"{counted(len(repairs), 'query has', 'queries have')} no Fusion sub-queries: they are "
+                        "asked for from the LLM, and no LLM endpoint is configured. Configure one, then resume.")
+    elif repairs:
+        asked, fusion_made, finished, cancelled = _repair_fusion(
+            store, repairs, client=client, n_fusion=n_fusion, progress=progress, cancel=cancel, breaker=breaker,
+            batch_size=batch_size, plan_keys=plan_keys, finished=finished, total=total, warnings=warnings)
+    docs_by_id = {str(d.id): d for d in docs}
+    todo = [] if cancelled else [i for i in range(len(plans)) if i not in done]
+    counts = {"ok": 0, "flagged": 0, "failed": 0}
     for start in range(0, len(todo), batch_size):
         if cancel.is_set():
             cancelled = True
@@ -285,12 +401,64 @@ def _generate_missing(store: db.Store, query_set_id: int, plans: list[QueryPlan]
         stopped = breaker is not None and breaker.tripped and start + batch_size < len(todo)  # plans are left
         if len(results) < len(batch) or stopped:
             cancelled = True
-            if breaker is not None and breaker.tripped:
-                warnings.append(f"Stopped: the endpoint failed for every request ({breaker.error}); fix it, then "
-                                "resume.")
+            _stopped_by_endpoint(breaker, warnings)
             break
+    missing = sum(needs_fusion(q, want_fusion) for q in db.list_queries(store, query_set_id))
     return GenerationReport(query_set_id, len(plans), len(done), counts["ok"], counts["flagged"], counts["failed"],
-                            cancelled, offline, warnings)
+                            cancelled, offline, warnings, fusion_asked=asked, fusion_made=fusion_made,
+                            fusion_missing=missing)
+
+
+def _stopped_by_endpoint(breaker: Breaker | None, warnings: list[str]) -> None:
+    """Add the warning that the run stopped because the endpoint failed for every request (when it did)."""
+    if breaker is not None and breaker.tripped:
+        warnings.append(f"Stopped: the endpoint failed for every request ({breaker.error}); fix it, then resume.")
+
+
+def _repaired_row(query: db.QueryRow, repair: FusionRepair) -> dict[str, Any]:
+    """``query``'s new fusion, status and error once its Fusion sub-queries were asked for again: the reason that
+    the request failed is replaced by what is wrong with the new answer (nothing when it gave the sub-queries
+    asked for), the other reasons (missing titles, a story cut off) are kept; ``ok`` when no reason is left."""
+    kept = _without_fusion_failure(query.error or "") or ""
+    before, sep, after = kept.partition("missing titles: ")
+    reasons = [before.removesuffix("; "), *repair.problems, sep + after]
+    error = "; ".join(r for r in reasons if r)
+    return {"fusion": list(repair.fusion), "status": "flagged" if error else "ok", "error": error}
+
+
+def _repair_fusion(store: db.Store, repairs: Sequence[db.QueryRow], *, client: Any, n_fusion: int,
+                   progress: ProgressFn | None, cancel: threading.Event, breaker: Breaker | None, batch_size: int,
+                   plan_keys: set[tuple[int, ...]], finished: int, total: int, warnings: list[str]
+                   ) -> tuple[int, int, int, bool]:
+    """Ask for the Fusion sub-queries of ``repairs`` again (one request each, a batch at a time) and store each
+    answer on its row (:func:`_repaired_row`). Returns (how many were asked for, how many got sub-queries,
+    ``finished`` plus the asked rows that are plans, whether the run stopped with some not asked for: ``cancel``
+    set, or the endpoint failed for every request)."""
+    asked = made = 0
+    for start in range(0, len(repairs), batch_size):
+        if cancel.is_set():
+            return asked, made, finished, True
+        batch = list(repairs[start:start + batch_size])
+        base = finished
+        in_plans = [tuple(q.ground_truth) in plan_keys for q in batch]
+
+        def batch_progress(d: int, _t: int, _base: int = base, _n: int = sum(in_plans)) -> None:
+            if progress is not None:
+                progress(_base + min(d, _n), total)
+
+        results = ask_fusion_again([q.text for q in batch], client=client, n_fusion=n_fusion, cancel=cancel,
+                                   progress=batch_progress, breaker=breaker)
+        for r in results:
+            row = _repaired_row(batch[r.index], r)
+            db.update_query(store, batch[r.index].id, fusion=row["fusion"], status=row["status"], error=row["error"])
+            asked += 1
+            made += bool(r.fusion)
+            finished += in_plans[r.index]
+        tripped = breaker is not None and breaker.tripped
+        if len(results) < len(batch) or (tripped and start + batch_size < len(repairs)):
+            _stopped_by_endpoint(breaker, warnings)
+            return asked, made, finished, True
+    return asked, made, finished, False
 
 
 def _docs(store: db.Store, ids: Sequence[int]) -> list[db.DocumentRow]:
@@ -316,15 +484,35 @@ def regenerate_query(store: db.Store, query_id: int, *, client: Any | None = Non
                            error=row["error"])
 
 
+def _shared_category(docs: Sequence[db.DocumentRow]) -> str:
+    """Why ground truth ``docs`` is not one document per category (empty when it is): the first two labelled
+    documents that share a category. Documents of a legal / accident topic layout (whose ground truth is every
+    document of a topic) are left out of the check."""
+    first: dict[str, db.DocumentRow] = {}
+    for d in docs:
+        if not d.label or topic_of_source(d.source) is not None:
+            continue
+        if d.label in first:
+            return (f"ground-truth documents {first[d.label].title!r} and {d.title!r} share the category {d.label!r} "
+                    "(each aspect should come from its own category)")
+        first[d.label] = d
+    return ""
+
+
 def _status_for(text: str, docs: Sequence[db.DocumentRow]) -> tuple[str, str]:
+    """``ok``, or ``flagged`` with the reasons: ground-truth titles the text does not mention, two ground-truth
+    documents of one category (:func:`_shared_category`)."""
     missing = missing_titles(text, [d.title for d in docs])
-    return ("flagged", "missing titles: " + ", ".join(missing)) if missing else ("ok", "")
+    reasons = ["missing titles: " + ", ".join(missing)] if missing else []
+    if shared := _shared_category(docs):
+        reasons.append(shared)
+    return ("flagged", "; ".join(reasons)) if reasons else ("ok", "")
 
 
 def _checked_status(store: db.Store, corpus_id: int, text: str, ground_truth: Sequence[int]) -> tuple[str, str]:
     """Validate a hand-written query (non-empty text, at least one ground-truth document, all of corpus
-    ``corpus_id``) and give its status: ``ok`` when every ground-truth title is mentioned, else ``flagged`` with
-    the missing titles. Raises :class:`QuerySetError`."""
+    ``corpus_id``) and give its status (:func:`_status_for`): ``ok`` when every ground-truth title is mentioned and
+    no two documents share a category, else ``flagged`` with the reasons. Raises :class:`QuerySetError`."""
     if not text.strip():
         raise QuerySetError("The query text must not be empty.")
     if not ground_truth:
@@ -340,8 +528,8 @@ def _checked_status(store: db.Store, corpus_id: int, text: str, ground_truth: Se
 
 def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Sequence[int],
                fusion: Sequence[str] | None = None) -> db.QueryRow:
-    """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned,
-    else ``flagged`` with the missing titles."""
+    """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned and no two
+    ground-truth documents share a category, else ``flagged`` with the reasons."""
     corpus_id = db.get_query_set(store, db.get_query(store, query_id).query_set_id).corpus_id
     status, error = _checked_status(store, corpus_id, text, ground_truth)
     try:
@@ -547,6 +735,14 @@ def review_frame(store: db.Store, query_set_id: int) -> pd.DataFrame:
                      "fusion": len(q.fusion), "generator": q.generator, "error": q.error})
     return pd.DataFrame(rows, columns=["id", "status", "aspects", "text", "ground truth", "categories", "fusion",
                                        "generator", "error"])
+
+
+def export_file_name(name: str) -> str:
+    """The download name of query set ``name``'s export: ``<name>.json`` with every run of characters other than
+    ASCII letters, digits, ``_``, ``.`` and ``-`` (a ``/``, a space, a ``:``) replaced by one ``_`` and ``_`` trimmed
+    from both ends (:func:`mrag_core.export.file_stem`, as the Agreement and Export page names a corpus's file);
+    ``query_set.json`` when nothing is left. ``"runs/2024: v1"`` -> ``"runs_2024_v1.json"``."""
+    return file_stem(name, "query_set") + ".json"
 
 
 def export_benchmark_json(store: db.Store, query_set_id: int) -> str:

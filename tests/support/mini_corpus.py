@@ -37,3 +37,28 @@ class TextDoc:
 
 #: Moon and Mars of :data:`MINI_DOCS`, keyed as query plans name documents, and a plan drawing both.
 TWO_DOCS = {"1": TextDoc("Moon", MINI_DOCS[0]["text"]), "2": TextDoc("Mars", MINI_DOCS[1]["text"])}
+
+
+#: Four one-sentence documents in two categories (sky: d0, d1; food: d2, d3), for the evaluation-run tests.
+SKY_AND_FOOD = [
+    {"title": f"d{i}", "text": text, "label": label}
+    for i, (text, label) in enumerate([("A comet passed near the sun.", "sky"), ("The telescope saw a galaxy.", "sky"),
+                                       ("Knead the bread dough.", "food"), ("Simmer the tomato sauce.", "food")])
+]
+
+
+def add_sky_and_food(store: db.Store) -> tuple[db.CorpusInfo, list[int]]:
+    """Corpus "T" of :data:`SKY_AND_FOOD` in ``store``: (the corpus, its document ids d0..d3)."""
+    corpus = db.create_corpus(store, "T")
+    return corpus, db.add_documents(store, corpus.id, SKY_AND_FOOD).document_ids
+
+
+#: Six (title, category, text) documents, two in each of space, music and food, for the query-set tests.
+SPACE_MUSIC_FOOD = [
+    ("Mercury", "space", "Mercury is the smallest planet. Its orbit around the Sun takes only 88 days."),
+    ("Venus", "space", "Venus is the hottest planet. Its thick atmosphere of carbon dioxide traps heat."),
+    ("Jazz", "music", "Jazz began in New Orleans. Louis Armstrong made the trumpet famous worldwide."),
+    ("Opera", "music", "Opera joins singing and theatre. Verdi wrote many famous Italian operas."),
+    ("Bread", "food", "Bread is made of flour, water and yeast. The dough rises before baking."),
+    ("Cheese", "food", "Cheese is made from milk. Aged cheese develops a strong flavour over months."),
+]

@@ -202,7 +202,13 @@ def test_query_builder_offline_generation_and_hand_written_query() -> None:
     assert not at.exception, at.exception
     _, sets = _demo_set_ids(store)
     (mine,) = db.list_queries(store, sets["Mine"])
-    assert mine.ground_truth == [pharos.id, other.id] and mine.status == "ok" and mine.generator == "hand-written"
+    assert mine.ground_truth == [pharos.id, other.id] and mine.generator == "hand-written"
+    # both are lighthouses: a multi-aspect query's aspects each come from their own category
+    assert (mine.status, mine.error) == ("flagged", "ground-truth documents 'Eddystone Lighthouse' and 'Pharos of "
+                                         "Alexandria' share the category 'lighthouses' (each aspect should come from "
+                                         "its own category)")
+    assert any(s.value.startswith(f"Query #{mine.id} added to 'Mine' (flagged: ground\\-truth documents")
+               for s in at.success)
     store.close()
 
 

@@ -135,7 +135,8 @@ def test_import_errors_write_nothing(store: db.Store) -> None:
 def test_import_legal_queries_resolve_topics_to_their_documents(store: db.Store) -> None:
     c = db.create_corpus(store, "Legal")
     db.add_documents(store, c.id, [
-        {"title": "breach #1", "text": "A breach of contract.", "label": "contract", "source": "legal.zip topic breach"},
+        {"title": "breach #1", "text": "A breach of contract.", "label": "contract",
+         "source": "legal.zip topic breach"},
         {"title": "breach #2", "text": "Damages for breach.", "label": "contract", "source": "legal.zip topic breach"},
         {"title": "Duty", "text": "A duty of care.", "label": "tort", "source": "legal.zip topic negligence"},
     ])  # fmt: skip

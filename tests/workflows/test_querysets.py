@@ -12,17 +12,8 @@ import pytest
 import db
 from mrag_core.llm.client import LLMClient
 from mrag_core.workflows import querysets as qw
+from tests.support.mini_corpus import SPACE_MUSIC_FOOD as DOCS
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
-
-DOCS = [
-    ("Mercury", "space", "Mercury is the smallest planet. Its orbit around the Sun takes only 88 days."),
-    ("Venus", "space", "Venus is the hottest planet. Its thick atmosphere of carbon dioxide traps heat."),
-    ("Jazz", "music", "Jazz began in New Orleans. Louis Armstrong made the trumpet famous worldwide."),
-    ("Opera", "music", "Opera joins singing and theatre. Verdi wrote many famous Italian operas."),
-    ("Bread", "food", "Bread is made of flour, water and yeast. The dough rises before baking."),
-    ("Cheese", "food", "Cheese is made from milk. Aged cheese develops a strong flavour over months."),
-]
-
 
 
 @pytest.fixture
