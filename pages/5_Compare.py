@@ -36,6 +36,7 @@ from mrag_core.workflows.compare import (
     STRATEGY_LABELS,
     SUBQUERY_SOURCES,
     Comparison,
+    ResultRow,
     compare,
     embed_query_and_texts,
     resolve_expansions,
@@ -47,7 +48,8 @@ from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
-from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text
+from ui.render import (TITLES_BELOW_TOOLBAR, fits_in_cell, full_names_html, md_plain, plotly_text, ranks_by_name,
+                       shortened)
 from ui.state import (KEEP, choose_number, finished_runs_or_stop, get_store, index_bundle, index_picker, kept_number,
                       llm_config, open_corpus_page, run_model_or_stop)
 
@@ -138,9 +140,14 @@ LIST_WIDTHS = {1: (28, 70, 400, 200, 60), 2: (28, 70, 164, 90, 48)}
 NARROW_WIDTHS = (28, 70, 110, 75, 48)  # 3 per row or all side by side
 
 
+def list_widths(per_row: int) -> tuple[int, int, int, int, int]:
+    """A result list's column widths (px) for ``per_row`` lists to a row: rank, mark, title, category, score."""
+    return LIST_WIDTHS.get(per_row, NARROW_WIDTHS)
+
+
 def list_columns(per_row: int) -> dict[str, Any]:
     """A result list's column configuration for ``per_row`` lists to a row (:data:`LIST_WIDTHS`)."""
-    rank, mark, title, category, score = LIST_WIDTHS.get(per_row, NARROW_WIDTHS)
+    rank, mark, title, category, score = list_widths(per_row)
     return {"rank": st.column_config.NumberColumn("#", width=rank),
             "mark": st.column_config.TextColumn(width=mark),
             "title": st.column_config.TextColumn(width=title),
@@ -148,10 +155,20 @@ def list_columns(per_row: int) -> dict[str, Any]:
             "score": st.column_config.NumberColumn(format="%.3f", width=score)}
 
 
+def categories_line(rows: list[ResultRow], per_row: int) -> str | None:
+    """The list's categories in full, each after its ranks (:func:`ui.render.full_names_html`), when its category
+    column (at its least width for ``per_row``) cuts one of them; None when every one fits. A table cell shows one
+    line and hides the rest of a long name behind a fade, readable only on hover."""
+    width = list_widths(per_row)[3]
+    if all(fits_in_cell(r.category, width) for r in rows):
+        return None
+    return full_names_html("Categories", ranks_by_name((r.rank, r.category) for r in rows))
+
+
 def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
     ev = cmp.evidence
     assert ev is not None
-    titles = [plotly_text(f"{j + 1}. {bundle.titles[d][:28]}") for j, d in enumerate(ev.docs)]
+    titles = [plotly_text(f"{j + 1}. {shortened(bundle.titles[d], 28)}") for j, d in enumerate(ev.docs)]
     heads = [f"h{h}" for h in range(ev.rank.shape[0])]
     full = {d: plotly_text(bundle.titles[d]) for d in ev.docs}
     hover = [[(f"head {h} · {full[d]}<br>rank {ev.rank[h, j] + 1} in this head · vote {ev.contribution[h, j]:.4f}"
@@ -399,6 +416,8 @@ for row in list_rows(len(items), per_row):
                            + ("from the cache" if outcome.llm.cached else f"{outcome.llm.latency_s:.2f} s"))
             st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
                          column_config=list_columns(per_row))
+            if line := categories_line(outcome.rows, per_row):
+                st.caption(line, unsafe_allow_html=True)
 
 # --- Reader panel --------------------------------------------------------------------------------
 with st.expander("Reader: answer the query from two strategies' documents", expanded=False):
@@ -435,5 +454,5 @@ if result.evidence is not None:
             "ground-truth documents (rank)": [", ".join(f"{bundle.titles[d]} (#{p + 1})" for d, p in a.gt_docs)
                                               for a in result.aspects],
             "ground-truth categories": [", ".join(a.gt_categories) for a in result.aspects],
-        }), hide_index=True, key="compare_head_aspects",
+        }), hide_index=True, key="compare_head_aspects", height="content",  # every head in view, no inner scroll
             column_config={"importance": st.column_config.NumberColumn(format="%.4f")})

@@ -182,7 +182,8 @@ def resolve_subqueries(
     return (sentences or [query.strip()]), "sentences"
 
 
-def embed_query(lm: LoadedModel, layer: int, query: str, subqueries: Sequence[str] = ()) -> tuple[Embeddings, Embeddings, float]:
+def embed_query(lm: LoadedModel, layer: int, query: str, subqueries: Sequence[str] = ()
+                ) -> tuple[Embeddings, Embeddings, float]:
     """The query and its sub-queries in one forward pass: (query [1], sub-queries [m], seconds).
     ``lm`` must be the run's model (see ``model_for_run``) and ``layer`` the run's layer."""
     texts = [query, *subqueries]
@@ -208,7 +209,8 @@ def resolve_expansions(
     fams = list(dict.fromkeys(families))
     if not fams:
         return {}
-    outcomes = run_concurrent(fams, lambda f: expand_one(llm_client, f, query, options, llm_cache),  # type: ignore[arg-type]
+    outcomes = run_concurrent(fams,
+                              lambda f: expand_one(llm_client, f, query, options, llm_cache),  # type: ignore[arg-type]
                               limit=len(fams))
     return {f: (o.value if o.ok and o.value is not None else ExpansionOutcome(f, (), error=o.error or "failed"))
             for f, o in zip(fams, outcomes)}

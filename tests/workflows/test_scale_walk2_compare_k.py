@@ -85,4 +85,5 @@ def test_the_weighted_ratio_of_runs_with_different_w_is_said_not_to_compare(stor
         "(w·RSR + CSR) / (w + 1) with its run's w, so their weighted ratios do not compare. Compare rsr or csr "
         "instead.")
     assert er.compare_w_note(loaded, "rsr") is None
-    assert er.compare_w_note({rid: er.load_run_metrics(store, rid) for rid in (long_run, short_run)}, "weighted") is None
+    both = {rid: er.load_run_metrics(store, rid) for rid in (long_run, short_run)}
+    assert er.compare_w_note(both, "weighted") is None

@@ -1,0 +1,106 @@
+"""A corpus whose category names run to some 60 characters, compared in a real browser at a laptop's 1366x768 and at
+1920x1080: with two result lists to a row, each list's category column cuts such a name (a table cell shows one line
+and fades out the rest), so the line under each list names every category in full, wrapped inside the list's own
+column: no part of it scrolls away, is cut off or runs into the neighbouring list."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS, wait_idle
+
+pytestmark = pytest.mark.browser
+
+LONG = "Nineteenth-century Scandinavian maritime trade and shipbuilding"  # 63 characters
+OTHER = "Traditional fermentation of soybeans in Indonesian home kitchens"
+CATEGORIES = [LONG, OTHER, "Lighthouse engineering", "cats"]
+WORDS = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat", "tempeh the"]
+
+# How the full name ``el`` (a span) is shown: its text, whether its block scrolls sideways, and the parts of its
+# line boxes outside its list's column or outside any ancestor that hides overflow (vertical scrolling of the page
+# is no cut).
+HOW_SHOWN = """(el) => {
+  const block = el.closest('.full-names'), column = el.closest('[data-testid="stColumn"]');
+  const cut = [];
+  const col = column.getBoundingClientRect();
+  for (const r of el.getClientRects()) {
+    if (r.left < col.left - 0.5 || r.right > col.right + 0.5) cut.push('outside its column');
+    for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.overflowX === 'visible' && s.textOverflow !== 'ellipsis') continue;
+      const c = a.getBoundingClientRect();
+      if (r.left < c.left - 0.5 || r.right > c.right + 0.5) cut.push('clipped by ' + a.tagName + '.' + a.className);
+    }
+  }
+  return JSON.stringify({text: el.textContent, scrolls: block.scrollWidth > block.clientWidth,
+                         ellipsis: getComputedStyle(el).textOverflow === 'ellipsis', cut: cut,
+                         lines: el.getClientRects().length});
+}"""
+
+
+def _long_category_corpus(folder) -> None:
+    """Corpus "Long categories" (it sorts before the demo corpus, so pages open on it): 12 ledgers over
+    :data:`CATEGORIES`, indexed with a tiny GPT-2, and one query whose ground truth is the first two."""
+    import db
+    from mrag_core.models.loader import load_model
+    from mrag_core.workflows.indexing import build_embedding_run
+    from tests.support.tiny_models import tiny_gpt2_folder
+
+    store = db.open_store(f"sqlite:///{folder / 't.db'}")
+    try:
+        deadline = time.time() + 120
+        while not db.list_corpora(store):  # the first page seeds the demo corpus: after it, no race on the schema
+            assert time.time() < deadline, "the demo corpus was not seeded"
+            time.sleep(0.5)
+        corpus = db.create_corpus(store, "Long categories")
+        ids = db.add_documents(store, corpus.id, [
+            {"title": f"Ship ledger and shipyard accounts of Bergen, volume {i}", "text": WORDS[i % len(WORDS)],
+             "label": CATEGORIES[i % len(CATEGORIES)]} for i in range(12)]).document_ids
+        qs = db.create_query_set(store, corpus.id, "Q")
+        db.add_queries(store, qs.id, [{"text": "the cat sat. the lighthouse.", "ground_truth": ids[:2]}])
+        model = load_model(str(tiny_gpt2_folder(folder / "gpt2", n_layer=2)), device="cpu")
+        build_embedding_run(store, corpus.id, model, layer=-1)
+    finally:
+        store.close()
+
+
+def test_two_per_row_lists_show_long_category_names_whole(app_instance, browser_page):
+    page = browser_page
+    page.set_default_timeout(120_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(f"{app_instance.url}/Compare")
+    wait_idle(page)
+    _long_category_corpus(app_instance.folder)
+
+    page.goto(f"{app_instance.url}/Compare")
+    go = page.get_by_role("button", name="Compare", exact=True)
+    go.wait_for(timeout=180_000)
+    wait_idle(page)
+    page.get_by_text("Ground truth: 2 document(s)").wait_for()
+    go.click()
+    page.get_by_text("Top 2", exact=True).wait_for()
+    wait_idle(page)
+    assert page.locator(".stException").count() == 0
+
+    lines = page.locator(".full-names")
+    lines.nth(4).wait_for()  # the lines come with their lists, after 'Top 2' (idle can be read between the two)
+    assert lines.count() == 5  # one under each strategy's list: each holds 2 of the 4 categories, one at least long
+    for width, height in ((1366, 768), (1920, 1080)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(500)  # the grid and the columns lay out again
+        names = page.locator(".full-names .full-name")
+        shown = [json.loads(names.nth(i).evaluate(HOW_SHOWN)) for i in range(names.count())]
+        assert {s["text"] for s in shown} >= {LONG} and {s["text"] for s in shown} <= set(CATEGORIES)
+        for s in shown:
+            assert not s["scrolls"] and not s["ellipsis"] and s["cut"] == [], (width, s)
+        if width == 1366:  # some 440 px a list: the 63 characters take two lines
+            assert max(s["lines"] for s in shown if s["text"] == LONG) >= 2
+        long_name = page.locator(".full-names .full-name", has_text=LONG).first
+        long_name.scroll_into_view_if_needed()
+        assert long_name.is_visible()
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(ARTIFACTS / f"browser_compare_long_categories_{width}.png"))

@@ -1,0 +1,109 @@
+"""Compare's result lists name each category in full under the list when the list's narrow category column cuts one
+(a table cell shows one line and fades out the rest, readable only on hover); the helpers of ui.render behind it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import db  # noqa: E402
+from ui.render import fits_in_cell, full_names_html, ranks_by_name, shortened  # noqa: E402
+
+COMPARE_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "5_Compare.py")
+LONG = "Nineteenth-century Scandinavian maritime trade and shipbuilding"  # 63 characters
+WORDS = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat", "tempeh the"]
+
+
+def test_fits_in_cell_counts_7_5_px_a_character_inside_17_px_of_padding() -> None:
+    # 90 px: 73 px for the text, 9 characters (67.5 px) fit and 10 (75 px) do not
+    assert fits_in_cell("a" * 9, 90) and not fits_in_cell("a" * 10, 90)
+    assert fits_in_cell("", 17) and not fits_in_cell("a", 24)  # 7.5 > 24 - 17
+    assert not fits_in_cell(LONG, 400)  # 472.5 px of text
+
+
+def test_ranks_by_name_groups_ranks_in_order_of_first_appearance_and_skips_blanks() -> None:
+    assert ranks_by_name([(1, "b"), (2, "a"), (3, "b"), (4, ""), (5, "  "), (6, "a")]) == [("b", [1, 3]),
+                                                                                          ("a", [2, 6])]
+    assert ranks_by_name([]) == []
+
+
+def test_full_names_html_escapes_the_names_and_stays_one_html_block() -> None:
+    block = full_names_html("Categories", [("<b>x</b> & y", [1, 3]), (LONG, [2])])
+    assert block == ("<div class='full-names' style='overflow-wrap: anywhere; margin-bottom: 0.75rem'>Categories: "
+                     "<b style='white-space: nowrap'>#1, #3</b>&nbsp;"
+                     "<span class='full-name'>&lt;b&gt;x&lt;/b&gt; &amp; y</span> · "
+                     f"<b style='white-space: nowrap'>#2</b>&nbsp;<span class='full-name'>{LONG}</span></div>")
+    html = MarkdownIt("commonmark").render(block)  # Streamlit's Markdown passes one raw HTML block through
+    assert html.strip() == block
+
+
+def test_shortened_marks_a_cut_label_with_an_ellipsis() -> None:
+    assert shortened("abcdef", 4) == "abc…" and shortened("abcd", 4) == "abcd" and shortened("", 3) == ""
+
+
+@pytest.fixture
+def tiny_model(tmp_path: Path) -> Path:
+    from tests.support.tiny_models import tiny_gpt2_folder
+
+    return tiny_gpt2_folder(tmp_path / "gpt2", n_layer=2)
+
+
+def _indexed_corpus(name: str, labels: list[str], model: Path) -> int:
+    """A corpus of one document per label (texts in the tiny model's words), indexed with the tiny GPT-2, and a
+    query set of one query whose ground truth is the first two documents; its id."""
+    from mrag_core.models.loader import load_model
+    from mrag_core.workflows.indexing import build_embedding_run
+
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    corpus = db.create_corpus(store, name)
+    ids = db.add_documents(store, corpus.id, [{"title": f"Ledger {i}", "text": WORDS[i % len(WORDS)], "label": lab}
+                                              for i, lab in enumerate(labels)]).document_ids
+    qs = db.create_query_set(store, corpus.id, "Q")
+    db.add_queries(store, qs.id, [{"text": "the cat sat. the lighthouse.", "ground_truth": ids[:2]}])
+    build_embedding_run(store, corpus.id, load_model(str(model), device="cpu"), layer=-1)
+    store.close()
+    return corpus.id
+
+
+def _compare(corpus_id: int, per_row: int | None = None) -> AppTest:
+    at = AppTest.from_file(COMPARE_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus_id
+    at.run()
+    if per_row is not None:
+        at.session_state["compare_per_row"] = per_row
+    at.button(key="compare_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _lists(at: AppTest) -> list:
+    return [d.value for d in at.dataframe if {"rank", "mark", "title", "category"} <= set(d.value.columns)]
+
+
+@pytest.mark.usefixtures("fresh_env")
+def test_two_per_row_lists_name_a_long_category_in_full_under_each_list(tiny_model: Path) -> None:
+    corpus_id = _indexed_corpus("Long categories", [LONG] * 6, tiny_model)
+    at = _compare(corpus_id)
+    lists = _lists(at)
+    assert len(lists) == 5 and all(f["category"].tolist() == [LONG, LONG] for f in lists)  # k = 2 aspects
+    line = ("<div class='full-names' style='overflow-wrap: anywhere; margin-bottom: 0.75rem'>Categories: "
+            f"<b style='white-space: nowrap'>#1, #2</b>&nbsp;<span class='full-name'>{LONG}</span></div>")
+    assert [c.value for c in at.caption].count(line) == 5  # one under each strategy's list
+
+    stacked = _compare(corpus_id, per_row=1)  # 200 px cut it too (24 characters fit)
+    assert [c.value for c in stacked.caption].count(line) == 5
+
+
+@pytest.mark.usefixtures("fresh_env")
+def test_lists_whose_categories_fit_have_no_full_name_line(tiny_model: Path) -> None:
+    corpus_id = _indexed_corpus("Short categories", ["cats", "sea", "tea"] * 2, tiny_model)
+    at = _compare(corpus_id)
+    assert len(_lists(at)) == 5
+    assert not [c.value for c in at.caption if "full-names" in c.value]
