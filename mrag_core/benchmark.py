@@ -24,8 +24,8 @@ loader code is not public): a topic file holds either a JSON list of documents (
 objects with the text under ``text``/``summary``/``content``/``document`` and an optional
 ``title``) or an object wrapping such a list under ``documents``/``docs``/``articles``/``items``,
 or an object mapping document titles to texts. Query files are JSON files with ``query`` or
-``queries`` as a word of their path (e.g. ``queries/legal_queries.json``) holding a list of queries, ``{"queries": [...]}``
-or an object keyed by aspect count (``{"1": [...], "2": [...]}``); each query has its text under
+``queries`` as a word of their path (e.g. ``queries/legal_queries.json``) holding a list of queries,
+``{"queries": [...]}`` or an object keyed by aspect count (``{"1": [...], "2": [...]}``); each query has its text under
 ``text``/``query``/``question`` and its topics under ``related``/``topics``/``related_topics``.
 A related name may be the bare topic, ``<category>_<topic>`` or ``<category>/<topic>``
 (compared case-insensitively, with ``_`` and spaces treated alike).

@@ -174,7 +174,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
             return fail(f"evaluation run {args.stop} does not exist")
         if not db.request_eval_stop(store, info.id):
             return fail(f"evaluation run {info.id} is not running ({er.status_label(info)}): nothing to stop")
-        print(f"asked run {info.id} ({info.process}) to stop after its current batch; eval --resume {info.id} continues it")
+        print(f"asked run {info.id} ({info.process}) to stop after its current batch; "
+              f"eval --resume {info.id} continues it")
         return 0
     resume = getattr(args, "resume", None)
     if resume is None:

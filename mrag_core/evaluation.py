@@ -235,8 +235,10 @@ def evaluate(
         """Standard hits and head hits per vote to depth k_max of the texts ``emb``, only for what ``used`` needs."""
         if emb is None or not len(emb) or not used:
             return None, {}
-        std = index.standard.search(emb.standard[:, None, :], k_max) if any(sp.kind == "fusion" for sp in used) else None
-        heads = {sp.variant: view_hits(texts, emb, "heads", k_max, sp.variant) for sp in used if sp.kind == "fusion-mrag"}
+        std = (index.standard.search(emb.standard[:, None, :], k_max) if any(sp.kind == "fusion" for sp in used)
+               else None)
+        heads = {sp.variant: view_hits(texts, emb, "heads", k_max, sp.variant)
+                 for sp in used if sp.kind == "fusion-mrag"}
         return std, heads
 
     fusion_specs = [sp for sp in specs if sp.kind.startswith("fusion") and not sp.llm]
@@ -366,7 +368,8 @@ class SummaryRow:
     n_queries: int
 
 
-def summarize(result: EvaluationResult, *, w: float = 2.0, k_rule: Callable[[int], list[int]] | None = None) -> list[SummaryRow]:
+def summarize(result: EvaluationResult, *, w: float = 2.0,
+              k_rule: Callable[[int], list[int]] | None = None) -> list[SummaryRow]:
     """Mean RSR / CSR / weighted per strategy and aspect count at k = n and k = 2n (capped at k_max)."""
     k_rule = k_rule or (lambda n: sorted({min(n, result.k_max), min(2 * n, result.k_max)}))
     rows: list[SummaryRow] = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "export_csv",
     "export_jsonl",
     "export_parquet",
+    "file_stem",
     "write_benchmark_json",
     "write_csv",
     "write_export",
@@ -68,6 +70,13 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
     "parquet": ExportFormat("Parquet", ".parquet", "application/vnd.apache.parquet"),
     "benchmark": ExportFormat("MRAG benchmark JSON", ".json", "application/json"),
 }
+
+
+def file_stem(name: str, fallback: str) -> str:
+    """A download file name's stem for a stored ``name`` (a corpus, a query set): every run of characters other
+    than ASCII letters, digits, ``_``, ``.`` and ``-`` (a ``/``, a space, a ``:``) replaced by one ``_``, and ``_``
+    trimmed from both ends; ``fallback`` when nothing is left. ``"runs/2024: v1"`` -> ``"runs_2024_v1"``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or fallback
 
 
 def _where(i: int, doc: ExportDoc) -> str:

@@ -136,7 +136,8 @@ _DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("my", re.compile(rf"(?<![\w])(?P<m>{_MONTH_RE}),?\s+(?P<y>{_YEAR_RE})(?![\w])")),
     ("year", re.compile(rf"(?<![\w.,])(?P<y>{_YEAR_RE})(?P<s>s)?(?![\w]|[.,]\d)")),
 )
-_NUMBER_RE = re.compile(r"(?<![\w.,])(?P<n>\d+(?:,\d{3})*(?:\.\d+)?)(?P<pct>\s?%|(?:st|nd|rd|th)(?!\w))?(?![\w]|[.,]\d)")
+_NUMBER_RE = re.compile(r"(?<![\w.,])(?P<n>\d+(?:,\d{3})*(?:\.\d+)?)"
+                        r"(?P<pct>\s?%|(?:st|nd|rd|th)(?!\w))?(?![\w]|[.,]\d)")
 _LIST_MARKER_RE = re.compile(r"^[ \t]*(\d{1,3}[.)])[ \t]", re.MULTILINE)
 _WORD_RE = re.compile(r"[^\W\d_](?:[\w'’&-]*\w)?")
 _POSSESSIVE_RE = re.compile(r"['’]s?$")
@@ -322,8 +323,9 @@ def count_facts(answer: str) -> FactCount:
        not open a sentence (a lone capitalised word after ``.``/``!``/``?``/``:``, a line break or
        a list bullet is ambiguous and skipped). Numbers, dates and punctuation split runs.
 
-    List markers (``1.``, ``2)`` at the start of a line) are ignored. All facts are de-duplicated case-insensitively (whitespace collapsed); each is reported in the
-    form it first appears. There is no coreference: ``Marie Curie`` and a later ``Curie`` are two.
+    List markers (``1.``, ``2)`` at the start of a line) are ignored. All facts are de-duplicated
+    case-insensitively (whitespace collapsed); each is reported in the form it first appears. There is no
+    coreference: ``Marie Curie`` and a later ``Curie`` are two.
     """
     text = answer or ""
     spans = [m.span(1) for m in _LIST_MARKER_RE.finditer(text)]

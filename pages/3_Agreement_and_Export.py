@@ -4,14 +4,12 @@ suggestions agree with human decisions (per category and as a confusion matrix),
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 import db
-from mrag_core.export import EXPORT_FORMATS
+from mrag_core.export import EXPORT_FORMATS, file_stem
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import corpus as cw
 from ui.corpus_widgets import agent_picker
@@ -43,8 +41,8 @@ else:
         "accuracy": st.column_config.ProgressColumn("accuracy", min_value=0.0, max_value=1.0, format="percent")})
     names, matrix = aw.confusion_table(agreement)
     shown = [plotly_text(n) for n in names]  # category names verbatim on the axes and in the hover
-    fig = go.Figure(go.Heatmap(z=matrix, x=shown, y=shown, colorscale="Blues", text=matrix,
-                               texttemplate="%{text}", hovertemplate="suggested %{y}<br>decided %{x}: %{z}<extra></extra>"))
+    fig = go.Figure(go.Heatmap(z=matrix, x=shown, y=shown, colorscale="Blues", text=matrix, texttemplate="%{text}",
+                               hovertemplate="suggested %{y}<br>decided %{x}: %{z}<extra></extra>"))
     fig.update_layout(xaxis_title="human decision", yaxis_title="machine suggestion", height=160 + 28 * len(names),
                       yaxis_autorange="reversed", margin=dict(l=10, r=10, t=30, b=10))
     st.plotly_chart(fig, width="stretch")
@@ -73,7 +71,7 @@ if st.button("Prepare export", key="ex_prepare"):
         st.session_state["ex_data"] = (export_key, data)
 prepared = st.session_state.get("ex_data")
 if prepared is not None and prepared[0] == export_key:  # stale once the options or the labels change
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", corpus.name).strip("_") or "corpus"
+    safe = file_stem(corpus.name, "corpus")
     spec = EXPORT_FORMATS[fmt]
     st.download_button(f"Download {spec.name} ({len(prepared[1]):,} bytes)", prepared[1],
                        file_name=f"{safe}{spec.extension}", mime=spec.mime, key="ex_download")

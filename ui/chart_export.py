@@ -570,8 +570,9 @@ def _legend(mfig: Figure, fig: go.Figure, traces: Sequence[tuple[Any, Any, str]]
     left, bottom, right, top = area
     title = plain_text(_prop(_prop(_prop(fig.layout, "legend"), "title"), "text")) or None
     if _prop(_prop(fig.layout, "legend"), "orientation") == "h":
-        mfig.legend(handles, labels, title=title, loc="upper center", bbox_to_anchor=((left + right) / 2, bottom - 0.06),
-                    ncol=min(len(handles), 6), frameon=False, fontsize=9)
+        mfig.legend(handles, labels, title=title, loc="upper center",
+                    bbox_to_anchor=((left + right) / 2, bottom - 0.06), ncol=min(len(handles), 6), frameon=False,
+                    fontsize=9)
     else:
         mfig.legend(handles, labels, title=title, loc="upper left", bbox_to_anchor=(right + 0.01, top),
                     frameon=False, fontsize=9)

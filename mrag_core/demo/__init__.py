@@ -18,7 +18,8 @@ DEMO_CORPUS_NAME = "MRAG Studio demo"
 
 @dataclass(frozen=True)
 class DemoCorpus:
-    """Categories ``[{name, description}]``, documents ``[{title, text, label}]``, queries ``[{topics, text, fusion}]``."""
+    """Categories ``[{name, description}]``, documents ``[{title, text, label}]``, queries
+    ``[{topics, text, fusion}]``."""
 
     categories: list[dict[str, str]]
     documents: list[dict[str, str]]

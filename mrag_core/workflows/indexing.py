@@ -312,7 +312,8 @@ def load_run_embeddings(store: db.Store, run_id: int) -> tuple[list[int], Embedd
     return [int(i) for i in ids], Embeddings(std, heads)
 
 
-def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: int = 0) -> tuple[list[int], CorpusIndex]:
+def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: int = 0
+                   ) -> tuple[list[int], CorpusIndex]:
     """``(document ids, CorpusIndex)`` over a run's vectors (row ``i`` is ``ids[i]``, ascending ids), the run's
     stored importance reused (it was sampled with seed 0); another ``seed`` samples the importance pairs again
     with that seed. Raises ValueError if the run is not finished or has fewer than two documents."""

@@ -19,6 +19,7 @@ from mrag_core.export import (
     export_csv,
     export_jsonl,
     export_parquet,
+    file_stem,
     write_benchmark_json,
     write_csv,
     write_export,
@@ -123,3 +124,15 @@ def test_unknown_format_and_format_table() -> None:
 def test_blank_label_exported_as_none() -> None:
     out = json.loads(export_jsonl([{"title": "t", "text": "x", "label": "  "}]))
     assert out["label"] is None and out["label_source"] is None
+
+
+@pytest.mark.parametrize("name, stem", [
+    ("Wikipedia v1", "Wikipedia_v1"),
+    ("runs/2024: v1", "runs_2024_v1"),
+    ("../../etc/passwd", ".._.._etc_passwd"),  # no folder part survives: every '/' becomes '_'
+    ("Café — théâtre", "Caf_th_tre"),
+    ("///", "corpus"),
+    ("a.b-c_d", "a.b-c_d"),
+])
+def test_file_stem_keeps_ascii_letters_digits_dot_dash_underscore(name: str, stem: str) -> None:
+    assert file_stem(name, "corpus") == stem

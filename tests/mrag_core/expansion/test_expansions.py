@@ -31,7 +31,8 @@ def prompt_of(server: FakeOpenAIServer, i: int = 0) -> str:
 
 
 def test_rewrite_queries_parse_dedupe_clamp_and_cache_hit() -> None:
-    answer = "Here are the rewrites:\n1. planets without moons\n\n2) moonless planets\n- Planets without moons!\n* \"Mercury Venus satellites\"\n5. extra query"
+    answer = ("Here are the rewrites:\n1. planets without moons\n\n2) moonless planets\n- Planets without moons!\n"
+              "* \"Mercury Venus satellites\"\n5. extra query")
     with FakeOpenAIServer(scripted([Reply.ok(answer, prompt_tokens=50, completion_tokens=20)])) as server:
         client, cache = client_for(server), MemoryCache()
         first = rewrite_queries(client, Q, n=3, cache=cache)
