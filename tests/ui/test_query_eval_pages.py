@@ -37,8 +37,9 @@ def _store() -> db.Store:
     return db.open_store(os.environ["MRAG_DATABASE_URL"])
 
 
-@ON_EVERY_BACKEND
 def test_evaluation_page_runs_demo_and_lists_it() -> None:
+    """On SQLite only: the run's writes are the workflow's, tested on every backend in tests/workflows
+    (test_evaluation_runs, the tests marked every_backend)."""
     at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
     assert not at.exception, at.exception
     assert at.multiselect(key="ev_strats").value == ["standard", "mrag"]
@@ -106,6 +107,7 @@ def test_evaluation_page_llm_strategies_disabled_without_endpoint() -> None:
     assert any("need an OpenAI-compatible endpoint" in c.value and "MRAG_LLM_BASE_URL" in c.value for c in at.caption)
 
 
+@pytest.mark.usefixtures("demo_indexed")  # the index exists: the run does not build one
 def test_evaluation_page_llm_strategies_with_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
 
@@ -303,6 +305,7 @@ def test_query_builder_offers_to_ask_again_for_failed_queries() -> None:
     store.close()
 
 
+@pytest.mark.usefixtures("demo_indexed")  # the index exists: the run does not build one
 def test_evaluation_page_resumes_a_stopped_run() -> None:
     """A run stopped after its first stored batch is listed under Unfinished runs; Resume scores the rest,
     and the rerun reports it and drops the row (no Stop or Resume button left)."""

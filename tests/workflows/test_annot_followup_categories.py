@@ -37,6 +37,7 @@ def _imported(store: db.Store) -> db.CorpusInfo:
     return corpus
 
 
+@pytest.mark.every_backend
 def test_case_clashing_imported_labels_are_merged_and_the_corpus_can_be_preannotated(store: db.Store) -> None:
     corpus = _imported(store)
     annotator = aw.ZeroShotAnnotator(_embed, "kw")
@@ -64,6 +65,7 @@ def test_case_clashing_imported_labels_are_merged_and_the_corpus_can_be_preannot
                                                              "Chemistry"]  # Bases ('acids') by its suggestion
 
 
+@pytest.mark.every_backend
 def test_a_rename_to_a_spelling_of_another_takes_the_typed_spelling(store: db.Store) -> None:
     corpus = _imported(store)
     message = aw.rename_category(store, corpus.id, "Physics", "PHYSICS ", merge=True)
@@ -72,6 +74,7 @@ def test_a_rename_to_a_spelling_of_another_takes_the_typed_spelling(store: db.St
     assert [c.name for c in db.list_categories(store, corpus.id)] == ["Chemistry", "PHYSICS"]
 
 
+@pytest.mark.every_backend
 def test_plain_renames_and_bad_names(store: db.Store) -> None:
     corpus = _imported(store)
     assert aw.rename_category(store, corpus.id, "Chemistry", "  Organic   chemistry ") == (
@@ -93,6 +96,7 @@ def test_plain_renames_and_bad_names(store: db.Store) -> None:
     assert [c.name for c in db.list_categories(store, corpus.id)] == ["organic chemistry", "Physics", "physics"]
 
 
+@pytest.mark.every_backend
 def test_deleting_a_used_category_needs_a_confirmation_or_a_category_to_move_to(store: db.Store) -> None:
     corpus = _imported(store)
     docs = db.document_ids(store, corpus.id)

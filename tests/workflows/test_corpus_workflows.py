@@ -54,6 +54,7 @@ def test_csv_preview_reports_rows_and_dedupes(store: db.Store) -> None:
     assert db.list_corpora(store) == []
 
 
+@pytest.mark.every_backend
 def test_import_records_new_corpus_writes_labels_as_import_decisions(store: db.Store) -> None:
     prepared = cw.prepare_import(_csv_preview())
     result = cw.import_records(store, prepared.records, new_name="News")
@@ -125,6 +126,7 @@ def test_prepare_import_counts_rows_not_parts_when_chunking() -> None:
                                   "0 errors, 5 warnings")
 
 
+@pytest.mark.every_backend
 def test_import_failure_leaves_nothing_behind(store: db.Store) -> None:
     records = _csv_preview().records  # contains a duplicate text (not de-duplicated)
     with pytest.raises(db.DuplicateError):
@@ -141,6 +143,7 @@ def test_import_needs_exactly_one_target(store: db.Store) -> None:
         cw.import_records(store, records, corpus_id=c.id, new_name="Y")
 
 
+@pytest.mark.every_backend
 def test_name_clash_is_reported_and_nothing_written(store: db.Store) -> None:
     db.create_corpus(store, "News")
     with pytest.raises(db.DuplicateError):
@@ -323,6 +326,7 @@ def test_preannotate_zero_shot_stores_ok_and_failed(store: db.Store, small_corpu
     assert (again.todo, again.already_done, again.failed) == (1, 6, 1)
 
 
+@pytest.mark.every_backend
 def test_preannotate_cancel_keeps_finished_batches_and_resumes(store: db.Store, small_corpus: db.CorpusInfo) -> None:
     cancel = threading.Event()
     calls: list[int] = []
@@ -481,6 +485,7 @@ with Heartbeat(lambda: db.beat_lease(store, name, owner), every=0.2):
 """
 
 
+@pytest.mark.every_backend
 def test_preannotate_refuses_while_another_process_holds_the_corpus_lease(store: db.Store,
                                                                          small_corpus: db.CorpusInfo) -> None:
     """A second real process (``python -m mrag_core annotate`` beside the app) pre-annotating the corpus holds its
@@ -523,6 +528,7 @@ def test_preannotate_refuses_while_another_process_holds_the_corpus_lease(store:
     assert db.get_marker(store, lease) is None  # given back when the run ended
 
 
+@pytest.mark.every_backend
 def test_leases_by_hand(store: db.Store) -> None:
     db.take_lease(store, "work:1", "a pid 1 #x", "Work", 1)
     assert db.lease_holder(store, "work:1") == "a pid 1 #x"

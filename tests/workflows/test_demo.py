@@ -35,6 +35,7 @@ def test_first_start_loads_everything_and_the_next_one_nothing(store) -> None:
     assert db.get_corpus(store, corpus.id).version == 2
 
 
+@pytest.mark.every_backend
 def test_an_interrupted_first_start_is_completed(store) -> None:
     corpus = db.create_corpus(store, DEMO_CORPUS_NAME)  # the first start stopped right after this
     status = ensure_demo_corpus(store)
@@ -45,6 +46,7 @@ def test_an_interrupted_first_start_is_completed(store) -> None:
     assert len(db.list_queries(store, ensure_demo_corpus(store).query_set_id)) == 24  # the corpus is untouched
 
 
+@pytest.mark.every_backend
 def test_a_demo_corpus_in_use_is_not_put_back(store) -> None:
     status = ensure_demo_corpus(store)
     ids = db.document_ids(store, status.corpus_id)

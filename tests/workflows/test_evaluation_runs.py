@@ -82,6 +82,7 @@ def _recompute(results, queries, labels, k_max, prefix=True):
                 category_success_ratio([labels[d] for d in top], [labels[d] for d in g]))
 
 
+@pytest.mark.every_backend
 def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     corpus, qs, labels = setup
     stages: list[str] = []
@@ -136,6 +137,7 @@ def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     )
 
 
+@pytest.mark.every_backend
 def test_cancel_then_resume(store, setup, lm) -> None:
     corpus, qs, labels = setup
     cancel = threading.Event()
@@ -190,6 +192,7 @@ def test_a_run_without_an_index_builds_one_and_keeps_it(store, setup, lm) -> Non
     _recompute(db.load_eval_results(store, seeded, "mrag"), er.evaluable_queries(store, qs.id), labels, 5)
 
 
+@pytest.mark.every_backend
 def test_bad_input_writes_nothing(store, setup, lm) -> None:
     corpus, qs, _ = setup
     with pytest.raises(er.EvaluationInputError, match="k_max"):
@@ -358,6 +361,7 @@ def test_llm_run_cancel_resume_costs_no_tokens(store, setup, lm, fake_openai) ->
     assert info.llm_usage["total"]["cached"] == 9 and info.llm_usage["total"]["expansions"] == 12 + 10
 
 
+@pytest.mark.every_backend
 def test_the_llm_usage_so_far_is_stored_while_expanding(store, setup, lm, fake_openai, monkeypatch) -> None:
     """A session that dies while expanding (killed: no final write) leaves what it sent counted: the usage is
     stored as the answers come (here at every answer), not only when the session ends."""
@@ -484,6 +488,7 @@ def test_a_stale_index_is_updated_not_reembedded(store, setup, lm) -> None:
 # --------------------------------------------------------------------------- stopping, sweeps, run comparison views
 
 
+@pytest.mark.every_backend
 def test_stop_waits_until_the_run_has_stored_that_it_stopped(store, setup, lm) -> None:
     """A page's Stop reruns the page while the run still works in the previous script run: stop_runs sets the
     run's cancel event and returns once the run has stored 'cancelled' (the rerun listed it as 'running')."""
@@ -523,6 +528,7 @@ def _stopped_run(store, corpus, qs, lm, strategies: list[str], batch_size: int, 
                              progress=lambda s, d, t: cancel.set() if s == "evaluation" else None, **kw)
 
 
+@pytest.mark.every_backend
 def test_a_run_cannot_be_resumed_twice_at_once(store, setup, lm) -> None:
     corpus, qs, _ = setup
     run_id = _stopped_run(store, corpus, qs, lm, ["standard"], batch_size=2)
@@ -636,6 +642,7 @@ with Heartbeat(lambda: db.beat_eval_run(store, run_id, owner), every=0.2):
 """
 
 
+@pytest.mark.every_backend
 def test_a_run_another_process_works_on_runs_elsewhere_until_that_process_dies(store, setup, lm) -> None:
     """A second real process (as `python -m mrag_core eval --resume` beside the app) claims a stopped run and
     beats: this process sees it running elsewhere and may not resume it; once that process is killed and its
@@ -686,6 +693,7 @@ def test_a_run_another_process_works_on_runs_elsewhere_until_that_process_dies(s
     assert done.status == "done" and done.n_results == 6 and done.owner != owner
 
 
+@pytest.mark.every_backend
 def test_a_stop_asked_through_the_database_stops_the_run_after_its_batch(store, setup, lm, monkeypatch) -> None:
     """Another process (the app's Stop beside a CLI run, or `eval --stop`) asks through the database: the run's
     next heartbeat sees it, the run stops after its current batch, stores 'cancelled' with what it saved, and

@@ -75,6 +75,7 @@ def direct(store, corpus_id, lm, layer=-1):
     return ids, embed_texts(lm, texts, kind="doc", layer=layer, batch_size=64)
 
 
+@pytest.mark.every_backend
 def test_build_stores_vectors_equal_to_direct_embedding(store, corpus, lm):
     seen: list[tuple[int, int, float | None]] = []
     res = build_embedding_run(
@@ -97,6 +98,7 @@ def test_build_stores_vectors_equal_to_direct_embedding(store, corpus, lm):
     assert run.timings["embed_s"] > 0 and run.timings["batch_size"] == 5
 
 
+@pytest.mark.every_backend
 def test_cancel_midway_then_resume_embeds_only_the_rest(store, corpus, lm, monkeypatch):
     cancel = threading.Event()
 
@@ -316,6 +318,7 @@ def _silence(store, model, run_id: int, seconds: float) -> None:
                         .values(heartbeat_at=utcnow() - timedelta(seconds=seconds)))
 
 
+@pytest.mark.every_backend
 def test_a_build_another_process_works_on_is_refused_until_it_falls_silent(store, corpus, lm):
     import os
     import socket

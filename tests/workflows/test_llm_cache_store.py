@@ -3,6 +3,8 @@ whether the endpoint cut it at the token limit (``finish_reason``), across a reo
 
 from __future__ import annotations
 
+import pytest
+
 import db
 from mrag_core.llm.cache import cache_key, cached_complete
 from mrag_core.llm.client import LLMClient, LLMReply
@@ -18,6 +20,7 @@ def _client(server: FakeOpenAIServer) -> LLMClient:
     return LLMClient(server.llm_config(max_retries=0), sleep=lambda _s: None)
 
 
+@pytest.mark.every_backend
 def test_a_cut_off_answer_reads_back_cut_off(store: db.Store) -> None:
     """The endpoint stopped the answer at its token limit: the stored copy says so too."""
     with FakeOpenAIServer(scripted([Reply.cut("The Moon orbits the", completion_tokens=4)])) as server:

@@ -101,6 +101,7 @@ def test_a_stop_raised_in_progress_mid_batch_stores_the_documents_the_bar_counte
     assert sent == Counter({"d0": 1, "d1": 1, "d2": 1, "d3": 1, "d4": 2, "d5": 1, "d6": 1})
 
 
+@pytest.mark.every_backend
 def test_a_ctrl_c_with_requests_in_flight_stores_the_answers_counted_and_caches_the_others(store: db.Store) -> None:
     """Four requests at once answer in the order d1, d2, d0, d3 (the server waits 0, 0.2, 0.4, 0.6 s); a Ctrl+C
     after two answers keeps exactly d1 and d2. d0 and d3 were in flight: their answers reach the LLM cache, not the

@@ -43,6 +43,7 @@ def _story(prompt: str) -> Reply | str:
             "where every detail of the articles mattered a great deal to everyone involved.")
 
 
+@pytest.mark.every_backend
 def test_llm_generation_statuses_failed_rows_and_resume(store, corpus) -> None:
     assert qw.max_aspects(store, corpus.id) == 3
     with FakeOpenAIServer(by_content(_story)) as server:
@@ -172,6 +173,7 @@ def test_manual_query_and_edit(store, corpus) -> None:
         qw.add_manual_query(store, qs.id, text="x", ground_truth=[])
 
 
+@pytest.mark.every_backend
 def test_manual_query_into_a_new_set_writes_both_or_nothing(store, corpus) -> None:
     """A query that fails its checks leaves no empty set behind; a valid one creates the set with it."""
     jazz = db.list_documents(store, corpus.id, search="trumpet").items[0]
@@ -209,6 +211,7 @@ def _stored(store, query_set_id: int) -> list[tuple]:
     return [(q.text, q.ground_truth, q.status, q.error) for q in db.list_queries(store, query_set_id)]
 
 
+@pytest.mark.every_backend
 def test_export_and_import_round_trip_exactly_with_shared_titles(store) -> None:
     """Documents sharing a title come back as the same documents (the id, checked against the title, in this
     database; the category elsewhere), a flagged query stays flagged with its reason; what nothing tells apart is

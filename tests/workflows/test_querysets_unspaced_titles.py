@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 import db
 from mrag_core.workflows import querysets as qw
 
 
+@pytest.mark.every_backend
 def test_hand_written_japanese_query_naming_both_titles_is_ok(store: db.Store) -> None:
     corpus = db.create_corpus(store, "日本")
     db.add_documents(store, corpus.id, [
