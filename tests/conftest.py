@@ -1,4 +1,5 @@
-"""Fixtures shared by every test package: one throwaway database server of each kind per test session.
+"""Fixtures shared by every test package: one throwaway database server of each kind per test session, and one
+demo index database (``demo_index_db``) that page and browser tests copy instead of building it again.
 
 ``tests.support.servers.BACKENDS`` are the databases the store and workflow tests run on: a SQLite
 file, and a database of its own on a real PostgreSQL and a real MariaDB server (each skipped where
@@ -8,6 +9,7 @@ its server cannot be had).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +37,17 @@ def postgresql_server() -> Iterator[DatabaseServer]:
 def mysql_server() -> Iterator[DatabaseServer]:
     """One MariaDB server for the whole test session (skips the test when none can be had)."""
     yield from _serve(MariaDBServer, "MariaDB")
+
+
+@pytest.fixture(scope="session")
+def demo_index_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file holding the demo corpus with a finished MiniLM index, built once per session
+    (tests/support/demo_index.py); copy it with ``copy_demo_index``, never open it."""
+    from tests.support.demo_index import build_demo_index
+
+    folder = tmp_path_factory.mktemp("demo-index")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MRAG_CACHE_DIR", str(folder / "cache"))
+        mp.setenv("OMP_WAIT_POLICY", "PASSIVE")
+        build_demo_index(folder / "demo.db")
+    return folder / "demo.db"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.demo_index import copy_demo_index
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -85,6 +87,20 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
 def app_instance(tmp_path_factory):
     """A headless Streamlit server running this app on an empty temporary database (restartable)."""
     server = AppServer(tmp_path_factory.mktemp("browser"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def demo_app_instance(tmp_path_factory, demo_index_db):
+    """:func:`app_instance` on a copy of the session's demo index: the demo corpus and query set with a finished
+    MiniLM index (tests/support/demo_index.py), for tests that need the index only to exist."""
+    folder = tmp_path_factory.mktemp("browser-demo")
+    copy_demo_index(demo_index_db, folder / "t.db")
+    server = AppServer(folder)
     server.start()
     try:
         yield server

@@ -33,7 +33,10 @@ def _run(page, run_id: int) -> int:
     return int(DONE.match(done.inner_text()).group(2))
 
 
-def test_runs_figures_comparison_and_restart(app_instance, browser_page):
+def test_runs_figures_comparison_and_restart(demo_app_instance, browser_page):
+    """On the demo with its index built (a copy of the session's demo index: a run that builds its own index is
+    tested in tests/workflows and tests/ui)."""
+    app_instance = demo_app_instance
     page = browser_page
     page.set_default_timeout(120_000)
     ARTIFACTS.mkdir(exist_ok=True)

@@ -54,18 +54,14 @@ def titles_under_toolbar(page) -> dict[int, list[str]]:
     return covered
 
 
-def test_compare_and_maps_show_every_strategy_and_every_chart_title(app_server, browser_page):
+def test_compare_and_maps_show_every_strategy_and_every_chart_title(demo_app_instance, browser_page):
+    """On the demo with its index built (a copy of the session's demo index)."""
+    app_server = demo_app_instance.url
     page = browser_page
     page.set_default_timeout(60_000)
     page.set_viewport_size({"width": 1440, "height": 900})
-    page.goto(f"{app_server}/Index")
-    build = page.get_by_role("button", name="Build index")
-    build.wait_for(timeout=180_000)  # first start: demo corpus + model load
-    build.click()
-    page.get_by_text("is ready: 96 documents").wait_for(timeout=300_000)
-
     page.goto(f"{app_server}/Compare")
-    page.get_by_role("button", name="Compare", exact=True).wait_for(timeout=120_000)
+    page.get_by_role("button", name="Compare", exact=True).wait_for(timeout=180_000)  # first start: model load
     wait_idle(page)
     strategies = page.locator('[data-testid="stMultiSelect"]').filter(has=page.get_by_text("Strategies", exact=True))
     assert strategies.locator('[data-tag]').count() == 5

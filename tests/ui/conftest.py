@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.demo_index import copy_demo_index
 from tests.support.servers import BACKENDS
 
 LLM_ENV = ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -24,12 +25,15 @@ on each server."""
 
 
 @contextmanager
-def module_env(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+def module_env(tmp_path_factory: pytest.TempPathFactory, name: str, start_from: Path | None = None) -> Iterator[Path]:
     """For a module's shared pages (a module-scoped fixture): a new SQLite file and caches in a temporary folder
-    called ``name``, no LLM endpoint, Streamlit's resource cache empty before and after. Yields the folder."""
+    called ``name``, no LLM endpoint, Streamlit's resource cache empty before and after. ``start_from``: a SQLite
+    file the database starts as a copy of (the session's ``demo_index_db``). Yields the folder."""
     import streamlit as st
 
     tmp = tmp_path_factory.mktemp(name)
+    if start_from is not None:
+        copy_demo_index(start_from, tmp / "t.db")
     mp = pytest.MonkeyPatch()
     mp.setenv("MRAG_DATABASE_URL", f"sqlite:///{tmp / 't.db'}")
     mp.setenv("MRAG_CACHE_DIR", str(tmp / "cache"))
@@ -81,3 +85,13 @@ def fresh_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, t
     st.cache_resource.clear()
     if server is not None:
         server.drop_database(url)
+
+
+@pytest.fixture
+def demo_indexed(fresh_env: str, demo_index_db: Path) -> str:
+    """``fresh_env`` whose SQLite database starts as the session's demo index (the demo corpus and query set, a
+    finished MiniLM index of the last layer: tests/support/demo_index.py), for tests that need an index only to
+    exist. Returns the database URL."""
+    assert fresh_env.startswith("sqlite:///"), "the demo index is a SQLite file"
+    copy_demo_index(demo_index_db, Path(fresh_env.removeprefix("sqlite:///")))
+    return fresh_env

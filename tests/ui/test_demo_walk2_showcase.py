@@ -22,21 +22,13 @@ PAGE = os.path.join(PAGES, "5_Compare.py")
 
 
 @pytest.fixture(scope="module")
-def demo_index(tmp_path_factory):
-    """The demo corpus with a finished MiniLM index (last layer, mean pooling), as Home's step 1 builds it."""
+def demo_index(tmp_path_factory, demo_index_db):
+    """The demo corpus with a finished MiniLM index (last layer, mean pooling), as Home's step 1 builds it (a copy
+    of the session's demo index)."""
     import torch
 
-    import db
-    from mrag_core.models.loader import load_model
-    from mrag_core.workflows.demo import ensure_demo_corpus
-    from mrag_core.workflows.indexing import build_embedding_run
-
-    with module_env(tmp_path_factory, "demo_walk2_showcase"):
+    with module_env(tmp_path_factory, "demo_walk2_showcase", start_from=demo_index_db):
         torch.set_num_threads(1)
-        store = db.open_store()
-        build_embedding_run(store, ensure_demo_corpus(store).corpus_id, load_model("minilm", device="cpu"), layer=-1,
-                            batch_size=32)
-        store.close()
         yield
 
 

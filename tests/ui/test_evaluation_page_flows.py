@@ -56,6 +56,7 @@ def markdowns(at: AppTest) -> list[str]:
     return [m.value for m in at.markdown]
 
 
+@pytest.mark.usefixtures("demo_indexed")  # the index exists: the run does not build one
 def test_a_stopped_run_is_listed_as_stopped_not_running() -> None:
     """Stop reruns the page while the run still works in the previous script run (its next progress report is
     where Streamlit stops it): the rerun listed '#N … running - 0 results saved'. The page now stops the session's
@@ -135,36 +136,38 @@ def test_a_run_another_process_works_on_is_followed_not_resumed_or_deleted() -> 
     store.close()
 
 
+@pytest.mark.usefixtures("demo_indexed")
 def test_a_stopped_layer_sweep_is_resumed_as_a_sweep() -> None:
     """A sweep stopped during its first layer is one 'Unfinished runs' row naming every layer, and 'Resume sweep'
     finishes them all (Resume finished only the stopped layer; the others never ran). Before that the Layer sweep
-    tab offers nothing (it offered one-layer 'sweeps'); after, the sweep with whole-layer ticks."""
+    tab offers nothing (it offered one-layer 'sweeps'); after, the sweep with whole-layer ticks. Layer 5's index
+    exists (the session's demo index): only layer 2's is built."""
     at = eval_page()
     store = _store()
     corpus_id, qs_id = demo(store)
     cancel = threading.Event()
-    ids = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[2, 4], strategies=["standard", "mrag"],
+    ids = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[2, 5], strategies=["standard", "mrag"],
                          k_max=8, cancel=cancel, batch_size=8,
                          progress=lambda s, d, t: cancel.set() if s == "layer 2 (1/2): evaluation" else None)
     (first,) = [db.get_eval_run(store, i) for i in ids]
     assert first.status == "cancelled" and first.n_results > 0
     ok(at.run())
     (row,) = [m for m in markdowns(at) if m.startswith("Layer sweep")]
-    assert row == (f"Layer sweep · minilm · layers 2, 4 · Demo queries — layer 2: #{first.id} stopped, "
-                   f"{first.n_results} results; layer 4: not started")
+    assert row == (f"Layer sweep · minilm · layers 2, 5 · Demo queries — layer 2: #{first.id} stopped, "
+                   f"{first.n_results} results; layer 5: not started")
     assert not [m for m in markdowns(at) if m.startswith(f"#{first.id} ")]  # not listed again as a lone run
     assert "No layer sweep yet" in " ".join(i.value for i in at.info)
     sweep = first.config["sweep"]
     ok(at.button(key=f"ev_resume_sweep_{sweep}").click().run())
     runs = sorted(db.list_eval_runs(store), key=lambda r: r.id)
-    assert [(r.config["layer"], r.status, r.n_results) for r in runs] == [(2, "done", 48), (4, "done", 48)]
+    assert [(r.config["layer"], r.status, r.n_results) for r in runs] == [(2, "done", 48), (5, "done", 48)]
     assert [s.value for s in at.success] == [f"Run #{r.id} done: 48 results stored." for r in runs]
     assert not [m for m in markdowns(at) if m.startswith("Layer sweep")] and not [
         b for b in at.button if b.key.startswith("ev_resume")]
-    assert at.selectbox(key="ev_sweep").options == ["minilm · layers 2, 4 · Demo queries"]
+    assert at.selectbox(key="ev_sweep").options == ["minilm · layers 2, 5 · Demo queries"]
     (chart,) = [c for c in at.get("plotly_chart") if "by layer" in c.proto.spec]
     xaxis = json.loads(chart.proto.spec)["layout"]["xaxis"]
-    assert xaxis["tickvals"] == [2, 4] and xaxis["ticktext"] == ["2", "4"]  # no 2.5, 3.5 ticks
+    assert xaxis["tickvals"] == [2, 5] and xaxis["ticktext"] == ["2", "5"]  # no 2.5, 3.5, 4.5 ticks
     store.close()
 
 

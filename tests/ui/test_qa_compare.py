@@ -1,5 +1,6 @@
 """QA: Compare's MRAG evidence says how votes are counted in the ranks it shows. AppTest on the demo corpus,
-its index built once through the Index page (MiniLM, ~15-30 s)."""
+with a finished MiniLM index (a copy of the session's demo index; building through the Index page is tested in
+test_explorer_pages)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.ui.conftest import build_through_index_page, module_env  # noqa: E402
+from tests.ui.conftest import module_env  # noqa: E402
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    with module_env(tmp_path_factory, "qa_compare"):
-        build_through_index_page(AppTest.from_file(str(PAGES / "4_Index.py"), default_timeout=TIMEOUT).run())
+def built(tmp_path_factory, demo_index_db):
+    with module_env(tmp_path_factory, "qa_compare", start_from=demo_index_db):
         yield
 
 

@@ -23,22 +23,16 @@ CUT = re.compile(r"The query is (\d+) tokens long and minilm reads at most 256: 
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo corpus with a finished MiniLM index (last layer); yields the loaded model."""
+def demo(tmp_path_factory, demo_index_db):
+    """The demo corpus with a finished MiniLM index (last layer; a copy of the session's demo index); yields the
+    loaded model."""
     import torch
 
-    import db
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows.demo import ensure_demo_corpus
-    from mrag_core.workflows.indexing import build_embedding_run
 
-    with module_env(tmp_path_factory, "qa_walkthrough"):
+    with module_env(tmp_path_factory, "qa_walkthrough", start_from=demo_index_db):
         torch.set_num_threads(1)
-        store = db.open_store()
-        lm = load_model("minilm", device="cpu")
-        build_embedding_run(store, ensure_demo_corpus(store).corpus_id, lm, layer=-1, batch_size=32)
-        store.close()
-        yield lm
+        yield load_model("minilm", device="cpu")
 
 
 def unescaped(markdown: str) -> str:

@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from mrag_core.reader import count_facts  # noqa: E402
+from tests.support.demo_index import copy_demo_index  # noqa: E402
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, scripted  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,17 +31,13 @@ LLM_VARS = ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "MRAG_LLM
 
 
 @pytest.fixture(scope="module")
-def demo_index(tmp_path_factory):
-    """A fresh database with the demo corpus and a finished MiniLM index of it."""
+def demo_index(tmp_path_factory, demo_index_db):
+    """A fresh database with the demo corpus and a finished MiniLM index of it (a copy of the session's)."""
     import streamlit as st
     import torch
 
-    import db
-    from mrag_core.models.loader import load_model
-    from mrag_core.workflows.demo import ensure_demo_corpus
-    from mrag_core.workflows.indexing import build_embedding_run
-
     tmp = tmp_path_factory.mktemp("reader")
+    copy_demo_index(demo_index_db, tmp / "t.db")
     mp = pytest.MonkeyPatch()
     url = f"sqlite:///{tmp / 't.db'}"
     mp.setenv("MRAG_DATABASE_URL", url)
@@ -48,10 +45,6 @@ def demo_index(tmp_path_factory):
     for name in LLM_VARS:
         mp.delenv(name, raising=False)
     torch.set_num_threads(1)
-    store = db.open_store(url)
-    status = ensure_demo_corpus(store)
-    build_embedding_run(store, status.corpus_id, load_model("minilm", device="cpu"), layer=-1, batch_size=32)
-    store.close()
     st.cache_resource.clear()
     yield tmp
     st.cache_resource.clear()
