@@ -73,14 +73,14 @@ def test_attention_heatmaps_and_maps_with_selection(app_server, browser_page):
     page.get_by_text("Select points on the maps (box or lasso) to filter this table.").wait_for()
     page.get_by_text("From a query set").click()
     page.get_by_text(re.compile(r"at k=\d+: RSR \d\.\d\d · CSR \d\.\d\d")).wait_for()
-    wait_idle(page)  # the run that placed the query may still redraw the charts ("not attached to the DOM")
     chart = page.locator('[data-testid="stPlotlyChart"]').first
-    chart.locator(".main-svg").first.wait_for()
-    chart.scroll_into_view_if_needed()
-    page.wait_for_timeout(1000)
     picked = page.get_by_text(re.compile(r"^\d+ selected document\(s\)"))
-    for attempt in range(3):  # a rerun that redraws the chart mid-drag loses the selection (or the chart's
-        try:                    # element, "not attached to the DOM"): drag again
+    for attempt in range(3):  # a rerun that redraws the chart (the one that placed the query, or one mid-drag)
+        try:                    # replaces its element ("not attached to the DOM") or loses the selection: again
+            wait_idle(page)
+            chart.locator(".main-svg").first.wait_for()
+            chart.scroll_into_view_if_needed()
+            page.wait_for_timeout(1000)
             _box_select(page, chart)
             picked.wait_for(timeout=30_000)
             break
