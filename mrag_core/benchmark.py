@@ -218,14 +218,32 @@ def _decompress_capped(opener: Any, data: bytes, name: str, kind: str) -> bytes:
     return out
 
 
-def _decompressed_text(data: bytes, name: str) -> str:
-    """The UTF-8 text of a (possibly bz2/gzip-compressed, detected from magic bytes) file."""
+def _decompressed(data: bytes, name: str) -> bytes:
+    """The bytes of a (possibly bz2/gzip-compressed, detected from magic bytes) file."""
     if data[:3] == b"BZh":
-        data = _decompress_capped(bz2.open, data, name, "bz2")
-    elif data[:2] == b"\x1f\x8b":
-        data = _decompress_capped(gzip.open, data, name, "gzip")
-    elif name.lower().endswith((".bz2", ".gz")):
+        return _decompress_capped(bz2.open, data, name, "bz2")
+    if data[:2] == b"\x1f\x8b":
+        return _decompress_capped(gzip.open, data, name, "gzip")
+    if name.lower().endswith((".bz2", ".gz")):
         raise BenchmarkFormatError(f"{name}: the name says compressed but the content is not")
+    return data
+
+
+def _decompressed_text(data: bytes, name: str, notes: list[str] | None = None) -> str:
+    """The text of a (possibly bz2/gzip-compressed) file: UTF-8 (a byte-order mark dropped). With ``notes`` (a
+    list), text in another encoding is read as a document import reads it
+    (:func:`mrag_core.ingest.encoding.decode_bytes`: UTF-16 by its byte-order mark or layout, else Windows-1252,
+    else Latin-1) and how it was read is appended to ``notes``; without, or for binary content, anything but UTF-8
+    raises :class:`BenchmarkFormatError`."""
+    data = _decompressed(data, name)
+    if notes is not None:
+        from mrag_core.ingest.encoding import decode_bytes
+
+        text, _codec, issues = decode_bytes(data, name)
+        if text is None:
+            raise BenchmarkFormatError(f"{name}: " + (issues[0].message if issues else "cannot be decoded as text"))
+        notes.extend(issue.message for issue in issues)
+        return text
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -519,9 +537,12 @@ def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
     return items
 
 
-def read_query_rows(data: bytes, name: str) -> tuple[list[QueryRow], list[RowProblem]]:
+def read_query_rows(data: bytes, name: str, notes: list[str] | None = None
+                    ) -> tuple[list[QueryRow], list[RowProblem]]:
     """Read a query file row by row: ``(location, query)`` for each good row and
     ``(location, problem)`` for each bad one (``"item 3"``, ``"line 3"``, ``"row 3"``).
+    ``notes``: a list to append how a file not in UTF-8 was read (a spreadsheet's UTF-16 or Windows-1252 CSV,
+    read as the document import reads it); without it, such a file is refused.
 
     Formats (optionally bz2/gzip): a JSON list (or ``{"queries": [...]}``, or an object keyed by
     aspect count) of ``{"topics"/"related", "text", "fusion"}``; JSON Lines (a bad line is one
@@ -529,7 +550,7 @@ def read_query_rows(data: bytes, name: str) -> tuple[list[QueryRow], list[RowPro
     list) and an optional fusion column. Raises :class:`BenchmarkFormatError` only when the
     whole file cannot be read (compression, encoding, not JSON, wrong shape, missing columns).
     """
-    text = _decompressed_text(data, name)
+    text = _decompressed_text(data, name, notes)
     base = _base_name(name)
     if base.endswith((".csv", ".tsv")):
         return _item_rows(_csv_query_items(text, name))

@@ -268,6 +268,8 @@ def cmd_queries(args: argparse.Namespace, store: Any) -> int:
         raise CLIError(f"nothing was imported: {exc}") from None
     print(f"query set {args.name!r} (#{report.query_set_id}): {counted(report.n_queries, 'query', 'queries')} "
           f"imported, {report.n_flagged} flagged, {counted(len(report.skipped), 'row')} skipped")
+    for note in report.notes:
+        print(f"  {report.file_name}: {note}")
     ambiguous = {(row, topic) for row, topic, _ in report.ambiguous}
     for row, topic in [u for u in report.unresolved if u not in ambiguous][:SHOWN_ISSUES]:
         print(f"  query {row}: no document is titled {topic!r} (flagged)")

@@ -225,7 +225,7 @@ with tab_import:
         else:
             st.success(f"Imported {counted(rep.n_queries, 'query', 'queries')} into '{md_plain(imp_name.strip())}' "
                        f"({rep.n_flagged} flagged, {counted(len(rep.skipped), 'row')} skipped).")
-            if rep.skipped or rep.unresolved or rep.ambiguous:
+            if rep.notes or rep.skipped or rep.unresolved or rep.ambiguous:
                 st.warning(qw.import_problems(rep) + ":")
                 st.dataframe(qw.import_issues(rep), hide_index=True, width="stretch")
             _show_set(rep.query_set_id)

@@ -168,7 +168,8 @@ class ImportReport:
     imported queries, topic) of topics that match no document; ``ambiguous`` = (number, topic, how
     many documents have that title) of topics that name several documents with nothing to tell them
     apart; ``skipped`` = (location in the file, problem) of rows left out; ``locations[i]`` = where
-    imported query ``i + 1`` was in the file."""
+    imported query ``i + 1`` was in the file; ``notes`` = how a file not in UTF-8 was read (its encoding, guessed)
+    and ``file_name`` the name the file was read under."""
 
     query_set_id: int
     n_queries: int
@@ -177,6 +178,8 @@ class ImportReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     locations: list[str] = field(default_factory=list)
     ambiguous: list[tuple[int, str, int]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    file_name: str = ""
 
 
 def _labelled_docs(store: db.Store, corpus_id: int) -> list[db.DocumentRow]:
@@ -596,8 +599,9 @@ def _topic_index(docs: Sequence[db.DocumentRow]) -> dict[str, list[int]]:
 
 def _read_queries(
     source: str | Path | bytes, file_name: str
-) -> tuple[list[tuple[str, BenchQuery]], list[tuple[str, str]], str]:
-    """(location, query) rows, (location, problem) rows and the file's name; raises QuerySetError."""
+) -> tuple[list[tuple[str, BenchQuery]], list[tuple[str, str]], str, list[str]]:
+    """(location, query) rows, (location, problem) rows, the file's name and how it was read when not UTF-8 (a
+    UTF-16 or Windows-1252 file, as a document import reads it); raises QuerySetError."""
     if isinstance(source, (bytes, bytearray)):
         data, name = bytes(source), file_name
     else:
@@ -605,14 +609,15 @@ def _read_queries(
         if not path.is_file():
             raise QuerySetError(f"{path}: file not found")
         data, name = path.read_bytes(), str(path)
+    notes: list[str] = []
     try:
-        rows, problems = read_query_rows(data, name)
+        rows, problems = read_query_rows(data, name, notes)
     except BenchmarkFormatError as exc:
         raise QuerySetError(str(exc)) from exc
     if not rows:
         where, what = problems[0] if problems else (name, "contains no queries")
         raise QuerySetError(f"{name}: no query can be imported; {where}: {what}")
-    return rows, problems, name
+    return rows, problems, name, notes
 
 
 def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path | bytes, *, name: str,
@@ -634,7 +639,7 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
     (listed in ``unresolved``) or when it names several documents with nothing to tell them apart
     (listed in ``ambiguous``; none of them is taken). Raises :class:`QuerySetError` for an
     unreadable file, a file without one good row, or a taken name; nothing is written then."""
-    parsed, problems, shown_name = _read_queries(source, file_name)
+    parsed, problems, shown_name, notes = _read_queries(source, file_name)
     queries = [q for _, q in parsed]
     docs = db.list_documents(store, corpus_id, limit=None).items
     res = resolve_ground_truth(queries, [Article(d.title, d.text, d.label or "") for d in docs],
@@ -673,7 +678,8 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
     return ImportReport(qs.id, len(rows), sum(r["status"] == "flagged" for r in rows),
                         [(qi + 1, t) for qi, ts in sorted(by_query.items()) for t in ts],
                         skipped=problems, locations=[where for where, _ in parsed],
-                        ambiguous=[(qi + 1, t, n) for qi, tn in sorted(ambiguous.items()) for t, n in tn])
+                        ambiguous=[(qi + 1, t, n) for qi, tn in sorted(ambiguous.items()) for t, n in tn],
+                        notes=notes, file_name=Path(shown_name).name)
 
 
 def _ambiguity(topic: str, n: int) -> str:
@@ -692,9 +698,12 @@ def _import_reasons(q: BenchQuery, missing: Sequence[str], ambiguous: Sequence[t
 
 
 def import_problems(report: ImportReport) -> str:
-    """What went wrong in an import, in one sentence (empty when nothing did): rows skipped, topics that match no
-    document, topics that name several documents with nothing to tell them apart."""
+    """What went wrong in an import, in one sentence (empty when nothing did): a file not in UTF-8 (its encoding
+    guessed), rows skipped, topics that match no document, topics that name several documents with nothing to tell
+    them apart."""
     parts = []
+    if report.notes:
+        parts.append("the file is not UTF-8: its encoding was guessed; check the accented characters")
     if report.skipped:
         parts.append(f"{counted(len(report.skipped), 'row')} could not be read and "
                      f"{'was' if len(report.skipped) == 1 else 'were'} skipped")
@@ -709,10 +718,11 @@ def import_problems(report: ImportReport) -> str:
 
 
 def import_issues(report: ImportReport) -> pd.DataFrame:
-    """The import report row by row: skipped rows (``error``), then the imported queries with a topic that
-    matched no document or several that nothing told apart (``warning``, the query is ``flagged``), in file
-    order."""
-    rows = [{"location": where, "severity": "error", "message": f"skipped: {what}"} for where, what in report.skipped]
+    """The import report row by row: how a file not in UTF-8 was read (``warning``), skipped rows (``error``), then
+    the imported queries with a topic that matched no document or several that nothing told apart (``warning``,
+    the query is ``flagged``), in file order."""
+    rows = [{"location": report.file_name, "severity": "warning", "message": note} for note in report.notes]
+    rows += [{"location": where, "severity": "error", "message": f"skipped: {what}"} for where, what in report.skipped]
     issues = [(qn, f"imported as flagged: topic {topic!r} matches no document") for qn, topic in report.unresolved]
     issues += [(qn, f"imported as flagged: {_ambiguity(topic, n)}; none was taken")
                for qn, topic, n in report.ambiguous]

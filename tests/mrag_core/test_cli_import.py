@@ -223,3 +223,19 @@ def test_a_table_with_only_its_header_says_the_files_hold_no_document(url: str, 
         assert db.list_corpora(store) == []
     finally:
         store.close()
+
+
+def test_queries_from_a_windows_1252_csv_say_how_the_file_was_read(url: str, tmp_path: Path, capsys) -> None:
+    """A spreadsheet's CSV in Windows-1252 imports (it was refused as 'not UTF-8 text'), the guess printed."""
+    store = db.open_store(url)
+    corpus = db.create_corpus(store, "Accents")
+    db.add_documents(store, corpus.id, [{"title": "Zürich", "text": "A Swiss city.", "label": "places"},
+                                        {"title": "Café", "text": "A place for coffee.", "label": "food"}])
+    store.close()
+    queries = tmp_path / "q.csv"
+    queries.write_bytes("text,topics\nCoffee in Zürich.,Zürich|Café\n".encode("cp1252"))
+    assert _run(url, "queries", "--corpus", "Accents", "--name", "Q", str(queries)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "query set 'Q' (#1): 1 query imported, 0 flagged, 0 rows skipped"
+    assert out[1] == ("  q.csv: not valid UTF-8 (first bad byte at offset 23); read as Windows-1252 (cp1252). "
+                      "Check accented characters, or save the file as UTF-8")

@@ -187,3 +187,19 @@ def test_export_then_import_keeps_documents_of_one_title_apart_and_flags(store: 
     old = next(s for s in db.list_query_sets(store, c.id) if s.name == "old")
     (q,) = db.list_queries(store, old.id)
     assert (q.ground_truth, q.status) == ([], "flagged") and q.error.startswith("ambiguous topics: 2 documents")
+
+
+def test_import_a_windows_1252_csv_says_its_encoding_was_guessed(store: db.Store) -> None:
+    """A spreadsheet's CSV in Windows-1252 imports with its accented text whole, and the page says how it was read
+    (it said 'Nothing was imported: ... not UTF-8 text')."""
+    corpus_id, ids = _corpus(store)
+    at = _import(_page(corpus_id), "queries.csv", "text,topics\nJazz and Bread à la française.,Jazz|Bread\n"
+                 .encode("cp1252"), "Excel")
+    assert [s.value for s in at.success] == ["Imported 1 query into 'Excel' (0 flagged, 0 rows skipped)."]
+    assert [w.value for w in at.warning] == ["The file is not UTF-8: its encoding was guessed; check the accented "
+                                             "characters:"]
+    assert _report(at) == [("queries.csv", "warning", "not valid UTF-8 (first bad byte at offset 27); read as "
+                            "Windows-1252 (cp1252). Check accented characters, or save the file as UTF-8")]
+    (qs,) = db.list_query_sets(store, corpus_id)
+    (query,) = db.list_queries(store, qs.id)
+    assert (query.text, query.ground_truth) == ("Jazz and Bread à la française.", [ids["Jazz"], ids["Bread"]])
