@@ -35,6 +35,10 @@ request was waiting keeps its story (flagged, no sub-queries): it was paid for.
 Such a story, and one whose Fusion request failed (its reason starts with :data:`FUSION_FAILED` or
 :data:`FUSION_NOT_MADE`, see :func:`fusion_request_failed`), gets its sub-queries later from
 :func:`ask_fusion_again`: only the Fusion request is sent again, the story is kept.
+
+This module alone words the reasons that a story has no Fusion sub-queries (:func:`fusion_failure_reason`)
+and finds them again among a query's reasons (:func:`split_fusion_reason`); callers use those two, never the
+prefixes, so a reason that merely mentions the sub-queries is never taken for one.
 """
 
 from __future__ import annotations
@@ -63,9 +67,13 @@ __all__ = [
     "Status",
     "TextDocument",
     "ask_fusion_again",
+    "fusion_failure_reason",
     "fusion_request_failed",
     "generate_queries",
+    "llm_generator",
     "regenerate_one",
+    "split_fusion_reason",
+    "written_by_llm",
 ]
 
 Status = Literal["ok", "flagged", "failed"]
@@ -79,6 +87,43 @@ FUSION_FAILED = "Fusion sub-queries failed: "
 #: How a flag reason starts when the Fusion request was not sent or its retry wait was ended by a stop.
 FUSION_NOT_MADE = "Fusion sub-queries were not made: "
 _NO_USABLE_LINES = FUSION_FAILED + "the LLM answer contained no usable lines."
+#: A query's flag reasons are joined by this; a Fusion reason's detail never holds it (:func:`fusion_failure_reason`).
+_REASONS_JOIN = "; "
+_LLM_GENERATOR = "llm:"
+
+
+def llm_generator(model: str) -> str:
+    """The ``generator`` of a query whose story LLM ``model`` wrote: ``"llm:<model>"``."""
+    return f"{_LLM_GENERATOR}{model}"
+
+
+def written_by_llm(generator: str) -> bool:
+    """Whether ``generator`` (a query's) names an LLM (:func:`llm_generator`): only such a story can have a flag
+    reason of :func:`fusion_failure_reason`; a hand-written, imported or offline one never has."""
+    return generator.startswith(_LLM_GENERATOR)
+
+
+def fusion_failure_reason(detail: object, *, sent: bool = True) -> str:
+    """The flag reason that a story has no Fusion sub-queries: the request failed (``sent``, ``detail`` the
+    endpoint's error; :data:`FUSION_FAILED`) or was not sent, or stopped in its retry wait (``sent=False``;
+    :data:`FUSION_NOT_MADE`). ``"; "`` in ``detail`` becomes ``", "``: a query's reasons are joined by ``"; "``,
+    so the reason stays one of them and :func:`split_fusion_reason` finds where it ends."""
+    text = str(detail).replace(_REASONS_JOIN, ", ").strip() or "unknown error"
+    return f"{FUSION_FAILED if sent else FUSION_NOT_MADE}{text}"
+
+
+def split_fusion_reason(error: str) -> tuple[str, str] | None:
+    """Among a query's flag reasons ``error`` (joined by ``"; "``), the one saying that the story has no Fusion
+    sub-queries (:func:`fusion_failure_reason`, or the LLM's answer had no usable line) and the other reasons,
+    joined as they were and in their order; ``None`` when there is no such reason. It counts only as a whole
+    reason that starts with :data:`FUSION_FAILED` or :data:`FUSION_NOT_MADE` and ends at the next ``"; "``:
+    ``"check the Fusion sub-queries"``, ``"Fusion sub-queries: 3 asked for, ..."`` or a title quoting the wording
+    inside another reason are not one. :func:`fusion_request_failed` tells whether asking again may help."""
+    reasons = error.split(_REASONS_JOIN)
+    for i, reason in enumerate(reasons):
+        if reason.startswith((FUSION_FAILED, FUSION_NOT_MADE)):
+            return reason, _REASONS_JOIN.join(reasons[:i] + reasons[i + 1:])
+    return None
 
 
 class TextDocument(Protocol):
@@ -172,7 +217,7 @@ def _llm_one(
     story request waits to retry (the plan then stays to do). Set while the Fusion request waits to retry (the
     user's Stop or another request's trip), the story already paid for is kept: ``flagged``, no sub-queries,
     ``error`` saying why, as when the Fusion request fails."""
-    generator = f"llm:{client.config.model}"
+    generator = llm_generator(client.config.model)
     try:
         articles = _articles(plan, docs_by_id)
     except KeyError as exc:
@@ -219,8 +264,8 @@ def _llm_one(
             fusion, pt, ct = asked.fusion, pt + asked.prompt_tokens, ct + asked.completion_tokens
             problems.extend(asked.problems)
         except LLMCancelled as exc:  # the story is paid for: kept, flagged, without sub-queries
-            problems.append(f"{FUSION_NOT_MADE}{exc}")
-    error = "; ".join(problems) or None
+            problems.append(fusion_failure_reason(exc, sent=False))
+    error = _REASONS_JOIN.join(problems) or None
     status: Status = "flagged" if (missing or error) else "ok"
     return GeneratedQuery(index, plan, story, fusion, status, missing, error, generator, pt, ct)
 
@@ -268,7 +313,7 @@ def _ask_fusion(index: int, story: str, client: LLMClient, n_fusion: int, breake
     except LLMError as exc:
         if breaker is not None:
             breaker.record(exc)
-        return FusionRepair(index, (), (f"{FUSION_FAILED}{exc}",))
+        return FusionRepair(index, (), (fusion_failure_reason(exc),))
     lines = clean_subqueries(reply.text)
     if reply.cut_off and lines:
         lines = lines[:-1]  # the line the token limit cut is a sub-query cut in half
@@ -307,7 +352,7 @@ def ask_fusion_again(
         if outcome.ok and outcome.value is not None:
             results.append(outcome.value)
         else:  # an unexpected bug in _ask_fusion: still no sub-queries, and why
-            results.append(FusionRepair(outcome.index, (), (f"{FUSION_FAILED}{outcome.error or 'unknown error'}",)))
+            results.append(FusionRepair(outcome.index, (), (fusion_failure_reason(outcome.error or ""),)))
     return results
 
 
@@ -373,7 +418,7 @@ def generate_queries(
         if outcome.ok and outcome.value is not None:
             results.append(outcome.value)
         else:  # an unexpected bug in _llm_one: still a 'failed' row, never a query text
-            results.append(_failed(i, plan, outcome.error or "unknown error", f"llm:{llm.config.model}"))
+            results.append(_failed(i, plan, outcome.error or "unknown error", llm_generator(llm.config.model)))
     return results
 
 

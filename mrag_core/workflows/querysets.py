@@ -14,7 +14,8 @@ Resume: plans are a pure function of (documents, counts, per-count, seed), saved
 ``params``; a plan is done when a stored query has exactly its documents (no document is used
 twice in a set, so this identifies the plan). Each batch is saved in one transaction. A resume
 also asks again for the Fusion sub-queries of stored stories whose Fusion request failed or was
-not sent (flagged, no sub-queries; :func:`needs_fusion`): only that request, the story is kept.
+not sent (flagged, no sub-queries; :func:`needs_fusion`): only that request, the story is kept. A hand edit of
+such a story keeps that flag reason while it has no sub-queries (:func:`edit_query`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.ingest.benchmarks import topic_of_source
 from mrag_core.querygen import (
-    FUSION_FAILED,
-    FUSION_NOT_MADE,
     OFFLINE_GENERATOR,
     DocRef,
     FusionRepair,
@@ -55,6 +54,7 @@ from mrag_core.querygen import (
     plan_queries,
     regenerate_one,
 )
+from mrag_core.querygen.generate import fusion_failure_reason, llm_generator, split_fusion_reason, written_by_llm
 from mrag_core.wording import counted
 
 ProgressFn = Callable[[int, int], None]
@@ -80,6 +80,7 @@ __all__ = [
     "regenerate_query",
     "review_frame",
     "set_work_in_progress",
+    "wants_fusion",
 ]
 
 
@@ -254,7 +255,7 @@ def generate_query_set(
         cleaned = (name or "").strip()
         if not cleaned:
             raise QuerySetError("Give the query set a name.")
-        generator = OFFLINE_GENERATOR if offline else f"llm:{client.config.model}"
+        generator = OFFLINE_GENERATOR if offline else llm_generator(client.config.model)
         try:
             qs = db.create_query_set(
                 store, corpus_id, cleaned, source="generated-offline" if offline else "generated-llm",
@@ -279,32 +280,32 @@ def generate_query_set(
         raise QuerySetError(str(exc)) from exc
 
 
-_MISSING_TITLES = "; missing titles: "
-
-
 def _without_fusion_failure(error: str) -> str | None:
     """``error`` without its reason that the Fusion request failed or was not sent
-    (:func:`~mrag_core.querygen.fusion_request_failed`), the other reasons kept in order; ``None`` when it has
-    no such reason. A generated query's reasons are joined by ``"; "``, the Fusion one last of the generator's,
-    then the ``missing titles: ...`` that :func:`_row` adds."""
-    for prefix in (FUSION_FAILED, FUSION_NOT_MADE):
-        start = error.find(prefix)
-        while start != -1:
-            if start == 0 or error[start - 2:start] == "; ":
-                end = error.find(_MISSING_TITLES, start)
-                end = len(error) if end == -1 else end
-                if fusion_request_failed(error[start:end]):
-                    before, after = error[:start].removesuffix("; "), error[end:].removeprefix("; ")
-                    return "; ".join(part for part in (before, after) if part)
-            start = error.find(prefix, start + 1)
-    return None
+    (:func:`~mrag_core.querygen.generate.split_fusion_reason`, :func:`~mrag_core.querygen.fusion_request_failed`),
+    the other reasons kept in order; ``None`` when it has no such reason (or only that the LLM's answer had no
+    usable line, which asking again would not mend)."""
+    found = split_fusion_reason(error)
+    return found[1] if found is not None and fusion_request_failed(found[0]) else None
+
+
+def wants_fusion(info: db.QuerySetInfo) -> bool:
+    """Whether query set ``info`` wants Fusion sub-queries for its stories: it was generated with them (its
+    ``params``). A hand-written or imported set never does."""
+    return info.source.startswith("generated") and bool(info.params.get("want_fusion", False))
 
 
 def needs_fusion(query: db.QueryRow, want_fusion: bool) -> bool:
-    """Whether a resume asks again for ``query``'s Fusion sub-queries: its set wants them (``want_fusion``) and
-    it has a story but no sub-queries because the Fusion request failed or was not sent (its flag says so)."""
-    return (want_fusion and query.status == "flagged" and bool(query.text.strip()) and not query.fusion
-            and _without_fusion_failure(query.error or "") is not None)
+    """Whether a resume asks again for ``query``'s Fusion sub-queries: its set wants them (``want_fusion``,
+    :func:`wants_fusion`), it has a story that an LLM wrote (perhaps edited by hand since) and no sub-queries,
+    and its flag does not say that the LLM's answer had no usable line (asked already; asking again would not
+    mend it). Its flag says so when the request failed or was not sent (:func:`edit_query` keeps that reason).
+    Hand-written and imported queries never: whatever their reasons say, no Fusion request was made for them."""
+    if not (want_fusion and query.status != "failed" and query.text.strip() and not query.fusion
+            and written_by_llm(query.generator)):
+        return False
+    found = split_fusion_reason(query.error or "")
+    return found is None or fusion_request_failed(found[0])
 
 
 def generation_todo(store: db.Store, info: db.QuerySetInfo) -> GenerationTodo:
@@ -313,7 +314,7 @@ def generation_todo(store: db.Store, info: db.QuerySetInfo) -> GenerationTodo:
     if not planned:
         return GenerationTodo(0, 0, 0, 0)
     queries = db.list_queries(store, info.id)
-    want = bool(info.params.get("want_fusion", False))
+    want = wants_fusion(info)
     usable = sum(1 for q in queries if q.status != "failed")
     return GenerationTodo(planned, usable, len(queries) - usable, sum(needs_fusion(q, want) for q in queries))
 
@@ -422,7 +423,8 @@ def _repaired_row(query: db.QueryRow, repair: FusionRepair) -> dict[str, Any]:
     """``query``'s new fusion, status and error once its Fusion sub-queries were asked for again: the reason that
     the request failed is replaced by what is wrong with the new answer (nothing when it gave the sub-queries
     asked for), the other reasons (missing titles, a story cut off) are kept; ``ok`` when no reason is left."""
-    kept = _without_fusion_failure(query.error or "") or ""
+    found = split_fusion_reason(query.error or "")
+    kept = found[1] if found is not None else (query.error or "")
     before, sep, after = kept.partition("missing titles: ")
     reasons = [before.removesuffix("; "), *repair.problems, sep + after]
     error = "; ".join(r for r in reasons if r)
@@ -531,16 +533,37 @@ def _checked_status(store: db.Store, corpus_id: int, text: str, ground_truth: Se
 
 def edit_query(store: db.Store, query_id: int, *, text: str, ground_truth: Sequence[int],
                fusion: Sequence[str] | None = None) -> db.QueryRow:
-    """Hand edit: new text and ground truth; status ``ok`` when every ground-truth title is mentioned and no two
-    ground-truth documents share a category, else ``flagged`` with the reasons."""
-    corpus_id = db.get_query_set(store, db.get_query(store, query_id).query_set_id).corpus_id
-    status, error = _checked_status(store, corpus_id, text, ground_truth)
+    """Hand edit: new text and ground truth, and with ``fusion`` new Fusion sub-queries (blank ones dropped;
+    ``None`` keeps the stored ones). Status ``ok`` when every ground-truth title is mentioned and no two
+    ground-truth documents share a category, else ``flagged`` with the reasons; and, for a story of a set that
+    wants sub-queries left without any, the reason that they are missing (:func:`_missing_fusion_reason`), so
+    it stays flagged, a resume asks for them and Fusion RAG never runs without them unsaid."""
+    query = db.get_query(store, query_id)
+    info = db.get_query_set(store, query.query_set_id)
+    status, error = _checked_status(store, info.corpus_id, text, ground_truth)
+    subs = [f.strip() for f in fusion if f.strip()] if fusion is not None else None
+    if reason := _missing_fusion_reason(query, info, query.fusion if subs is None else subs):
+        status, error = "flagged", "; ".join(r for r in (reason, error) if r)
     try:
         return db.update_query(store, query_id, text=text.strip(), ground_truth=list(ground_truth),
-                               n_aspects=len(ground_truth), status=status, error=error,
-                               fusion=list(fusion) if fusion is not None else None)
+                               n_aspects=len(ground_truth), status=status, error=error, fusion=subs)
     except db.InvalidInputError as exc:
         raise QuerySetError(str(exc)) from exc
+
+
+def _missing_fusion_reason(query: db.QueryRow, info: db.QuerySetInfo, fusion: Sequence[str]) -> str:
+    """The flag reason that an edit of ``query`` (of set ``info``) leaving it with sub-queries ``fusion`` keeps
+    or gives; empty when it has sub-queries, when its set does not want them (:func:`wants_fusion`) or when no
+    LLM wrote it (a hand-written query: no request was made). Else the stored reason that they are missing (the
+    request failed or was not sent; or the LLM's answer had no usable line, which a resume does not ask again),
+    or, when the stored flag has none (it was failed, or its sub-queries were removed), that they were not made:
+    :func:`needs_fusion` then asks for them."""
+    if fusion or not wants_fusion(info) or not written_by_llm(query.generator):
+        return ""
+    found = split_fusion_reason(query.error or "") if query.status != "failed" else None
+    if found is not None:
+        return found[0]
+    return fusion_failure_reason("the story has none yet (a resume asks for them)", sent=False)
 
 
 def add_manual_query(store: db.Store, query_set_id: int, *, text: str, ground_truth: Sequence[int],
