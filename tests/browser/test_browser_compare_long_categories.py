@@ -1,7 +1,12 @@
-"""A corpus whose category names run to some 60 characters, compared in a real browser at a laptop's 1366x768 and at
-1920x1080: with two result lists to a row, each list's category column cuts such a name (a table cell shows one line
-and fades out the rest), so the line under each list names every category in full, wrapped inside the list's own
-column: no part of it scrolls away, is cut off or runs into the neighbouring list."""
+"""A corpus whose category names run to some 60 characters and whose titles to 40, compared in a real browser at a
+laptop's 1366x768 and at 1920x1080. With two result lists to a row, each list's category column cuts such a name
+and its title column such a title (a table cell shows one line and fades out the rest), so lines under each list
+name every category, and each cut title, in full, wrapped inside the list's own column: no part of them scrolls
+away, is cut off or runs into the neighbouring list. The MRAG evidence table keeps all its columns, the score
+among them, in view.
+
+One app server for the module (each costs some 15 s): the fixture ``compared`` seeds the corpus and compares once;
+the tests read the page at both window sizes."""
 
 from __future__ import annotations
 
@@ -18,6 +23,9 @@ LONG = "Nineteenth-century Scandinavian maritime trade and shipbuilding"  # 63 c
 OTHER = "Traditional fermentation of soybeans in Indonesian home kitchens"
 CATEGORIES = [LONG, OTHER, "Lighthouse engineering", "cats"]
 WORDS = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat", "tempeh the"]
+TITLES = [f"Bergen shipyard ledger and accounts, v{i:02d}" for i in range(12)]  # 40 characters each
+SIZES = ((1366, 768), (1920, 1080))
+HEADS_COLUMN = "heads (rank in head, vote)"
 
 # How the full name ``el`` (a span) is shown: its text, whether its block scrolls sideways, and the parts of its
 # line boxes outside its list's column or outside any ancestor that hides overflow (vertical scrolling of the page
@@ -42,8 +50,9 @@ HOW_SHOWN = """(el) => {
 
 
 def _long_category_corpus(folder) -> None:
-    """Corpus "Long categories" (it sorts before the demo corpus, so pages open on it): 12 ledgers over
-    :data:`CATEGORIES`, indexed with a tiny GPT-2, and one query whose ground truth is the first two."""
+    """Corpus "Long categories" (it sorts before the demo corpus, so pages open on it): 12 ledgers titled
+    :data:`TITLES` over :data:`CATEGORIES`, indexed with a tiny GPT-2, and one query whose ground truth is the first
+    two."""
     import db
     from mrag_core.models.loader import load_model
     from mrag_core.workflows.indexing import build_embedding_run
@@ -57,8 +66,8 @@ def _long_category_corpus(folder) -> None:
             time.sleep(0.5)
         corpus = db.create_corpus(store, "Long categories")
         ids = db.add_documents(store, corpus.id, [
-            {"title": f"Ship ledger and shipyard accounts of Bergen, volume {i}", "text": WORDS[i % len(WORDS)],
-             "label": CATEGORIES[i % len(CATEGORIES)]} for i in range(12)]).document_ids
+            {"title": TITLES[i], "text": WORDS[i % len(WORDS)], "label": CATEGORIES[i % len(CATEGORIES)]}
+            for i in range(12)]).document_ids
         qs = db.create_query_set(store, corpus.id, "Q")
         db.add_queries(store, qs.id, [{"text": "the cat sat. the lighthouse.", "ground_truth": ids[:2]}])
         model = load_model(str(tiny_gpt2_folder(folder / "gpt2", n_layer=2)), device="cpu")
@@ -67,7 +76,10 @@ def _long_category_corpus(folder) -> None:
         store.close()
 
 
-def test_two_per_row_lists_show_long_category_names_whole(app_instance, browser_page):
+@pytest.fixture(scope="module")
+def compared(app_instance, browser_page):
+    """The Compare page on corpus "Long categories" (:func:`_long_category_corpus`), its query compared: five
+    result lists of k = 2, two to a row, and the MRAG evidence."""
     page = browser_page
     page.set_default_timeout(120_000)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -85,22 +97,85 @@ def test_two_per_row_lists_show_long_category_names_whole(app_instance, browser_
     page.get_by_text("Top 2", exact=True).wait_for()
     wait_idle(page)
     assert page.locator(".stException").count() == 0
+    # the lines come with their lists, after 'Top 2' (idle can be read between the two)
+    page.locator('[data-testid="stColumn"] .full-names', has_text="Categories:").nth(4).wait_for()
+    page.get_by_text("Why MRAG returned these documents").wait_for()
+    return page
 
-    lines = page.locator(".full-names")
-    lines.nth(4).wait_for()  # the lines come with their lists, after 'Top 2' (idle can be read between the two)
+
+def _list_columns(page):
+    """The page columns that hold a result list (a table with a "mark" column)."""
+    return page.locator('[data-testid="stColumn"]',
+                        has=page.locator('[data-testid="stDataFrame"]', has=page.locator("th", has_text="mark")))
+
+
+def test_two_per_row_lists_show_long_category_names_whole(compared):
+    page = compared
+    lines = page.locator('[data-testid="stColumn"] .full-names', has_text="Categories:")
     assert lines.count() == 5  # one under each strategy's list: each holds 2 of the 4 categories, one at least long
-    for width, height in ((1366, 768), (1920, 1080)):
+    for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(500)  # the grid and the columns lay out again
-        names = page.locator(".full-names .full-name")
+        names = lines.locator(".full-name")
         shown = [json.loads(names.nth(i).evaluate(HOW_SHOWN)) for i in range(names.count())]
         assert {s["text"] for s in shown} >= {LONG} and {s["text"] for s in shown} <= set(CATEGORIES)
         for s in shown:
             assert not s["scrolls"] and not s["ellipsis"] and s["cut"] == [], (width, s)
         if width == 1366:  # some 440 px a list: the 63 characters take two lines
             assert max(s["lines"] for s in shown if s["text"] == LONG) >= 2
-        long_name = page.locator(".full-names .full-name", has_text=LONG).first
+        long_name = lines.locator(".full-name", has_text=LONG).first
         long_name.scroll_into_view_if_needed()
         assert long_name.is_visible()
         page.wait_for_timeout(300)
         page.screenshot(path=str(ARTIFACTS / f"browser_compare_long_categories_{width}.png"))
+
+
+def test_two_per_row_lists_name_their_40_character_titles_whole_under_the_list(compared):
+    """The title column of a list two to a row is 192 px at the most in a 1280 px window (24 characters, growing
+    some 9 px at 1366 and 64 at 1920): each 40-character title of the list is named whole under it, in the list's
+    own column, after its rank; nothing of it is cut."""
+    page = compared
+    columns = _list_columns(page)
+    assert columns.count() == 5
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(500)
+        for i in range(5):
+            column = columns.nth(i)
+            block = column.locator(".full-names", has_text="Titles:")
+            assert block.count() == 1, (width, i)
+            assert block.locator("b").all_text_contents() == ["#1", "#2"]
+            names = block.locator(".full-name")
+            shown = [json.loads(names.nth(j).evaluate(HOW_SHOWN)) for j in range(names.count())]
+            assert len(shown) == 2 and {s["text"] for s in shown} <= set(TITLES), (width, shown)
+            for s in shown:
+                assert not s["scrolls"] and not s["ellipsis"] and s["cut"] == [], (width, s)
+            table = column.locator('[data-testid="stDataFrame"]').bounding_box()
+            assert block.bounding_box()["y"] >= table["y"] + table["height"]  # under the list
+        names = page.locator('[data-testid="stColumn"] .full-names .full-name', has_text=TITLES[0][:30])
+        names.first.scroll_into_view_if_needed()
+        assert names.first.is_visible()
+        page.screenshot(path=str(ARTIFACTS / f"browser_compare_long_titles_{width}.png"))
+
+
+def test_evidence_table_keeps_the_score_in_view(compared):
+    """Every column of the MRAG evidence table, the score among them, lies inside the table's view: its grid does
+    not scroll sideways (the heads column sized itself to its text and took the table past the window's edge)."""
+    page = compared
+    table = page.locator('[data-testid="stDataFrame"]', has=page.locator("th", has_text=HEADS_COLUMN))
+    assert table.count() == 1
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(500)
+        table.scroll_into_view_if_needed()
+        view = json.loads(table.evaluate("""(el) => {
+          const s = el.querySelector('.dvn-scroller'), box = el.getBoundingClientRect();
+          return JSON.stringify({scroll: s.scrollWidth, client: s.clientWidth, left: box.left, right: box.right,
+                                 window: window.innerWidth,
+                                 headers: [...el.querySelectorAll('th')].map(t => t.textContent)});
+        }"""))
+        assert view["headers"] == ["rank", "title", "category", "score", HEADS_COLUMN], view
+        assert view["scroll"] <= view["client"], (width, view)  # all five columns in view, no sideways scroll
+        assert view["right"] <= view["window"], (width, view)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(ARTIFACTS / f"browser_compare_evidence_{width}.png"))

@@ -1,8 +1,10 @@
 """Compare's result lists name each category in full under the list when the list's narrow category column cuts one
-(a table cell shows one line and fades out the rest, readable only on hover); the helpers of ui.render behind it."""
+(a table cell shows one line and fades out the rest, readable only on hover); the helpers of ui.render behind it.
+A list's title and category share their room by need, the title first (tests/ui/test_compare_widths.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -83,8 +85,24 @@ def _compare(corpus_id: int, per_row: int | None = None) -> AppTest:
     return at
 
 
+def _list_config(title: int, category: int, score: int) -> dict:
+    """A result list's column configuration as the page sends it, with these widths (rank 28 px, mark 70)."""
+    return {"rank": {"label": "#", "width": 28, "type_config": {"type": "number"}},
+            "mark": {"width": 70, "type_config": {"type": "text"}},
+            "title": {"width": title, "help": "Titles that the column cuts are listed in full under the list.",
+                      "type_config": {"type": "text"}},
+            "category": {"width": category, "type_config": {"type": "text"}},
+            "score": {"width": score, "type_config": {"type": "number", "format": "%.3f"}},
+            "_index": {"hidden": True}}
+
+
 def _lists(at: AppTest) -> list:
     return [d.value for d in at.dataframe if {"rank", "mark", "title", "category"} <= set(d.value.columns)]
+
+
+def _configs(at: AppTest) -> list[dict]:
+    """The result lists' column configurations as the page sent them."""
+    return [json.loads(d.proto.columns) for d in at.dataframe if {"rank", "mark"} <= set(d.value.columns)]
 
 
 @pytest.mark.usefixtures("fresh_env")
@@ -95,10 +113,16 @@ def test_two_per_row_lists_name_a_long_category_in_full_under_each_list(tiny_mod
     assert len(lists) == 5 and all(f["category"].tolist() == [LONG, LONG] for f in lists)  # k = 2 aspects
     line = ("<div class='full-names' style='overflow-wrap: anywhere; margin-bottom: 0.75rem'>Categories: "
             f"<b style='white-space: nowrap'>#1, #2</b>&nbsp;<span class='full-name'>{LONG}</span></div>")
-    assert [c.value for c in at.caption].count(line) == 5  # one under each strategy's list
+    # one under each strategy's list, and one under the MRAG evidence table (its category column: 160 px at most)
+    assert [c.value for c in at.caption].count(line) == 6
+
+    # two to a row: the short titles ("Ledger 0") keep the title's least 164 px and leave the category the other 88
+    # of 252; the 63 characters need 63 x 7.5 + 17 = 489.5
+    assert _configs(at) == [_list_config(title=164, category=88, score=48)] * 5
 
     stacked = _compare(corpus_id, per_row=1)  # 200 px cut it too (24 characters fit)
-    assert [c.value for c in stacked.caption].count(line) == 5
+    assert [c.value for c in stacked.caption].count(line) == 6
+    assert _configs(stacked) == [_list_config(title=400, category=200, score=60)] * 5
 
 
 @pytest.mark.usefixtures("fresh_env")
