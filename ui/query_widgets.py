@@ -73,7 +73,8 @@ def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool
     if reset:
         preselect_choice(key, ALL_ASPECTS)
     wanted = keep_choice("Aspects", options, key=key, ident=lambda n: n, container=col, disabled=len(counts) < 2,
-                         **KEEP, format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
+                         **KEEP,
+                         format_func=lambda n: f"all ({len(queries)})" if n == ALL_ASPECTS else f"{n} ({counts[n]})",
                          help="Show only the queries with this number of aspects (ground-truth documents).")
     return queries if wanted == ALL_ASPECTS else [q for q in queries if q.n_aspects == wanted]
 
