@@ -15,12 +15,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-import db  # noqa: E402
+from tests.support.compare_pages import compare, indexed_corpus  # noqa: E402
 from ui.render import fits_in_cell, full_names_html, ranks_by_name, shortened  # noqa: E402
 
-COMPARE_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "5_Compare.py")
 LONG = "Nineteenth-century Scandinavian maritime trade and shipbuilding"  # 63 characters
-WORDS = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat", "tempeh the"]
+LEDGERS = [f"Ledger {i}" for i in range(6)]  # titles that fit
 
 
 def test_fits_in_cell_counts_7_5_px_a_character_inside_17_px_of_padding() -> None:
@@ -57,34 +56,6 @@ def tiny_model(tmp_path: Path) -> Path:
     return tiny_gpt2_folder(tmp_path / "gpt2", n_layer=2)
 
 
-def _indexed_corpus(name: str, labels: list[str], model: Path) -> int:
-    """A corpus of one document per label (texts in the tiny model's words), indexed with the tiny GPT-2, and a
-    query set of one query whose ground truth is the first two documents; its id."""
-    from mrag_core.models.loader import load_model
-    from mrag_core.workflows.indexing import build_embedding_run
-
-    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
-    corpus = db.create_corpus(store, name)
-    ids = db.add_documents(store, corpus.id, [{"title": f"Ledger {i}", "text": WORDS[i % len(WORDS)], "label": lab}
-                                              for i, lab in enumerate(labels)]).document_ids
-    qs = db.create_query_set(store, corpus.id, "Q")
-    db.add_queries(store, qs.id, [{"text": "the cat sat. the lighthouse.", "ground_truth": ids[:2]}])
-    build_embedding_run(store, corpus.id, load_model(str(model), device="cpu"), layer=-1)
-    store.close()
-    return corpus.id
-
-
-def _compare(corpus_id: int, per_row: int | None = None) -> AppTest:
-    at = AppTest.from_file(COMPARE_PAGE, default_timeout=60)
-    at.session_state["corpus_id"] = corpus_id
-    at.run()
-    if per_row is not None:
-        at.session_state["compare_per_row"] = per_row
-    at.button(key="compare_go").click().run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _list_config(title: int, category: int, score: int) -> dict:
     """A result list's column configuration as the page sends it, with these widths (rank 28 px, mark 70)."""
     return {"rank": {"label": "#", "width": 28, "type_config": {"type": "number"}},
@@ -107,8 +78,8 @@ def _configs(at: AppTest) -> list[dict]:
 
 @pytest.mark.usefixtures("fresh_env")
 def test_two_per_row_lists_name_a_long_category_in_full_under_each_list(tiny_model: Path) -> None:
-    corpus_id = _indexed_corpus("Long categories", [LONG] * 6, tiny_model)
-    at = _compare(corpus_id)
+    corpus_id = indexed_corpus("Long categories", LEDGERS, [LONG] * 6, tiny_model)
+    at = compare(corpus_id)
     lists = _lists(at)
     assert len(lists) == 5 and all(f["category"].tolist() == [LONG, LONG] for f in lists)  # k = 2 aspects
     line = ("<div class='full-names' style='overflow-wrap: anywhere; margin-bottom: 0.75rem'>Categories: "
@@ -120,14 +91,14 @@ def test_two_per_row_lists_name_a_long_category_in_full_under_each_list(tiny_mod
     # of 252; the 63 characters need 63 x 7.5 + 17 = 489.5
     assert _configs(at) == [_list_config(title=164, category=88, score=48)] * 5
 
-    stacked = _compare(corpus_id, per_row=1)  # 200 px cut it too (24 characters fit)
+    stacked = compare(corpus_id, per_row=1)  # 200 px cut it too (24 characters fit)
     assert [c.value for c in stacked.caption].count(line) == 6
     assert _configs(stacked) == [_list_config(title=400, category=200, score=60)] * 5
 
 
 @pytest.mark.usefixtures("fresh_env")
 def test_lists_whose_categories_fit_have_no_full_name_line(tiny_model: Path) -> None:
-    corpus_id = _indexed_corpus("Short categories", ["cats", "sea", "tea"] * 2, tiny_model)
-    at = _compare(corpus_id)
+    corpus_id = indexed_corpus("Short categories", LEDGERS, ["cats", "sea", "tea"] * 2, tiny_model)
+    at = compare(corpus_id)
     assert len(_lists(at)) == 5
     assert not [c.value for c in at.caption if "full-names" in c.value]

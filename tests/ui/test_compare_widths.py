@@ -19,11 +19,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-import db  # noqa: E402
+from tests.support.compare_pages import compare, indexed_corpus  # noqa: E402
 from ui.render import full_names_html  # noqa: E402
 
-COMPARE_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "5_Compare.py")
-WORDS = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat", "tempeh the"]
 # 45 characters each (44 with the blank line as one space), holding HTML and Markdown that must not be drawn
 MARKUP_TITLES = [f"<i>Bergen</i> & **shipyard**\n\nledger, vol. {i:02d}" for i in range(6)]
 HEADS = "heads (rank in head, vote)"
@@ -34,35 +32,6 @@ def tiny_model(tmp_path: Path) -> Path:
     from tests.support.tiny_models import tiny_gpt2_folder
 
     return tiny_gpt2_folder(tmp_path / "gpt2", n_layer=2)
-
-
-def _indexed_corpus(name: str, titles: list[str], labels: list[str], model: Path) -> int:
-    """A corpus of these documents (texts in the tiny model's words), indexed with the tiny GPT-2, and a query set
-    of one query whose ground truth is the first two documents (so k = 2); its id."""
-    from mrag_core.models.loader import load_model
-    from mrag_core.workflows.indexing import build_embedding_run
-
-    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
-    corpus = db.create_corpus(store, name)
-    ids = db.add_documents(store, corpus.id, [{"title": t, "text": WORDS[i % len(WORDS)], "label": lab}
-                                              for i, (t, lab) in enumerate(zip(titles, labels))]).document_ids
-    qs = db.create_query_set(store, corpus.id, "Q")
-    db.add_queries(store, qs.id, [{"text": "the cat sat. the lighthouse.", "ground_truth": ids[:2]}])
-    build_embedding_run(store, corpus.id, load_model(str(model), device="cpu"), layer=-1)
-    store.close()
-    return corpus.id
-
-
-def _compare(corpus_id: int | None = None, per_row: int | None = None) -> AppTest:
-    at = AppTest.from_file(COMPARE_PAGE, default_timeout=120)
-    if corpus_id is not None:
-        at.session_state["corpus_id"] = corpus_id
-    at.run()
-    if per_row is not None:
-        at.session_state["compare_per_row"] = per_row
-    at.button(key="compare_go").click().run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def _widths(frame) -> dict[str, int]:  # noqa: ANN001 - an AppTest Dataframe
@@ -104,8 +73,8 @@ def test_two_per_row_lists_give_long_titles_the_room_and_name_them_whole_under_t
         tiny_model: Path) -> None:
     """Two lists to a row cut titles after some 24 characters (a 164 px title column) while the category kept
     90 px; nothing named them whole. Titles with markup are named escaped, a blank line in one as a space."""
-    corpus_id = _indexed_corpus("Long titles", MARKUP_TITLES, ["cats", "sea", "tea"] * 2, tiny_model)
-    at = _compare(corpus_id)  # two lists to a row is the default
+    corpus_id = indexed_corpus("Long titles", MARKUP_TITLES, ["cats", "sea", "tea"] * 2, tiny_model)
+    at = compare(corpus_id)  # two lists to a row is the default
     lists = _lists(at)
     assert len(lists) == 5
     for frame in lists:
@@ -137,8 +106,8 @@ def test_two_per_row_lists_of_short_titles_keep_the_category_its_room(tiny_model
     """The title takes the room only where its titles need it: a list of short titles keeps the title's least
     164 px and leaves the category 88, enough for 9 characters (9 x 7.5 + 17 = 84.5 px; 60 px would cut them)."""
     labels = ["volcanoes", "spaceship"] * 3
-    corpus_id = _indexed_corpus("Short titles", [f"Ledger {i}" for i in range(6)], labels, tiny_model)
-    at = _compare(corpus_id)
+    corpus_id = indexed_corpus("Short titles", [f"Ledger {i}" for i in range(6)], labels, tiny_model)
+    at = compare(corpus_id)
     lists = _lists(at)
     assert len(lists) == 5
     for frame in lists:  # "Ledger 0" needs 8 x 7.5 + 17 = 77 px
@@ -150,7 +119,7 @@ def test_two_per_row_lists_of_short_titles_keep_the_category_its_room(tiny_model
 def test_evidence_table_fits_the_page_and_names_the_head_lists_it_cuts_under_it() -> None:
     """The heads column sized itself to its text (a dozen heads' ranks and votes) and the table scrolled sideways
     in a 1280 px window; now its columns add up to 808 px and the head lists it cuts are named whole under it."""
-    at = _compare()  # the demo query, k = 6 (its aspects), MiniLM's 12 heads
+    at = compare()  # the demo query, k = 6 (its aspects), MiniLM's 12 heads
     per_doc = next(d for d in at.dataframe if HEADS in d.value.columns)
     frame = per_doc.value
     assert frame["title"].tolist() == ["Saxophone", "Vostok 1", "Ogham", "Scaly-foot Snail", "Weld",
