@@ -16,10 +16,6 @@ shown clamped on an index with fewer documents: on a larger one the chosen value
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from typing import Any
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -38,7 +34,6 @@ from mrag_core.workflows.compare import (
     STRATEGY_LABELS,
     SUBQUERY_SOURCES,
     Comparison,
-    ResultRow,
     compare,
     embed_query_and_texts,
     resolve_expansions,
@@ -47,11 +42,13 @@ from mrag_core.workflows.compare import (
 from mrag_core.workflows.evaluation_runs import DrillDown, fused_strategies
 from mrag_core.workflows.indexing import IndexBundle, query_window, too_small_to_search
 from mrag_core.workflows.llm_cache import StoreLLMCache
+from ui.compare_layout import (ALL_SIDE_BY_SIDE, DEFAULT_PER_ROW, HEADS_COLUMN, LAYOUTS, categories_line,
+                               evidence_columns, evidence_lines, evidence_widths, list_columns, list_rows, list_widths,
+                               titles_line)
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
-from ui.render import (CELL_PADDING_PX, CHAR_PX, TITLES_BELOW_TOOLBAR, fits_in_cell, full_names_html, md_plain,
-                       plotly_text, ranks_by_name, shortened)
+from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text, shortened
 from ui.state import (KEEP, choose_number, finished_runs_or_stop, get_store, index_bundle, index_picker, kept_number,
                       llm_config, open_corpus_page, run_model_or_stop)
 
@@ -122,121 +119,6 @@ def results_frame(cmp: Comparison, key: str) -> pd.DataFrame:
         data = {"rank": data["rank"], "mark": [MARK_SYMBOLS[r.mark] for r in rows],
                 **{k: v for k, v in data.items() if k != "rank"}}
     return pd.DataFrame(data)
-
-
-ALL_SIDE_BY_SIDE = 0
-LAYOUTS = {1: "stacked", 2: "2 per row", 3: "3 per row", ALL_SIDE_BY_SIDE: "all side by side"}
-DEFAULT_PER_ROW = 2  # five lists side by side left 6-10 characters of title at 1280-1400 px
-
-
-def list_rows(n: int, per_row: int) -> list[list[int]]:
-    """The result lists' positions, row by row: ``per_row`` to a row (all in one row for ``ALL_SIDE_BY_SIDE``)."""
-    step = n if per_row == ALL_SIDE_BY_SIDE else per_row
-    return [list(range(start, min(start + step, n))) for start in range(0, n, max(1, step))]
-
-
-# A result list's columns per layout (px): rank, mark, score, the room of title and category together, and the
-# least widths of title and category. Two lists share a row of a 1280 px window at about 400 px each (444 at 1366,
-# 481 at 1440, 720 at 1920): their widths add up to a little less (a list's border takes 2 px), so every column is
-# in view, with rank, mark (wide enough for "cat again") and score (0.216) at their least. A wider list spreads
-# what is left equally over the columns (Streamlit grows each one). Stacked lists have the page's width, 820 px at
-# 1280. The least title widths are the fixed ones of before: 164 px cut titles after some 24 characters.
-LIST_COLUMNS = {1: (28, 70, 60, 600, 400, 160), 2: (28, 70, 48, 252, 164, 60)}
-NARROW_COLUMNS = (28, 70, 48, 185, 110, 60)  # 3 per row or all side by side
-TITLE_HELP = "Titles that the column cuts are listed in full under the {}."
-
-
-def needed_px(texts: Iterable[str]) -> int:
-    """The width (px) of a one-line table cell that shows each of ``texts`` whole (:func:`ui.render.fits_in_cell`:
-    :data:`~ui.render.CHAR_PX` a character and the cell's padding); an empty cell's padding when there are none."""
-    return math.ceil(max((len(t) for t in texts), default=0) * CHAR_PX + CELL_PADDING_PX)
-
-
-def list_widths(per_row: int, rows: list[ResultRow]) -> tuple[int, int, int, int, int]:
-    """A result list's column widths (px) for ``per_row`` lists to a row (:data:`LIST_COLUMNS`): rank, mark, title,
-    category, score. The title gets the width its longest title needs, at least its least width and at most all of
-    the room but the category's least; the category gets the rest. So a list of long titles gives the title all
-    it can (two to a row: 192 px, 24 characters by :func:`ui.render.fits_in_cell`, some 30 as drawn), and a list
-    of short ones leaves the category its room. Cut texts are named in full under the list
-    (:func:`titles_line`, :func:`categories_line`)."""
-    rank, mark, score, room, least_title, least_category = LIST_COLUMNS.get(per_row, NARROW_COLUMNS)
-    title = max(least_title, min(needed_px(r.title for r in rows), room - least_category))
-    return rank, mark, title, room - title, score
-
-
-def list_columns(widths: tuple[int, int, int, int, int]) -> dict[str, Any]:
-    """A result list's column configuration for its ``widths`` (:func:`list_widths`)."""
-    rank, mark, title, category, score = widths
-    return {"rank": st.column_config.NumberColumn("#", width=rank),
-            "mark": st.column_config.TextColumn(width=mark),
-            "title": st.column_config.TextColumn(width=title, help=TITLE_HELP.format("list")),
-            "category": st.column_config.TextColumn(width=category),
-            "score": st.column_config.NumberColumn(format="%.3f", width=score)}
-
-
-def cut_names_line(heading: str, ranked: Iterable[tuple[int, str]], width: int) -> str | None:
-    """The names of ``ranked`` (``(rank, name)`` pairs) that a one-line table cell ``width`` px wide cuts
-    (:func:`ui.render.fits_in_cell`), each in full after its ranks, as one escaped HTML block
-    (:func:`ui.render.full_names_html`); None when every one fits. The names that fit are not repeated. A name's
-    runs of white space become one space, as the cell shows it: a blank line would end the HTML block, and
-    Streamlit would read the rest as Markdown."""
-    cut = [(int(rank), " ".join(name.split())) for rank, name in ranked if not fits_in_cell(name, width)]
-    return full_names_html(heading, ranks_by_name(cut)) if cut else None
-
-
-def titles_line(rows: list[ResultRow], widths: tuple[int, int, int, int, int]) -> str | None:
-    """The list's titles that its title column (``widths``, :func:`list_widths`) cuts, in full after their ranks
-    (:func:`cut_names_line`); None when every title fits. A table cell shows one line and fades out the rest of a
-    long title."""
-    return cut_names_line("Titles", ((r.rank, r.title) for r in rows), widths[2])
-
-
-def categories_line(rows: list[ResultRow], widths: tuple[int, int, int, int, int]) -> str | None:
-    """The list's categories in full, each after its ranks (:func:`ui.render.full_names_html`), when its category
-    column (``widths``, :func:`list_widths`) cuts one of them; None when every one fits. A table cell shows one
-    line and hides the rest of a long name behind a fade, readable only on hover."""
-    if all(fits_in_cell(r.category, widths[3]) for r in rows):
-        return None
-    return full_names_html("Categories", ranks_by_name((r.rank, r.category) for r in rows))
-
-
-HEADS_COLUMN = "heads (rank in head, vote)"
-# The MRAG evidence table's widths (px): rank and score, the title's and category's most, and the room of all five
-# columns. The room is less than the page's width in a 1280 px window (820 px, 818 inside the border), so every
-# column, the score among them, stays in view. Sized to their texts, the columns ran past the edge: the heads
-# column holds a dozen entries like "h3 (#1, 1.288)" for a model of 12 heads (the demo's table scrolled sideways at
-# 1280 px, 847 px of columns in 818), and long titles and categories could push the score itself out of view.
-EVIDENCE_RANK, EVIDENCE_SCORE, EVIDENCE_TITLE_MAX, EVIDENCE_CATEGORY_MAX, EVIDENCE_ROOM = 44, 64, 260, 160, 808
-
-
-def evidence_widths(per_doc: pd.DataFrame) -> dict[str, int]:
-    """The MRAG evidence table's column widths (px), by column name: the title and category what their longest
-    text needs, up to their most; the heads what the room leaves (at least 280 px)."""
-    title = min(needed_px(per_doc["title"]), EVIDENCE_TITLE_MAX)
-    category = min(needed_px(per_doc["category"]), EVIDENCE_CATEGORY_MAX)
-    return {"rank": EVIDENCE_RANK, "title": title, "category": category, "score": EVIDENCE_SCORE,
-            HEADS_COLUMN: EVIDENCE_ROOM - EVIDENCE_RANK - EVIDENCE_SCORE - title - category}
-
-
-def evidence_columns(widths: dict[str, int]) -> dict[str, Any]:
-    """The MRAG evidence table's column configuration for its ``widths`` (:func:`evidence_widths`)."""
-    return {"rank": st.column_config.NumberColumn(width=widths["rank"]),
-            "title": st.column_config.TextColumn(width=widths["title"], help=TITLE_HELP.format("table")),
-            "category": st.column_config.TextColumn(width=widths["category"]),
-            "score": st.column_config.NumberColumn(format="%.4f", width=widths["score"]),
-            HEADS_COLUMN: st.column_config.TextColumn(
-                width=widths[HEADS_COLUMN],
-                help="Each head that has the document in its top c: the document's rank in that head and the votes "
-                     "it got there. Lists that the column cuts are written in full under the table.")}
-
-
-def evidence_lines(per_doc: pd.DataFrame, widths: dict[str, int]) -> list[str]:
-    """The evidence table's titles, categories and head lists that its columns (``widths``) cut, in full after
-    their ranks, one HTML block a column (:func:`cut_names_line`); none when every text fits."""
-    lines = (cut_names_line(heading, zip(per_doc["rank"], per_doc[column]), widths[column])
-             for heading, column in (("Titles", "title"), ("Categories", "category"),
-                                     ("Heads (rank in head, vote)", HEADS_COLUMN)))
-    return [line for line in lines if line]
 
 
 def evidence_figure(cmp: Comparison, bundle: IndexBundle) -> go.Figure:
