@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Article", "fusion_messages", "story_messages", "story_prompt", "truncate_text"]
+__all__ = ["FUSION_PROMPT_START", "Article", "fusion_messages", "story_messages", "story_prompt", "truncate_text"]
+
+#: How every Fusion sub-query request (:func:`fusion_messages`) begins.
+FUSION_PROMPT_START = "The following text describes an information need."
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def fusion_messages(text: str, n: int) -> list[dict[str, str]]:
     if n < 1:
         raise ValueError(f"The number of sub-queries must be at least 1, got {n}.")
     prompt = (
-        f"The following text describes an information need. Write exactly {n} short, "
+        f"{FUSION_PROMPT_START} Write exactly {n} short, "
         "self-contained search queries that together cover all the information needed "
         "to answer it; each query should target a different part of the text. "
         "Output one query per line, with no numbering, no quotes and no additional text.\n\n"

@@ -17,13 +17,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import db  # noqa: E402
 from mrag_core.cli import main  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
-from tests.support.openai_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
+from tests.support.openai_server import FakeOpenAIServer, Reply, is_fusion_request, last_user_message  # noqa: E402
 
 LINES = ["one sub-query", "another sub-query"]
 
-
-def _is_fusion(body: dict) -> bool:
-    return last_user_message(body).startswith("The following text describes an information need.")
 
 
 def test_the_same_command_asks_again_for_failed_fusion_sub_queries_only(
@@ -35,7 +32,7 @@ def test_the_same_command_asks_again_for_failed_fusion_sub_queries_only(
 
     def respond(body: dict) -> Reply | str:
         prompt = last_user_message(body)
-        if _is_fusion(body):
+        if is_fusion_request(body):
             if down["on"] and "TWO-ASPECT" in prompt:
                 return Reply.error(500, "model overloaded")
             return "\n".join(LINES)
@@ -69,7 +66,7 @@ def test_the_same_command_asks_again_for_failed_fusion_sub_queries_only(
         assert "Fusion sub-queries asked for again for 1 story: 1 now has them" in captured.err
         assert "0 ok, 0 flagged, 0 failed now; 2 of 2 stored" in captured.out
         assert "no Fusion sub-queries" not in captured.err
-        assert len(server.requests) == 5 and _is_fusion(server.requests[4])  # the sub-queries only, no story
+        assert len(server.requests) == 5 and is_fusion_request(server.requests[4])  # the sub-queries only, no story
 
         assert main(args) == 0  # complete now: nothing is sent
         assert capsys.readouterr().out.strip() == f"query set 'Fused' (#{qs.id}) is complete: 2 queries"

@@ -62,3 +62,10 @@ SPACE_MUSIC_FOOD = [
     ("Bread", "food", "Bread is made of flour, water and yeast. The dough rises before baking."),
     ("Cheese", "food", "Cheese is made from milk. Aged cheese develops a strong flavour over months."),
 ]
+
+
+def add_space_music_food(store: db.Store, name: str = "Six") -> db.CorpusInfo:
+    """Corpus ``name`` of :data:`SPACE_MUSIC_FOOD` (labelled) in ``store``."""
+    corpus = db.create_corpus(store, name)
+    db.add_documents(store, corpus.id, [{"title": t, "label": lab, "text": x} for t, lab, x in SPACE_MUSIC_FOOD])
+    return db.get_corpus(store, corpus.id)

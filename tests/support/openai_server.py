@@ -41,7 +41,8 @@ import pytest
 
 from mrag_core.llm.config import LLMConfig
 
-__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "fake_openai", "last_user_message", "scripted"]
+__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "fake_openai", "is_fusion_request", "last_user_message",
+           "scripted"]
 
 FAKE_MODEL = "fake-model"
 
@@ -119,6 +120,14 @@ def last_user_message(body: Mapping[str, Any]) -> str:
             return "".join(part.get("text", "") for part in content if isinstance(part, dict))
         return str(content)
     return ""
+
+
+def is_fusion_request(body: Mapping[str, Any]) -> bool:
+    """Whether a request asks for Fusion sub-queries (its prompt begins as
+    :func:`mrag_core.querygen.story_prompt.fusion_messages` writes it), not for a story or anything else."""
+    from mrag_core.querygen.story_prompt import FUSION_PROMPT_START
+
+    return last_user_message(body).startswith(FUSION_PROMPT_START)
 
 
 def scripted(replies: Sequence[Reply | str]) -> Responder:

@@ -21,7 +21,7 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from tests.support.openai_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
+from tests.support.openai_server import FakeOpenAIServer, Reply, is_fusion_request, last_user_message  # noqa: E402
 
 QUERY_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "8_Query_Builder.py")
 LINES = ["a sub-query", "another sub-query", "a third sub-query"]
@@ -29,15 +29,12 @@ LINES = ["a sub-query", "another sub-query", "a third sub-query"]
 pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
-def _is_fusion(body: dict) -> bool:
-    return last_user_message(body).startswith("The following text describes an information need.")
-
 
 def test_resume_asks_only_for_the_fusion_sub_queries_the_endpoint_failed_on(monkeypatch: pytest.MonkeyPatch) -> None:
     fusion_seen = {"n": 0, "fail": 2}  # the second (last) Fusion request of the first run answers 500
 
     def respond(body: dict) -> Reply | str:
-        if _is_fusion(body):
+        if is_fusion_request(body):
             fusion_seen["n"] += 1
             return Reply.error(500, "model overloaded") if fusion_seen["n"] == fusion_seen["fail"] else "\n".join(LINES)
         titles = re.findall(r"^Article \d+: (.+)$", last_user_message(body), flags=re.MULTILINE)
@@ -67,7 +64,7 @@ def test_resume_asks_only_for_the_fusion_sub_queries_the_endpoint_failed_on(monk
 
         at.button(key=f"qb_resume_{qs.id}").click().run()
         assert not at.exception, at.exception
-        assert len(server.requests) == 5 and _is_fusion(server.requests[4])  # no second story
+        assert len(server.requests) == 5 and is_fusion_request(server.requests[4])  # no second story
         assert ("Query set ready: 0 ok, 0 flagged, 0 failed; Fusion sub-queries asked for again for 1 story, 1 now "
                 "has them.") in [s.value for s in at.success]
         assert not at.warning

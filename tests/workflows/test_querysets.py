@@ -12,14 +12,13 @@ import pytest
 import db
 from mrag_core.llm.client import LLMClient
 from mrag_core.workflows import querysets as qw
-from tests.support.mini_corpus import SPACE_MUSIC_FOOD as DOCS
+from tests.support.mini_corpus import add_space_music_food
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
 
 
 @pytest.fixture
 def corpus(store) -> db.CorpusInfo:
-    c = db.create_corpus(store, "Six")
-    db.add_documents(store, c.id, [{"title": t, "label": lab, "text": x} for t, lab, x in DOCS])
+    c = add_space_music_food(store)
     db.add_documents(store, c.id, [{"title": "Loose", "text": "An unlabelled note about nothing in particular."}])
     return db.get_corpus(store, c.id)
 

@@ -19,8 +19,8 @@ import db
 from mrag_core.llm.client import LLMClient
 from mrag_core.querygen.generate import fusion_failure_reason, split_fusion_reason
 from mrag_core.workflows import querysets as qw
-from tests.support.mini_corpus import SPACE_MUSIC_FOOD as DOCS
-from tests.support.openai_server import FakeOpenAIServer, Reply, last_user_message
+from tests.support.mini_corpus import add_space_music_food
+from tests.support.openai_server import FakeOpenAIServer, Reply, is_fusion_request, last_user_message
 
 LINES = "first sub-query about the story\nsecond sub-query about the story"
 NOT_MADE = "Fusion sub-queries were not made: the story has none yet (a resume asks for them)"
@@ -28,13 +28,8 @@ NOT_MADE = "Fusion sub-queries were not made: the story has none yet (a resume a
 
 @pytest.fixture
 def corpus(store) -> db.CorpusInfo:
-    c = db.create_corpus(store, "Six")
-    db.add_documents(store, c.id, [{"title": t, "label": lab, "text": x} for t, lab, x in DOCS])
-    return db.get_corpus(store, c.id)
+    return add_space_music_food(store)
 
-
-def _is_fusion(body: dict) -> bool:
-    return last_user_message(body).startswith("The following text describes an information need.")
 
 
 class Endpoint:
@@ -49,7 +44,7 @@ class Endpoint:
 
     def __call__(self, body: dict) -> Reply | str:
         prompt = last_user_message(body)
-        if _is_fusion(body):
+        if is_fusion_request(body):
             self.fusion_seen += 1
             if self.fusion_seen in self.fail:
                 return Reply.error(500, "model overloaded")
@@ -103,7 +98,7 @@ def test_an_edit_keeps_the_failed_fusion_reason_and_a_resume_then_asks_only_for_
         sent = len(server.requests)
         rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=set_id, client=client)
         (again,) = server.requests[sent:]  # the sub-queries of the edited text, no story
-        assert _is_fusion(again) and last_user_message(again).endswith("Text:\n" + text)
+        assert is_fusion_request(again) and last_user_message(again).endswith("Text:\n" + text)
         assert (rep.fusion_asked, rep.fusion_made, rep.fusion_missing, rep.ok + rep.flagged + rep.failed) == (
             1, 1, 0, 0)
     fixed = db.get_query(store, victim.id)
@@ -123,7 +118,7 @@ def test_other_reasons_are_recomputed_beside_the_kept_one_and_survive_the_resume
 
         sent = len(server.requests)
         qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=set_id, client=client)
-        assert len(server.requests) == sent + 1 and _is_fusion(server.requests[-1])
+        assert len(server.requests) == sent + 1 and is_fusion_request(server.requests[-1])
     repaired = db.get_query(store, victim.id)
     assert (repaired.status, repaired.error, repaired.fusion) == ("flagged", f"missing titles: {second}",
                                                                   LINES.split("\n"))
@@ -162,7 +157,7 @@ def test_an_edit_that_removes_the_sub_queries_flags_the_story_and_a_resume_asks_
 
         sent = len(server.requests)
         rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=set_id, client=client)
-        assert len(server.requests) == sent + 2 and all(_is_fusion(b) for b in server.requests[sent:])
+        assert len(server.requests) == sent + 2 and all(is_fusion_request(b) for b in server.requests[sent:])
         assert (rep.fusion_asked, rep.fusion_made, rep.fusion_missing) == (2, 2, 0)
     after = {q.id: q for q in db.list_queries(store, set_id)}
     assert (after[q1.id].status, after[q1.id].error, after[q1.id].fusion) == ("ok", "", LINES.split("\n"))
@@ -181,7 +176,7 @@ def test_a_failed_story_written_by_hand_gets_its_sub_queries_from_the_next_resum
         sent = len(server.requests)
         qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=set_id, client=client)
         (again,) = server.requests[sent:]  # its sub-queries only: the hand-written story is kept
-        assert _is_fusion(again) and last_user_message(again).endswith(f"Text:\n{first} meets {second}.")
+        assert is_fusion_request(again) and last_user_message(again).endswith(f"Text:\n{first} meets {second}.")
     fixed = db.get_query(store, failed.id)
     assert (fixed.status, fixed.error, fixed.fusion, fixed.text) == ("ok", "", LINES.split("\n"),
                                                                      f"{first} meets {second}.")

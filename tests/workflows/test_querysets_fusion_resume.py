@@ -13,25 +13,20 @@ import pytest
 import db
 from mrag_core.llm.client import LLMClient
 from mrag_core.workflows import querysets as qw
-from tests.support.mini_corpus import SPACE_MUSIC_FOOD as DOCS
-from tests.support.openai_server import FakeOpenAIServer, Reply, last_user_message
+from tests.support.mini_corpus import add_space_music_food
+from tests.support.openai_server import FakeOpenAIServer, Reply, is_fusion_request, last_user_message
 
 LINES = "first sub-query about the story\nsecond sub-query about the story"
 
 
 @pytest.fixture
 def corpus(store) -> db.CorpusInfo:
-    c = db.create_corpus(store, "Six")
-    db.add_documents(store, c.id, [{"title": t, "label": lab, "text": x} for t, lab, x in DOCS])
-    return db.get_corpus(store, c.id)
+    return add_space_music_food(store)
 
 
 def _titles(prompt: str) -> list[str]:
     return re.findall(r"^Article \d+: (.+)$", prompt, flags=re.MULTILINE)
 
-
-def _is_fusion(body: dict) -> bool:
-    return last_user_message(body).startswith("The following text describes an information need.")
 
 
 class Endpoint:
@@ -43,7 +38,7 @@ class Endpoint:
         self.fusion_seen = self.stories_seen = 0
 
     def __call__(self, body: dict) -> Reply | str:
-        if _is_fusion(body):
+        if is_fusion_request(body):
             self.fusion_seen += 1
             return Reply.error(500, "model overloaded") if self.fusion_seen in self.fail_fusion else LINES
         self.stories_seen += 1
@@ -76,7 +71,7 @@ def test_a_resume_asks_only_for_the_failed_fusion_sub_queries_and_keeps_the_stor
         rep2 = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=rep.query_set_id, client=client)
         assert len(server.requests) == sent + 1  # the sub-queries request only, no second story
         (again,) = server.requests[sent:]
-        assert _is_fusion(again) and last_user_message(again).endswith("Text:\n" + victim.text)
+        assert is_fusion_request(again) and last_user_message(again).endswith("Text:\n" + victim.text)
         assert (rep2.ok, rep2.flagged, rep2.failed, rep2.cancelled) == (0, 0, 0, False)
         assert (rep2.fusion_asked, rep2.fusion_made, rep2.fusion_missing, rep2.remaining) == (1, 1, 0, 0)
 
@@ -120,7 +115,7 @@ def test_a_stopped_run_counts_the_missing_sub_queries_as_left_and_keeps_other_fl
         sent = len(server.requests)
         rep2 = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=rep.query_set_id, client=client)
         new = server.requests[sent:]
-        assert len(new) == 1 + 3 * 2 and _is_fusion(new[0])  # the sub-queries first, then 3 stories + fusion
+        assert len(new) == 1 + 3 * 2 and is_fusion_request(new[0])  # the sub-queries first, then 3 stories + fusion
         assert sum(bool(_titles(last_user_message(b))) for b in new) == 3
         assert (rep2.fusion_asked, rep2.fusion_made, rep2.remaining, rep2.cancelled) == (1, 1, 0, False)
     fixed = next(q for q in db.list_queries(store, rep.query_set_id) if q.id == first.id)

@@ -19,6 +19,7 @@ from mrag_core.llm.cache import MemoryCache
 from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError
 from mrag_core.llm_strategies import cost_summary, expand_many
 from mrag_core.querygen.generate import generate_queries
+from mrag_core.querygen.story_prompt import FUSION_PROMPT_START
 from mrag_core.querygen.sampling import QueryPlan
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai
 
@@ -158,7 +159,7 @@ def _fusion_busy_or_refused() -> Callable[[str], Reply]:
     busy_served = threading.Event()
 
     def reply(text: str) -> Reply:
-        if text.startswith("The following text describes an information need."):
+        if text.startswith(FUSION_PROMPT_START):
             busy_served.set()
             return Reply.error(429, "rate limited", retry_after=30)
         if "Refused" in text:

@@ -21,7 +21,7 @@ from mrag_core.querygen.generate import generate_queries
 from mrag_core.querygen.sampling import QueryPlan
 from mrag_core.workflows import annotation as aw
 from tests.support.mini_corpus import TWO_DOCS, mini_store
-from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai, last_user_message
+from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai, is_fusion_request
 
 __all__ = ["fake_openai"]
 
@@ -129,7 +129,7 @@ def test_query_generation_stopped_while_the_fusion_request_waits_keeps_the_story
     story = "The Moon orbits the Earth and its craters were seen by the crew at night."
 
     def respond(body: dict) -> Reply:
-        if last_user_message(body).startswith("The following text describes an information need."):
+        if is_fusion_request(body):
             return Reply.error(429, "rate limited", retry_after=30)
         return Reply.ok(story, prompt_tokens=90, completion_tokens=30)
 

@@ -10,6 +10,7 @@ from mrag_core.llm.client import LLMClient
 from mrag_core.querygen.checks import missing_titles
 from mrag_core.querygen.generate import generate_queries, regenerate_one
 from mrag_core.querygen.sampling import QueryPlan
+from mrag_core.querygen.story_prompt import FUSION_PROMPT_START
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, scripted
 
 
@@ -120,7 +121,7 @@ def test_concurrency_limit_is_respected() -> None:
 
 def test_fusion_subqueries_are_parsed_and_tokens_summed() -> None:
     def respond(prompt: str) -> Reply:
-        if prompt.startswith("The following text describes an information need."):
+        if prompt.startswith(FUSION_PROMPT_START):
             assert "Write exactly 2 short" in prompt and prompt.endswith(GOOD)
             return Reply.ok(
                 "1. Mercury orbit length\n2. Louis Armstrong jazz\n3. extra", prompt_tokens=7, completion_tokens=3
