@@ -14,6 +14,11 @@ ones included, so ``done`` reaches ``total``) **from the calling thread**,
 which is what Streamlit needs to update widgets; ``on_result(outcome)`` is called there
 too, once per item as it completes (before ``progress``), so a caller can keep what
 finished even if a later ``progress`` call raises.
+
+The calling thread wakes at least every :data:`WAKE_EVERY_S` seconds while it waits for
+the workers. Python runs signal handlers (Ctrl+C) only in the main thread, between bytecodes: a
+SIGINT that the kernel hands to another thread, or that lands just before the main thread blocks
+again, would otherwise wait until some request finished (minutes, for a slow endpoint).
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from typing import Callable, Generic, Protocol, Sequence, TypeVar
 
 from mrag_core.llm.client import LLMCancelled
 
-__all__ = ["CancelFlag", "Outcome", "run_concurrent"]
+__all__ = ["CancelFlag", "Outcome", "WAKE_EVERY_S", "run_concurrent"]
+
+WAKE_EVERY_S = 0.2
+"""Longest stretch the calling thread blocks waiting for a worker: the delay a pending Ctrl+C can meet."""
 
 
 class CancelFlag(Protocol):
@@ -92,7 +100,7 @@ def run_concurrent(
         done_count = 0
         try:
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                finished, pending = wait(pending, timeout=WAKE_EVERY_S, return_when=FIRST_COMPLETED)
                 for future in finished:
                     outcome = future.result()
                     results[outcome.index] = outcome

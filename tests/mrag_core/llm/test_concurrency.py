@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from typing import Callable
@@ -157,3 +158,31 @@ def test_empty_input_and_invalid_limit() -> None:
     assert run_concurrent([], lambda x: x, limit=4) == []
     with pytest.raises(ValueError, match="at least 1"):
         run_concurrent([1], lambda x: x, limit=0)
+
+
+class _Stopped(Exception):
+    """What the test's signal handler raises (as Python's raises ``KeyboardInterrupt`` for a Ctrl+C)."""
+
+
+def test_a_signal_taken_by_a_worker_thread_reaches_the_caller_while_the_item_still_runs() -> None:
+    # A signal the kernel hands to a worker thread only flags Python's handler to run in the main thread, which
+    # sat blocked until some item finished: a second Ctrl+C waited for the request in flight (up to its timeout).
+    handled = threading.Event()
+    seen_while_running: list[bool] = []
+
+    def handler(_signum: int, _frame: object) -> None:
+        handled.set()
+        raise _Stopped
+
+    def work(_item: int) -> None:
+        time.sleep(0.1)  # the calling thread is blocked waiting by now
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)  # to this worker thread, not the main one
+        seen_while_running.append(handled.wait(5))
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with pytest.raises(_Stopped):
+            run_concurrent([0], work, limit=1)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert seen_while_running == [True]  # the handler ran (and raised) while the item was still running
