@@ -8,7 +8,10 @@ Backends:
   then the top ``c`` of every row (on the GPU one ``torch.topk`` over a score-and-id key,
   :func:`topk_ties_by_id`; on the CPU the compiled selection of :func:`mrag_core.kernels.top_c_rows`;
   both order equal scores by the smaller id).
-* ``faiss-flat``: exact, one ``IndexFlatIP`` per space (CPU).
+* ``faiss-flat``: exact (CPU): one space (Standard) is a FAISS ``IndexFlatIP``; several spaces (heads, split
+  pieces) are scanned together by :class:`mrag_core.flat_scan.FlatScan`, one compiled pass over the
+  numbers per query, since FAISS searching each 32-d space on its own costs 1.6x one search of the
+  concatenated vector (per-document call and heap overheads; ``bench/engine.py`` prints both).
 * ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU). ``efSearch`` is chosen per
   space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)
   recall@32 against exact search (:mod:`mrag_core.hnsw_tuning`), so every space, standard or head,
@@ -29,6 +32,7 @@ import numpy as np
 import torch
 
 from mrag_core.device import pick_device
+from mrag_core.flat_scan import FlatScan
 from mrag_core.hnsw_tuning import Calibration, VoteFn, calibrate, calibrate_votes, calibration_sets, check_target
 from mrag_core.kernels import top_c_rows
 
@@ -138,7 +142,9 @@ class TorchIndex:
 
 
 class FaissIndex:
-    """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate).
+    """One FAISS index per space (``flat``: exact inner product; ``hnsw``: approximate); ``flat`` with more than
+    one space: a :class:`~mrag_core.flat_scan.FlatScan` over all of them instead (``scan``), unless ``one_pass`` is
+    false (what ``bench/engine.py`` compares the scan with).
 
     HNSW ``efSearch`` per space: ``ef_search`` when set (one value for all spaces), else for a search
     ``vote`` calibrated in ``votes`` that vote's :func:`~mrag_core.hnsw_tuning.calibrate_votes` value,
@@ -149,7 +155,7 @@ class FaissIndex:
 
     def __init__(self, vectors: np.ndarray, metric: str = "cosine", kind: str = "flat", hnsw_m: int | None = None,
                  ef_construction: int = 80, target_recall: float | None = 0.9, calibration_depth: int = 32,
-                 votes: dict[str, VoteFn] | None = None) -> None:
+                 votes: dict[str, VoteFn] | None = None, one_pass: bool = True) -> None:
         import faiss
 
         if target_recall is not None:
@@ -167,7 +173,8 @@ class FaissIndex:
         self._space_params: dict[tuple, list] = {}  # (depth, ef_search, vote) -> params per space
         self._flat_params: list = [None] * self.n_spaces  # flat indexes take no search parameters
         self.hnsw_m = hnsw_m if hnsw_m is not None else (16 if self.dim <= 64 else 32)
-        for s in range(self.n_spaces):
+        self.scan: FlatScan | None = FlatScan(x) if kind == "flat" and one_pass and self.n_spaces > 1 else None
+        for s in range(0 if self.scan is not None else self.n_spaces):
             if kind == "flat":
                 index = faiss.IndexFlatIP(self.dim)
             elif kind == "hnsw":
@@ -238,6 +245,9 @@ class FaissIndex:
     def search(self, queries: np.ndarray, depth: int, vote: str | None = None) -> Hits:
         q = _prepare(queries, self.metric)
         depth = min(depth, self.n_docs)
+        if self.scan is not None:
+            ids, scores = self.scan.search(q, depth)
+            return Hits(ids=ids, scores=scores)
         per_space = np.ascontiguousarray(q.transpose(1, 0, 2))  # [s, q, d]: each space's queries contiguous
         params = self._flat_params
         if self.kind == "hnsw":  # efSearch goes in per call (no shared state: searches may run in parallel threads)

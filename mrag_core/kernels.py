@@ -31,8 +31,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "sum_rank_votes", "sum_votes", "sum_votes_reference", "top_c_rows", "top_c_rows_reference",
-           "warm_up"]
+__all__ = ["HAVE_NUMBA", "TOP_C_BLOCK", "groups_for", "sum_rank_votes", "sum_votes", "sum_votes_reference",
+           "top_c_rows", "top_c_rows_reference", "warm_up"]
 
 
 def top_c_rows_reference(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -303,9 +303,14 @@ if HAVE_NUMBA:
 
 _GROUPS = 256  # strided groups for the seeded top-c threshold
 _BLOCK = 32  # elements per vectorised count in the seeded candidate pass
+TOP_C_BLOCK = _BLOCK
+"""The ``block_size`` argument of :func:`top_c_row` (for compiled callers, e.g. :mod:`mrag_core.flat_scan`)."""
+if HAVE_NUMBA:
+    top_c_row = _top_c_row
+    """The compiled one-row selection behind :func:`top_c_rows`, for other compiled kernels to call."""
 
 
-def _groups_for(n: int, c: int) -> int:
+def groups_for(n: int, c: int) -> int:
     """The seeded path's group count for rows of ``n`` and depth ``c`` (0: the plain heap)."""
     return _GROUPS if n >= 4 * _GROUPS and c <= _GROUPS // 2 else 0
 
@@ -321,7 +326,7 @@ def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
     c = min(int(c), n)
     if not HAVE_NUMBA or c <= 0 or r == 0:
         return top_c_rows_reference(scores, c)
-    return _top_c_rows(scores, c, _groups_for(n, c), _BLOCK)
+    return _top_c_rows(scores, c, groups_for(n, c), _BLOCK)
 
 
 def sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -355,3 +360,6 @@ def warm_up() -> None:
     top_c_rows(np.arange(8, dtype=np.float32).reshape(2, 4), 2)
     sum_votes(np.array([[1, 2], [2, -1]]), np.ones((2, 2)), 2)
     sum_rank_votes(np.array([[1, 2], [2, -1]]), np.ones(2), 2)
+    from mrag_core import flat_scan  # the faiss-flat backend's multi-space scan (it imports this module)
+
+    flat_scan.warm_up()
