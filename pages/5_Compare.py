@@ -358,7 +358,8 @@ per_row = st.segmented_control(
     "Result lists", list(LAYOUTS), format_func=LAYOUTS.get, default=DEFAULT_PER_ROW, required=True,
     key="compare_per_row", **KEEP,
     help="How many strategies' lists share a row: two leave room for the titles, categories and scores at "
-         "usual widths; all side by side fits only a very wide window.")
+         "usual widths; three fit a window of 1366 px or more (short titles); all side by side fits only a very "
+         "wide window.")
 per_row = DEFAULT_PER_ROW if per_row is None else per_row
 for row in list_rows(len(items), per_row):
     cols = st.columns(len(row) if per_row == ALL_SIDE_BY_SIDE else per_row)

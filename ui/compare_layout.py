@@ -32,7 +32,10 @@ def list_rows(n: int, per_row: int) -> list[list[int]]:
 # what is left equally over the columns (Streamlit grows each one). Stacked lists have the page's width, 820 px at
 # 1280. The least title widths are the fixed ones of before: 164 px cut titles after some 24 characters.
 LIST_COLUMNS = {1: (28, 70, 60, 600, 400, 160), 2: (28, 70, 48, 252, 164, 60)}
-NARROW_COLUMNS = (28, 70, 48, 185, 110, 60)  # 3 per row or all side by side
+# Three to a row: a list's view is 289 px in a 1366 px window (331 px of columns scrolled sideways there), so the
+# title and category share 140 px; titles and categories they cut are named in full under the list. A 1280 px
+# window, or all lists side by side, leaves less: the list then scrolls sideways (the control's help says so).
+NARROW_COLUMNS = (28, 70, 48, 140, 80, 60)
 TITLE_HELP = "Titles that the column cuts are listed in full under the {}."
 
 
