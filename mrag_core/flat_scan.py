@@ -105,11 +105,6 @@ class FlatScan:
         # the block layout for the compiled scan, or the vectors as given for the reference
         self._x = block_layout(x) if self._compiled else np.ascontiguousarray(x, dtype=np.float32)
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes held (the block layout pads ``n`` to whole blocks)."""
-        return int(self._x.nbytes)
-
     def search(self, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """``(ids [q, s, c], scores [q, s, c])`` for ``queries`` [q, s, d], ``c = min(depth, n)``: each space's
         best first, equal scores by the smaller id."""
