@@ -70,11 +70,7 @@ if kernels.HAVE_NUMBA:
             ids = np.empty((nq, s, c), np.int64)
             vals = np.empty((nq, s, c), np.float32)
             row = np.empty(n_blocks * width, np.float32)
-            hv = np.empty(c, np.float32)
-            hi = np.empty(c, np.int64)
-            gm = np.empty(max(groups, 1), np.float32)
-            cand_v = np.empty(n if groups else 0, np.float32)
-            cand_i = np.empty(n if groups else 0, np.int64)
+            hv, hi, gm, cand_v, cand_i = kernels.row_scratch(n, c, groups)
             for qi in range(nq):
                 for space in range(s):
                     q = queries[qi, space]

@@ -227,6 +227,12 @@ if HAVE_NUMBA:
                 _heap_top(row, hv, hi, c)
                 _pop_best_first(hv, hi, c, out_v, out_i)
 
+        @numba.njit(cache=True, nogil=True, inline="always")
+        def _row_scratch(n: int, c: int, groups: int) -> tuple:  # pragma: no cover - compiled
+            """The scratch arrays of :func:`_top_c_row` for rows of ``n``: ``(hv, hi, gm, cand_v, cand_i)``."""
+            return (np.empty(c, np.float32), np.empty(c, np.int64), np.empty(max(groups, 1), np.float32),
+                    np.empty(n if groups else 0, np.float32), np.empty(n if groups else 0, np.int64))
+
         @numba.njit(cache=True, nogil=True)
         def _top_c_rows(scores: np.ndarray, c: int, groups: int,
                         block_size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
@@ -234,11 +240,7 @@ if HAVE_NUMBA:
             r, n = scores.shape
             ids = np.empty((r, c), np.int64)
             vals = np.empty((r, c), np.float32)
-            hv = np.empty(c, np.float32)
-            hi = np.empty(c, np.int64)
-            gm = np.empty(max(groups, 1), np.float32)
-            cand_v = np.empty(n if groups else 0, np.float32)
-            cand_i = np.empty(n if groups else 0, np.int64)
+            hv, hi, gm, cand_v, cand_i = _row_scratch(n, c, groups)
             for row_i in range(r):
                 _top_c_row(scores[row_i], c, groups, block_size, hv, hi, gm, cand_v, cand_i, vals[row_i], ids[row_i])
             return ids, vals
@@ -308,6 +310,8 @@ TOP_C_BLOCK = _BLOCK
 if HAVE_NUMBA:
     top_c_row = _top_c_row
     """The compiled one-row selection behind :func:`top_c_rows`, for other compiled kernels to call."""
+    row_scratch = _row_scratch
+    """Its scratch arrays, ``(hv, hi, gm, cand_v, cand_i)`` for rows of ``n`` (compiled; ``(n, c, groups)``)."""
 
 
 def groups_for(n: int, c: int) -> int:
