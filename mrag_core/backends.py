@@ -10,7 +10,7 @@ Backends:
   both order equal scores by the smaller id).
 * ``faiss-flat``: exact (CPU): one space (Standard) is a FAISS ``IndexFlatIP``; several spaces (heads, split
   pieces) are scanned together by :class:`mrag_core.flat_scan.FlatScan`, one compiled pass over the
-  numbers per query, since FAISS searching each 32-d space on its own costs 1.6x one search of the
+  numbers per query, since FAISS searching each 32-d space on its own costs 1.4-1.75x one search of the
   concatenated vector (per-document call and heap overheads; ``bench/engine.py`` prints both).
 * ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU). ``efSearch`` is chosen per
   space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)

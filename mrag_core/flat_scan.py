@@ -1,7 +1,7 @@
 """Exact search of several small spaces in one compiled pass: the ``faiss-flat`` backend's head and split spaces.
 
 FAISS searches each space on its own, and per document it makes a call and a heap test: at 32
-dimensions those cost more than the arithmetic, so 12 head spaces of 10,000 documents took 1.6x one
+dimensions those cost more than the arithmetic, so 12 head spaces of 10,000 documents took 1.4-1.75x one
 384-d search of the same numbers (``bench/engine.py`` prints FAISS alone). :class:`FlatScan` reads
 the numbers once per query instead, as one flat search of the concatenated vector does:
 
@@ -12,18 +12,18 @@ the numbers once per query instead, as one flat search of the concatenated vecto
 * the row's top ``c`` by :func:`mrag_core.kernels.top_c_rows`'s selection: best first, equal scores by
   the smaller id, as the ``torch`` backend orders them.
 
+This module lays the vectors out; the compiled loop is :func:`mrag_core.kernels.scan_top_c`.
+
 Without numba (or with ``MRAG_NO_NUMBA=1``) :func:`scan_top_c_reference` answers (einsum, stable sort).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from mrag_core import kernels
 
-__all__ = ["BLOCK", "FlatScan", "block_layout", "scan_top_c_reference", "warm_up"]
+__all__ = ["BLOCK", "FlatScan", "block_layout", "scan_top_c_reference"]
 
 BLOCK = 64
 """Documents per block: 64 x 32 dimensions x 4 bytes = 8 KiB, in L1 with the block's 64 scores."""
@@ -55,42 +55,6 @@ def scan_top_c_reference(x: np.ndarray, queries: np.ndarray, c: int) -> tuple[np
     return ids.reshape(nq, s, -1), vals.reshape(nq, s, -1)
 
 
-if kernels.HAVE_NUMBA:
-    import numba
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a read-only checkout only loses the on-disk cache
-
-        @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-        def _scan_top_c(xb: np.ndarray, queries: np.ndarray, n: int, c: int, groups: int,
-                        block_size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-            """Every query's top ``c`` in every space of the block layout ``xb`` (``n`` real documents)."""
-            s, n_blocks, d, width = xb.shape
-            nq = queries.shape[0]
-            ids = np.empty((nq, s, c), np.int64)
-            vals = np.empty((nq, s, c), np.float32)
-            row = np.empty(n_blocks * width, np.float32)
-            hv, hi, gm, cand_v, cand_i = kernels.row_scratch(n, c, groups)
-            for qi in range(nq):
-                for space in range(s):
-                    q = queries[qi, space]
-                    for b in range(n_blocks):
-                        block = xb[space, b]
-                        out = row[b * width:(b + 1) * width]
-                        w = q[0]
-                        first = block[0]
-                        for j in range(width):
-                            out[j] = w * first[j]
-                        for t in range(1, d):
-                            w = q[t]
-                            dim = block[t]
-                            for j in range(width):
-                                out[j] += w * dim[j]
-                    kernels.top_c_row(row[:n], c, groups, block_size, hv, hi, gm, cand_v, cand_i,
-                                      vals[qi, space], ids[qi, space])
-            return ids, vals
-
-
 class FlatScan:
     """Exact inner-product search over ``s`` spaces of prepared vectors ``x`` [n, s, d] (normalised already
     for cosine): one pass over the numbers per query (see the module docstring)."""
@@ -111,9 +75,5 @@ class FlatScan:
         if c == 0:
             empty = (q.shape[0], self.n_spaces, 0)
             return np.empty(empty, np.int64), np.empty(empty, np.float32)
-        return _scan_top_c(self._x, q, self.n_docs, c, kernels.groups_for(self.n_docs, c), kernels.TOP_C_BLOCK)
+        return kernels.scan_top_c(self._x, q, self.n_docs, c)
 
-
-def warm_up() -> None:
-    """Compile (or load from the on-disk cache) the scan now rather than on the first search."""
-    FlatScan(np.ones((4, 2, 3), np.float32)).search(np.ones((1, 2, 3), np.float32), 2)

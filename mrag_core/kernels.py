@@ -1,7 +1,7 @@
-"""Compiled inner loops for single-query latency: per-row top-``c`` selection and vote sums.
+"""Compiled inner loops for single-query latency: per-row top-``c`` selection, a multi-space scan and vote sums.
 
 MRAG selects the top ``c`` of ``h`` score rows instead of one, so at interactive sizes the
-selection, not the matmul, decides its latency. Both kernels are numba-compiled (numba ships
+selection, not the matmul, decides its latency. The kernels are numba-compiled (numba ships
 with umap-learn) and cached on disk; each has a NumPy reference with the same contract, used
 when numba is unavailable (or ``MRAG_NO_NUMBA=1``) and in tests to prove they agree.
 
@@ -18,6 +18,9 @@ when numba is unavailable (or ``MRAG_NO_NUMBA=1``) and in tests to prove they ag
   about ``c`` elements: no data-dependent branch per element, where a heap select mispredicts on
   each insertion (12 head spaces of 10,000 documents, bmm plus selection: 0.40 ms per query
   instead of 0.44 with heaps for the threshold and the candidates).
+* :func:`scan_top_c`: the top ``c`` of every space of several small ones (head spaces) for a query, scored
+  and selected in one pass over the block layout of :mod:`mrag_core.flat_scan` (the ``faiss-flat``
+  backend's multi-space search), with :func:`top_c_rows`' selection.
 * :func:`sum_votes`: ``total(d) = sum of weights[j] over j with ids[j] = d`` (ids < 0 ignored),
   returned for the top ``k`` documents by total, ties broken by the smaller id. Totals are
   accumulated in a small open-addressing hash table, in the input order within each id, so they
@@ -31,8 +34,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "TOP_C_BLOCK", "groups_for", "sum_rank_votes", "sum_votes", "sum_votes_reference",
-           "top_c_rows", "top_c_rows_reference", "warm_up"]
+__all__ = ["HAVE_NUMBA", "scan_top_c", "sum_rank_votes", "sum_votes", "sum_votes_reference", "top_c_rows",
+           "top_c_rows_reference", "warm_up"]
 
 
 def top_c_rows_reference(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -245,6 +248,37 @@ if HAVE_NUMBA:
                 _top_c_row(scores[row_i], c, groups, block_size, hv, hi, gm, cand_v, cand_i, vals[row_i], ids[row_i])
             return ids, vals
 
+        @numba.njit(cache=True, nogil=True, fastmath={"contract"})
+        def _scan_top_c(xb: np.ndarray, queries: np.ndarray, n: int, c: int, groups: int,
+                        block_size: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+            """Every query's top ``c`` in every space of the block layout ``xb`` [s, n_blocks, d, width] (``n``
+            real documents): per space, a block's ``width`` scores are ``d`` passes of independent multiply-adds
+            into one row of scores, whose top ``c`` :func:`_top_c_row` selects."""
+            s, n_blocks, d, width = xb.shape
+            nq = queries.shape[0]
+            ids = np.empty((nq, s, c), np.int64)
+            vals = np.empty((nq, s, c), np.float32)
+            row = np.empty(n_blocks * width, np.float32)
+            hv, hi, gm, cand_v, cand_i = _row_scratch(n, c, groups)
+            for qi in range(nq):
+                for space in range(s):
+                    q = queries[qi, space]
+                    for b in range(n_blocks):
+                        block = xb[space, b]
+                        out = row[b * width:(b + 1) * width]
+                        w = q[0]
+                        first = block[0]
+                        for j in range(width):
+                            out[j] = w * first[j]
+                        for t in range(1, d):
+                            w = q[t]
+                            dim = block[t]
+                            for j in range(width):
+                                out[j] += w * dim[j]
+                    _top_c_row(row[:n], c, groups, block_size, hv, hi, gm, cand_v, cand_i, vals[qi, space],
+                               ids[qi, space])
+            return ids, vals
+
         @numba.njit(cache=True, nogil=True)
         def _sum_votes(ids: np.ndarray, weights: np.ndarray,
                        k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
@@ -305,16 +339,9 @@ if HAVE_NUMBA:
 
 _GROUPS = 256  # strided groups for the seeded top-c threshold
 _BLOCK = 32  # elements per vectorised count in the seeded candidate pass
-TOP_C_BLOCK = _BLOCK
-"""The ``block_size`` argument of :func:`top_c_row` (for compiled callers, e.g. :mod:`mrag_core.flat_scan`)."""
-if HAVE_NUMBA:
-    top_c_row = _top_c_row
-    """The compiled one-row selection behind :func:`top_c_rows`, for other compiled kernels to call."""
-    row_scratch = _row_scratch
-    """Its scratch arrays, ``(hv, hi, gm, cand_v, cand_i)`` for rows of ``n`` (compiled; ``(n, c, groups)``)."""
 
 
-def groups_for(n: int, c: int) -> int:
+def _groups_for(n: int, c: int) -> int:
     """The seeded path's group count for rows of ``n`` and depth ``c`` (0: the plain heap)."""
     return _GROUPS if n >= 4 * _GROUPS and c <= _GROUPS // 2 else 0
 
@@ -330,7 +357,15 @@ def top_c_rows(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
     c = min(int(c), n)
     if not HAVE_NUMBA or c <= 0 or r == 0:
         return top_c_rows_reference(scores, c)
-    return _top_c_rows(scores, c, groups_for(n, c), _BLOCK)
+    return _top_c_rows(scores, c, _groups_for(n, c), _BLOCK)
+
+
+def scan_top_c(blocks: np.ndarray, queries: np.ndarray, n: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every query's top ``c`` (``1 <= c <= n``) in every space of ``blocks``, the block layout of :mod:`mrag_core.
+    flat_scan` ([s, n_blocks, d, width] float32, ``n`` real documents, zeros past them) scored against
+    ``queries`` [q, s, d] float32 by inner product: ``(ids [q, s, c] int64, scores [q, s, c])``, best first, equal
+    scores by the smaller id (:func:`top_c_rows`' selection). Needs numba (:data:`HAVE_NUMBA`)."""
+    return _scan_top_c(blocks, queries, int(n), int(c), _groups_for(n, c), _BLOCK)
 
 
 def sum_votes(ids: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -364,6 +399,5 @@ def warm_up() -> None:
     top_c_rows(np.arange(8, dtype=np.float32).reshape(2, 4), 2)
     sum_votes(np.array([[1, 2], [2, -1]]), np.ones((2, 2)), 2)
     sum_rank_votes(np.array([[1, 2], [2, -1]]), np.ones(2), 2)
-    from mrag_core import flat_scan  # the faiss-flat backend's multi-space scan (it imports this module)
-
-    flat_scan.warm_up()
+    if HAVE_NUMBA:
+        scan_top_c(np.ones((2, 1, 3, 4), np.float32), np.ones((1, 2, 3), np.float32), 4, 2)
