@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
 import db
-from mrag_core.workflows import annotation as aw
 from tests.support.openai_server import Reply, fake_openai, last_user_message
+from tests.support.preannotate_progress import ProgressWatch, watch_preannotate_progress
 
 __all__ = ["fake_openai"]
 REVIEW_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "2_Annotate_and_Review.py")
@@ -39,42 +38,11 @@ def runners(monkeypatch: pytest.MonkeyPatch) -> list[LocalScriptRunner]:
     return made
 
 
-class _Bar:
-    """The documents the page's progress bar has counted so far (updated from the script thread after each update
-    the page made)."""
-
-    def __init__(self) -> None:
-        self.done = 0
-        self._changed = threading.Condition()
-
-    def counted(self, done: int) -> None:
-        with self._changed:
-            self.done = done
-            self._changed.notify_all()
-
-    def wait_for(self, done: int, timeout: float = 10.0) -> bool:
-        """True once the bar has counted ``done`` documents (False after ``timeout`` seconds)."""
-        with self._changed:
-            return self._changed.wait_for(lambda: self.done >= done, timeout)
-
-
 @pytest.fixture
-def bar(monkeypatch: pytest.MonkeyPatch) -> _Bar:
-    """The page's progress bar as counted (:class:`_Bar`). The fake endpoint's thread waits for it before it stops
-    or reruns the page, as a user acts on what the bar said: the worker sends the next document's request while the
-    script thread may still be drawing the last answer's update, and a stop that came first was taken there."""
-    seen = _Bar()
-    real = aw.preannotate
-
-    def preannotate(*args: Any, progress: Any = None, **kwargs: Any) -> Any:
-        def shown(done: int, total: int) -> None:
-            progress(done, total)  # raises when the page is stopped or reruns
-            seen.counted(done)
-
-        return real(*args, progress=shown, **kwargs)
-
-    monkeypatch.setattr(aw, "preannotate", preannotate)
-    return seen
+def bar(monkeypatch: pytest.MonkeyPatch) -> ProgressWatch:
+    """The page's progress bar as counted: the fake endpoint's thread waits for it before it stops or reruns the
+    page, as a user acts on what the bar said (:mod:`tests.support.preannotate_progress`)."""
+    return watch_preannotate_progress(monkeypatch)
 
 
 def _start_one_batch_of_four(server: Any, monkeypatch: pytest.MonkeyPatch, categories: list[dict[str, str]],
@@ -98,8 +66,9 @@ def _start_one_batch_of_four(server: Any, monkeypatch: pytest.MonkeyPatch, categ
     return store, list(ids), at
 
 
-def test_a_run_stopped_mid_batch_keeps_what_it_annotated_and_says_so(runners: list[LocalScriptRunner], bar: _Bar,
-                                                                     monkeypatch, fake_openai) -> None:
+def test_a_run_stopped_mid_batch_keeps_what_it_annotated_and_says_so(runners: list[LocalScriptRunner],
+                                                                     bar: ProgressWatch, monkeypatch,
+                                                                     fake_openai) -> None:
     sent: list[str] = []
 
     def respond(body: dict[str, Any]) -> Reply | str:
@@ -131,7 +100,7 @@ def test_a_run_stopped_mid_batch_keeps_what_it_annotated_and_says_so(runners: li
     store.close()
 
 
-def test_a_rerun_mid_batch_says_what_the_interrupted_run_stored(runners: list[LocalScriptRunner], bar: _Bar,
+def test_a_rerun_mid_batch_says_what_the_interrupted_run_stored(runners: list[LocalScriptRunner], bar: ProgressWatch,
                                                                 monkeypatch, fake_openai) -> None:
     """The page reruns while the batch runs (another widget changed): the rerun raises in the progress bar's
     update; the documents answered so far are stored and the rerun's message counts them."""

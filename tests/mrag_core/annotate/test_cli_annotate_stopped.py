@@ -20,9 +20,9 @@ import pytest
 import db
 from mrag_core import cli_annotate
 from mrag_core.cli import main
-from mrag_core.workflows import annotation as aw
 from tests.support.mini_corpus import mini_store
 from tests.support.openai_server import Reply, by_content, fake_openai
+from tests.support.preannotate_progress import watch_preannotate_progress
 
 __all__ = ["fake_openai"]
 
@@ -35,26 +35,6 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     u, store, _, _ = mini_store(tmp_path, monkeypatch)
     store.close()
     return u
-
-
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set once the run's progress has counted two documents (Moon and Mars): the calling thread has taken both
-    answers. The worker sends the next request meanwhile, and a second Ctrl+C pressed before that could land while
-    Mars's answer is being taken (then only Moon is kept, rightly, but not what the test presses for)."""
-    two = threading.Event()
-    real = aw.preannotate
-
-    def preannotate(*args: Any, progress: Any = None, **kwargs: Any) -> Any:
-        def seen(done: int, total: int) -> None:
-            progress(done, total)
-            if done >= 2:
-                two.set()
-
-        return real(*args, progress=seen, **kwargs)
-
-    monkeypatch.setattr(aw, "preannotate", preannotate)
-    return two
 
 
 def _annotate(url: str) -> int:
@@ -141,19 +121,20 @@ def test_a_first_ctrl_c_mid_batch_counts_only_the_stored_documents(url: str, cap
 
 
 def test_a_second_ctrl_c_stores_the_answers_received_and_says_what_is_stored(url: str, capsys, monkeypatch,
-                                                                            fake_openai, counted) -> None:
+                                                                            fake_openai) -> None:
     handled = [threading.Event(), threading.Event()]
     sent: list[str] = []
 
     def answer(prompt: str) -> Reply | str:
         sent.append(_title(prompt))
         if sent == ["Moon", "Mars", "Bread"]:  # Moon and Mars answered; Ctrl+C twice while Bread is asked
-            assert counted.wait(10)
+            assert progress.wait_for(2)  # the calling thread has taken Moon's and Mars's answers
             for event in handled:
                 os.kill(os.getpid(), signal.SIGINT)
                 assert event.wait(10)
         return _label(prompt)
 
+    progress = watch_preannotate_progress(monkeypatch)
     fake_openai(by_content(answer)).set_env(monkeypatch)
     before, real = signal.getsignal(signal.SIGINT), cli_annotate.stop_on_ctrl_c
     monkeypatch.setattr(cli_annotate, "stop_on_ctrl_c", _counting_interrupts(real, handled))
