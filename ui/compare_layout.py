@@ -128,5 +128,5 @@ def evidence_lines(per_doc: pd.DataFrame, widths: dict[str, int]) -> list[str]:
     their ranks, one HTML block a column (:func:`cut_names_line`); none when every text fits."""
     lines = (cut_names_line(heading, zip(per_doc["rank"], per_doc[column]), widths[column])
              for heading, column in (("Titles", "title"), ("Categories", "category"),
-                                     ("Heads (rank in head, vote)", HEADS_COLUMN)))
+                                     (HEADS_COLUMN.capitalize(), HEADS_COLUMN)))
     return [line for line in lines if line]

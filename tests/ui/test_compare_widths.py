@@ -20,11 +20,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests.support.compare_pages import compare, indexed_corpus  # noqa: E402
+from ui.compare_layout import HEADS_COLUMN as HEADS  # noqa: E402
 from ui.render import full_names_html  # noqa: E402
 
 # 45 characters each (44 with the blank line as one space), holding HTML and Markdown that must not be drawn
 MARKUP_TITLES = [f"<i>Bergen</i> & **shipyard**\n\nledger, vol. {i:02d}" for i in range(6)]
-HEADS = "heads (rank in head, vote)"
 
 
 @pytest.fixture
