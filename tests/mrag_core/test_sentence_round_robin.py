@@ -117,3 +117,16 @@ def test_many_queries_at_once_equal_one_at_a_time(index):
         one = sentence_round_robin(index, all_parts.take(r), k=4, c=3)
         assert got.doc_ids == one.doc_ids
         assert got.scores == one.scores
+
+
+def test_threads_sharing_one_index_get_the_one_at_a_time_results(index):
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(9)
+    queries = [Embeddings(rng.normal(size=(m, 4)).astype(np.float32), rng.normal(size=(m, 2, 2)).astype(np.float32))
+               for m in (1, 2, 3, 4) * 6]
+    alone = [sentence_round_robin(index, q, k=4, c=3) for q in queries]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(lambda q: sentence_round_robin(index, q, k=4, c=3), queries))
+    for a, b in zip(alone, together):
+        assert (a.doc_ids, a.scores, a.evidence, a.part_evidence) == (b.doc_ids, b.scores, b.evidence, b.part_evidence)
