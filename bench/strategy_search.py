@@ -362,10 +362,16 @@ def main() -> None:
                     table.row(f"rrf(std, mrag, best-cos std, best-rank mrag){w}",
                               summarize([rrf([e, f, a, b]) for e, f, a, b in zip(std_rank, mrag_rank, cos, mr)],
                                         qset, labels))
-        if "final" in groups:  # the choice, through the engine function (must equal the row above it)
+        if "final" in groups:  # the choice's two views alone, then the choice through the engine function
+            for per_part in ("standard", "mrag"):
+                table.row(f"parts sentences {per_part} best-rank (one view)",
+                          summarize(parts_run("sentences", per_part, False, "best-rank"), qset, labels))
             pe = part_embs["sentences"]
             runs = sentence_round_robin_many(index, pe.emb, pe.rows, K_MAX, C)
             table.row(f"engine: {STRATEGY_ID}", summarize([r.doc_ids for r in runs], qset, labels))
+            for depth in (16, 64):  # sensitivity only: c stays the project's 32
+                runs = sentence_round_robin_many(index, pe.emb, pe.rows, K_MAX, depth)
+                table.row(f"engine: {STRATEGY_ID}, c = {depth}", summarize([r.doc_ids for r in runs], qset, labels))
         if "diversity" in groups:
             table.row("standard + mmr 0.7", summarize([mmr(r, doc_unit, 0.7) for r in std_rank], qset, labels))
             for kind, per_part in (("sentences", "both"), ("sentences", "standard")):
