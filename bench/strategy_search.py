@@ -1,6 +1,6 @@
 """Search for an offline retrieval strategy that beats Standard RAG with the default MiniLM (issue 33).
 
-    python bench/strategy_search.py [DATA_DIR] [--half tune|test] [--groups a,b,...]
+    python bench/strategy_search.py [DATA_DIR] [--half tune|test] [--groups a,b,...] [--layers -1,-2]
 
 Every setting is chosen on the tune half of the v1 queries (``bench/v1_split.json``); ``--half test`` exists
 only to print the test figures of the choice afterwards, never to choose. Embeddings are cached in
@@ -11,15 +11,22 @@ only to print the test figures of the choice afterwards, never to choose. Embedd
 Each row prints the weighted ratio at every setting, its ratio to Standard's (min over the n >= 10 settings
 and at (5,5)), and RSR at (10,10). Lever groups (``--groups``):
 
-* ``layers``: MRAG's layer (-1..-6) and head pooling (mean, first), importance vote;
-* ``votes``: MRAG's vote (importance, decay, distance), Standard as one more voter (weight = mean s_i,
-  or = sum s_i), RRF of Standard's and MRAG's lists, query-dependent head weights (s_i times the query's
-  head norm over its mean);
-* ``parts``: query decomposition: parts = sentences, windows of 2 or 3 sentences, paragraphs; per part a
-  Standard list, an MRAG list or both; with or without the whole query's lists; fused by RRF (k = 60, 10)
-  or by each document's best cosine over the parts;
+* ``layers``: MRAG's layer (``--layers``, default -1..-6; each layer embeds the documents once more) with mean
+  pooling, and first-token pooling at layer -1;
+* ``votes``: MRAG's vote (decay, distance), Standard as one more voter (weight = mean s_i, or = sum s_i), RRF of
+  Standard's and MRAG's lists, query-dependent head weights (s_i times the query's head norm over its mean);
+* ``parts``: query decomposition: parts = sentences, windows of 2 or 3 sentences, paragraphs
+  (:mod:`mrag_core.query_parts`); per part a Standard list, an MRAG list or both; with or without the whole
+  query's lists; fused by RRF (k = 60, 10) or by each document's best cosine over the parts;
+* ``agg``: fusions that keep each part's best documents: best cosine, best rank (round-robin), and RRF of a
+  Standard and an MRAG view, with MMR on top;
 * ``diversity``: MMR over the fused candidates (document vectors, Standard space), lambda 0.9 / 0.7 / 0.5;
-* ``smollm``: SmolLM2-135M heads (layer -1 and -8) against MiniLM's Standard (``--groups smollm``; slow).
+* ``final``: the chosen strategy's two views alone, the choice through the engine function
+  (:func:`mrag_core.sentence_round_robin.sentence_round_robin_many`) and its sensitivity to c.
+
+SmolLM2 heads are not searched here: embedding the corpus with a 135M decoder at 512 tokens would take, scaled
+from MiniLM's five minutes, an hour or more on two shared cores; the issue already found them far below
+MiniLM's Standard on v1.
 """
 
 from __future__ import annotations
@@ -84,7 +91,8 @@ def load_v1(data: Path, half: str) -> tuple[list, QuerySet]:
                           [qs[i].n_aspects for i in rows])
 
 
-def summarize(rankings: Sequence[Sequence[int]], qset: QuerySet, labels: Sequence[str]) -> dict[tuple[int, int], tuple[float, float]]:
+def summarize(rankings: Sequence[Sequence[int]], qset: QuerySet,
+              labels: Sequence[str]) -> dict[tuple[int, int], tuple[float, float]]:
     """(n, k) -> (mean weighted, mean RSR) over the queries with n aspects."""
     rsr = np.zeros((len(rankings), K_MAX))
     csr = np.zeros((len(rankings), K_MAX))
@@ -218,7 +226,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", nargs="?", default=str(DEFAULT_DATA))
     ap.add_argument("--half", default="tune", choices=("tune", "test"))
-    ap.add_argument("--groups", default="votes,parts,diversity")
+    ap.add_argument("--groups", default="votes,parts,agg,diversity,final")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--layers", default="-1,-2,-3,-4,-5,-6", help="layers for the 'layers' group (mean pooling; "
                     "'first' pooling is tried at -1)")
