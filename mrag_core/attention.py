@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mrag_core.extraction import tokenize
 from mrag_core.models.loader import LoadedModel
 
 DEFAULT_MAX_TOKENS = 96
@@ -89,9 +90,9 @@ def attention_maps(lm: LoadedModel, text: str, layer: int | None = -1, *, max_to
     idx = lm.layer_index(layer)
     prompt = lm.spec.query_prompt if kind == "query" else lm.spec.doc_prompt
     full = prompt + text if prompt else text
-    n_total = len(lm.tokenizer([full], padding=False, truncation=False, return_tensors="pt")["input_ids"][0])
+    n_total = len(tokenize(lm.tokenizer, [full], padding=False, truncation=False, return_tensors="pt")["input_ids"][0])
     limit = token_limit(lm, max_tokens)
-    enc = lm.tokenizer([full], padding=False, truncation=True, max_length=limit, return_tensors="pt")
+    enc = tokenize(lm.tokenizer, [full], padding=False, truncation=True, max_length=limit, return_tensors="pt")
     enc = {k: v.to(lm.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
     out = lm.model(**enc, output_attentions=True)
     attentions = getattr(out, "attentions", None)

@@ -9,14 +9,21 @@
 * Standard: the model's usual sentence vector: last real token's final hidden state for
   decoders, mean over real tokens for MiniLM (as sentence-transformers does).
 * Split: the standard vector cut into ``h`` equal pieces, ``[n, h, d / h]``.
+
+Concurrency: one loaded model serves every caller at once (all Streamlit sessions share it). Nothing per call is
+kept on the model or its tokenizer: the heads are handed to the calling thread's own :class:`HeadCapture` by a hook
+installed once, and every tokenizer call holds that tokenizer's lock (:func:`tokenize`). Forward passes themselves
+run in parallel.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -92,24 +99,75 @@ def pool_tokens(x: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
     raise ValueError(f"unknown pooling '{mode}': use one of {', '.join(POOLINGS)}")
 
 
+_ACTIVE_CAPTURES: ContextVar[tuple["HeadCapture", ...]] = ContextVar("mrag_head_captures", default=())
+"""The captures open in this thread (or asyncio task): each call's own, never another's."""
+_REGISTRY_LOCK = threading.Lock()
+_TOKENIZER_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
+
+
+def _capture_hook(module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+    """Forward pre-hook installed once per module (:func:`install_capture_hook`): hands the module's input to the
+    calling thread's open :class:`HeadCapture` of that module, if any (a forward of another thread is not seen)."""
+    for cap in _ACTIVE_CAPTURES.get():
+        if cap.module is module:
+            cap.value = args[0]
+
+
+def install_capture_hook(module: torch.nn.Module) -> None:
+    """Register :func:`_capture_hook` on ``module`` unless it is there already (once, under a lock: registering
+    changes the module's hook dict, which forward passes of other threads read)."""
+    if _capture_hook in module._forward_pre_hooks.values():
+        return
+    with _REGISTRY_LOCK:
+        if _capture_hook not in module._forward_pre_hooks.values():
+            module.register_forward_pre_hook(_capture_hook)
+
+
 class HeadCapture:
-    """Forward pre-hook that keeps the input of an attention output projection."""
+    """Keeps the input of an attention output projection (all heads' outputs) while its ``with`` block is open.
+
+    Concurrency: the model is shared (the app loads it once for every session), so nothing per call lives on it.
+    The module gets one permanent pre-hook (:func:`install_capture_hook`), which does nothing unless the thread
+    running the forward pass has a capture of that module open; the open captures are a context variable, so each
+    thread (or asyncio task) sees only its own. Forward passes of the same model may run in any number of threads at
+    once, each with torch's intra-op threads; each capture gets its own call's tensor.
+    """
 
     def __init__(self, module: torch.nn.Module) -> None:
+        self.module = module
         self.value: torch.Tensor | None = None
-        self._handle = module.register_forward_pre_hook(self._hook)
-
-    def _hook(self, _module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
-        self.value = args[0]
-
-    def remove(self) -> None:
-        self._handle.remove()
+        self._token: Token | None = None
+        install_capture_hook(module)
 
     def __enter__(self) -> "HeadCapture":
+        self._token = _ACTIVE_CAPTURES.set((*_ACTIVE_CAPTURES.get(), self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.remove()
+        if self._token is not None:
+            _ACTIVE_CAPTURES.reset(self._token)
+            self._token = None
+
+
+def tokenizer_lock(tokenizer: Any) -> threading.Lock:
+    """The lock held while ``tokenizer`` encodes (one per tokenizer object, made on first use).
+
+    A fast (Rust) tokenizer keeps its truncation and padding settings between calls: each call sets them on the
+    shared object, then encodes. Two threads asking for different settings (an embedding truncated to 256 tokens
+    and padded, a query-length check untruncated) would otherwise encode with each other's settings: a text left
+    untruncated or a batch left unpadded, so wrong vectors, a wrong length, or an error."""
+    with _REGISTRY_LOCK:
+        lock = _TOKENIZER_LOCKS.get(tokenizer)
+        if lock is None:
+            lock = _TOKENIZER_LOCKS[tokenizer] = threading.Lock()
+        return lock
+
+
+def tokenize(tokenizer: Any, texts: Sequence[str], **kwargs: Any) -> Any:
+    """``tokenizer(list(texts), **kwargs)`` under :func:`tokenizer_lock`: every call on a shared model's tokenizer
+    goes through here."""
+    with tokenizer_lock(tokenizer):
+        return tokenizer(list(texts), **kwargs)
 
 
 def prompt_texts(lm: LoadedModel, texts: Sequence[str], kind: str) -> list[str]:
@@ -123,11 +181,12 @@ def forward_batch(
     lm: LoadedModel, texts: Sequence[str], *, layer: int | None = -1, max_length: int | None = None,
     head_pooling: str | None = None, standard_pooling: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One forward pass over ``texts``: returns (standard [b, d], heads [b, h, head_dim]) on device."""
-    enc = lm.tokenizer(
-        list(texts), padding=True, truncation=True, max_length=max_length or lm.spec.max_length,
-        return_tensors="pt",
-    )
+    """One forward pass over ``texts``: returns (standard [b, d], heads [b, h, head_dim]) on device.
+
+    Safe to call from several threads at once on one shared ``lm`` (see :class:`HeadCapture`, :func:`tokenize`):
+    each call gets its own texts' vectors, and forward passes are not serialised."""
+    enc = tokenize(lm.tokenizer, texts, padding=True, truncation=True,
+                   max_length=max_length or lm.spec.max_length, return_tensors="pt")
     enc = {k: v.to(lm.device) for k, v in enc.items()}
     mask = enc["attention_mask"]
     if not lm.is_encoder:

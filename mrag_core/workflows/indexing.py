@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple
 
 import db
 from mrag_core.corpus_index import CorpusIndex
-from mrag_core.extraction import POOLINGS, Embeddings, embed_texts
+from mrag_core.extraction import POOLINGS, Embeddings, embed_texts, tokenize
 from mrag_core.heartbeat import Heartbeat
 from mrag_core.importance import HeadImportance, head_importance
 from mrag_core.models.loader import LoadedModel
@@ -118,12 +118,12 @@ def query_window(lm: LoadedModel, text: str) -> QueryWindow:
     query prompt, untruncated, against ``lm.spec.max_length``, the truncation :func:`embed_texts` applies."""
     prompt = lm.spec.query_prompt or ""
     full = prompt + text
-    n_tokens = len(lm.tokenizer([full], padding=False, truncation=False, return_tensors="pt")["input_ids"][0])
+    n_tokens = len(tokenize(lm.tokenizer, [full], padding=False, truncation=False, return_tensors="pt")["input_ids"][0])
     limit = lm.spec.max_length
     chars_read: int | None = len(text)
     if n_tokens > limit:
         try:
-            offsets = lm.tokenizer([full], truncation=True, max_length=limit, return_offsets_mapping=True)
+            offsets = tokenize(lm.tokenizer, [full], truncation=True, max_length=limit, return_offsets_mapping=True)
             ends = [int(end) for _, end in offsets["offset_mapping"][0]]
             chars_read = max(0, max(ends, default=0) - len(prompt))
         except (TypeError, NotImplementedError, KeyError):  # a tokenizer without character offsets

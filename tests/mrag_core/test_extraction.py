@@ -145,7 +145,7 @@ def test_split_vectors_and_embeddings_helpers() -> None:
     assert sub.standard.tolist() == [std[1].tolist()] and sub.heads.tolist() == [heads[1].tolist()]
 
 
-def test_head_capture_removes_its_hook() -> None:
+def test_head_capture_stops_capturing_when_its_block_ends() -> None:
     lin = torch.nn.Linear(3, 2)
     with HeadCapture(lin) as cap:
         lin(torch.ones(1, 3))
@@ -153,6 +153,10 @@ def test_head_capture_removes_its_hook() -> None:
     cap.value = None
     lin(torch.zeros(1, 3))
     assert cap.value is None
+    with HeadCapture(lin) as again:  # a second capture of the same module installs no second hook
+        lin(torch.full((1, 3), 2.0))
+    assert again.value.tolist() == [[2.0, 2.0, 2.0]] and cap.value is None
+    assert len(lin._forward_pre_hooks) == 1
 
 
 # --------------------------------------------------------------------------- heads x projection == attention output
