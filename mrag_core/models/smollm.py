@@ -41,12 +41,23 @@ def models_cache_dir() -> Path:
 
 
 def converted_smollm2_dir() -> Path:
-    """The converted folder, converting on first use (atomic: built in a temp dir, then renamed)."""
+    """The converted folder, converting on first use (atomic: built in a temp dir, then renamed).
+
+    Once per machine, whatever runs at once: the check and the conversion hold a lock file beside the folder
+    (``.<name>.lock``, ``filelock``: it excludes other processes and other threads alike), so a second caller waits
+    for the first conversion and takes its folder, rather than converting again and replacing (or failing to
+    replace) a folder that another process may be reading."""
+    from filelock import FileLock
+
     src = gguf_path()
     target = models_cache_dir() / f"smollm2-135m-instruct-{src.stat().st_size}"
     if (target / "config.json").is_file():
         return target
-    return convert_gguf(src, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target.parent / f".{target.name}.lock")):
+        if (target / "config.json").is_file():  # converted by whoever held the lock before us
+            return target
+        return convert_gguf(src, target)
 
 
 def convert_gguf(src: Path, target: Path) -> Path:
