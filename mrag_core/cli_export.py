@@ -5,15 +5,14 @@ A corpus: JSON Lines, CSV, Parquet or the MRAG benchmark's article JSON (``--for
 extension), each document with its human label, else (unless ``--no-suggestions``) its machine suggestion marked
 ``label_source = "suggestion"``. A query set (``--query-set``): the MRAG benchmark's query JSON with each topic's
 category and document id, which ``queries`` imports back. The file is written whole or not at all (a temporary file
-beside it, renamed at the end). Bad input ends with one line ``error: ...`` and exit status 2.
+beside it, renamed at the end), with the user's umask, and only at a new path or over a regular file (a symbolic
+link, a FIFO or a device node there is refused). Bad input ends with one line ``error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,8 @@ _BY_EXTENSION = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".json
 def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``export`` sub-command on ``subparsers`` (from ``add_subparsers``)."""
     e = subparsers.add_parser("export", help="write a stored corpus (or one of its query sets) to a file")
-    e.add_argument("path", metavar="PATH", help="the file to write (replaced if it exists)")
+    e.add_argument("path", metavar="PATH", help="the file to write (a regular file there is replaced; a link, FIFO "
+                                                "or device is refused)")
     e.add_argument("--corpus", required=True, help="corpus name (as on the Corpus Import page)")
     e.add_argument("--format", choices=list(EXPORT_FORMATS), default=None,
                    help="jsonl, csv, parquet or benchmark (article JSON); default: from PATH's extension")
@@ -41,25 +41,16 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def write_whole(data: bytes, path: Path) -> None:
-    """Write ``data`` to ``path`` whole or not at all: into a temporary file in the same folder, then renamed over
-    ``path`` (an interrupted or failed write leaves an existing ``path`` as it was). Raises :class:`CLIError`."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise CLIError(f"cannot write {path}: folder {folder} does not exist")
+    """Write ``data`` to ``path`` whole or not at all (:func:`mrag_core.export.write_whole`: a temporary file beside
+    it renamed at the end, only over a regular file or at a new path, with the user's umask): an interrupted or
+    failed write leaves an existing ``path`` as it was. Raises :class:`CLIError`."""
+    from mrag_core.export import ExportError
+    from mrag_core.export import write_whole as write_file
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=folder)
-    except OSError as exc:
-        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_file(data, path)
+    except ExportError as exc:
+        raise CLIError(str(exc)) from None
 
 
 @store_command

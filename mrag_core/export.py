@@ -10,10 +10,18 @@ to the same titles, texts and labels.
 Formats:
 
 * JSONL: one object per line with the four keys (``null`` for missing label / source).
-* CSV: UTF-8, header ``title,text,label,label_source``, missing values as empty cells.
+* CSV: UTF-8, header ``title,text,label,label_source``, missing values as empty cells; a cell a spreadsheet
+  would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading
+  ``'`` (:mod:`mrag_core.csv_cells`: ``"=SUM(A1)"`` is written ``"'=SUM(A1)"``, a plain number such as ``"-5"``
+  stays as it is), which the CSV import takes off again.
 * Parquet: four nullable string columns.
 * Benchmark JSON: the authors' ``[{"title", "text", "label"}]`` list; it needs a label per
   document, so unlabelled documents raise :class:`ExportError` unless ``unlabeled="skip"``.
+
+Writing a file (:func:`write_whole`, used by every ``write_*`` and by the CLI): whole or not at all (a temporary
+file beside the target, renamed over it), only over a regular file or at a new path (a folder, a symbolic link, a
+FIFO or a device node is refused, never written through nor replaced), with the permissions the user's umask gives
+a new file, or those of the regular file it replaces.
 """
 
 from __future__ import annotations
@@ -21,11 +29,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from mrag_core.csv_cells import neutralise
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -44,6 +57,7 @@ __all__ = [
     "write_export",
     "write_jsonl",
     "write_parquet",
+    "write_whole",
 ]
 
 ExportDoc = Mapping[str, Any]
@@ -123,13 +137,14 @@ def export_jsonl(docs: Iterable[ExportDoc]) -> bytes:
 
 
 def export_csv(docs: Iterable[ExportDoc]) -> bytes:
-    """UTF-8 CSV with header ``title,text,label,label_source``; None becomes an empty cell."""
+    """UTF-8 CSV with header ``title,text,label,label_source``; None becomes an empty cell and a cell that a
+    spreadsheet would run as a formula is neutralised (:func:`mrag_core.csv_cells.neutralise`)."""
     rows = _normalise(docs)
     buf = io.StringIO(newline="")
     writer = csv.DictWriter(buf, fieldnames=list(EXPORT_COLUMNS), quoting=csv.QUOTE_MINIMAL)
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in r.items()})
+        writer.writerow({k: ("" if v is None else neutralise(v)) for k, v in r.items()})
     return buf.getvalue().encode("utf-8")
 
 
@@ -191,39 +206,86 @@ def export(docs: Iterable[ExportDoc], fmt: str) -> bytes:
     return fn(docs)
 
 
-def _write(data: bytes, path: str | Path) -> Path:
+def _what_is(mode: int) -> str:
+    """What a file of ``mode`` (``os.lstat``'s) is, in words."""
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def write_whole(data: bytes, path: str | Path) -> Path:
+    """Write ``data`` to ``path`` whole or not at all; returns the path.
+
+    Only a new path or a regular file is written: anything else at ``path`` (a folder, a symbolic link, whatever it
+    points at, a FIFO, a device node, a socket) is refused with :class:`ExportError` and left as it is. The bytes go
+    to a new temporary file beside ``path`` (created with mode 0666, so the user's umask decides its permissions, as
+    for any file the user creates), which is renamed over ``path`` at the end; it replaces a regular file with that
+    file's permissions. An interrupted or failed write leaves ``path`` as it was and no temporary file."""
     p = Path(path)
-    if p.parent and not p.parent.exists():
-        raise ExportError(f"{p.parent}: folder does not exist")
+    folder = p.parent
+    if not folder.is_dir():
+        raise ExportError(f"cannot write {p}: folder {folder} does not exist")
     try:
-        p.write_bytes(data)
+        before: os.stat_result | None = os.lstat(p)
+    except FileNotFoundError:
+        before = None
     except OSError as exc:
-        raise ExportError(f"{p}: cannot write ({exc.strerror or exc})") from exc
+        raise ExportError(f"cannot write {p}: {exc.strerror or exc}") from exc
+    if before is not None and not stat.S_ISREG(before.st_mode):
+        raise ExportError(f"cannot write {p}: it is {_what_is(before.st_mode)}, not a regular file; give a new "
+                          "file name, or a regular file to replace")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = folder / f".{p.name}.{secrets.token_hex(6)}.part"
+        try:
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ExportError(f"cannot write {p}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            if before is not None:
+                os.fchmod(f.fileno(), stat.S_IMODE(before.st_mode))
+        os.replace(tmp, p)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ExportError(f"cannot write {p}: {exc.strerror or exc}") from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return p
 
 
 def write_jsonl(docs: Iterable[ExportDoc], path: str | Path) -> Path:
     """Write :func:`export_jsonl` output to ``path``; returns the path."""
-    return _write(export_jsonl(docs), path)
+    return write_whole(export_jsonl(docs), path)
 
 
 def write_csv(docs: Iterable[ExportDoc], path: str | Path) -> Path:
     """Write :func:`export_csv` output to ``path``; returns the path."""
-    return _write(export_csv(docs), path)
+    return write_whole(export_csv(docs), path)
 
 
 def write_parquet(docs: Iterable[ExportDoc], path: str | Path) -> Path:
     """Write :func:`export_parquet` output to ``path``; returns the path."""
-    return _write(export_parquet(docs), path)
+    return write_whole(export_parquet(docs), path)
 
 
 def write_benchmark_json(
     docs: Iterable[ExportDoc], path: str | Path, *, unlabeled: Literal["error", "skip"] = "error"
 ) -> Path:
     """Write :func:`export_benchmark_json` output to ``path``; returns the path."""
-    return _write(export_benchmark_json(docs, unlabeled=unlabeled), path)
+    return write_whole(export_benchmark_json(docs, unlabeled=unlabeled), path)
 
 
 def write_export(docs: Iterable[ExportDoc], fmt: str, path: str | Path) -> Path:
     """Write :func:`export` output (format ``fmt``) to ``path``; returns the path."""
-    return _write(export(docs, fmt), path)
+    return write_whole(export(docs, fmt), path)

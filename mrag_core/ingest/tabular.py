@@ -9,7 +9,8 @@ Accepted shapes: JSON is a list of objects or ``{"documents": [...]}`` (also ``"
 ``"data"``, ``"articles"``, ``"items"``); JSONL is one object per line; CSV has a header row and
 its delimiter (``,`` ``;`` tab ``|``) is sniffed; a quoted field that is never closed refuses the
 file, naming the line where it starts (read leniently, it would take in the rest of the file as
-one value). bz2/gzip-compressed uploads are decompressed transparently (the authors'
+one value); a CSV cell that an export neutralised as a spreadsheet formula (``'=...``) loses that quote
+(:func:`mrag_core.csv_cells.restore`). bz2/gzip-compressed uploads are decompressed transparently (the authors'
 ``wikipedia_articles_v1.json.bz2`` reads as JSON). Locations are ``"row N"`` (JSON, CSV,
 Parquet; 1-based data rows) or ``"line N"`` (JSONL), in the file the issue's ``source`` names.
 """
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal
 
+from mrag_core.csv_cells import restore
 from mrag_core.ingest.encoding import decode_bytes
 from mrag_core.ingest.records import (
     MAX_DOC_BYTES,
@@ -334,7 +336,7 @@ def _csv_rows(text: str, name: str) -> _Rows:
                 ImportIssue(loc, f"has {len(values)} values but the header has {len(columns)} "
                                  f"columns (line {start_line}); extra values ignored", "warning")
             )
-        out.rows.append((loc, dict(zip(columns, values))))
+        out.rows.append((loc, dict(zip(columns, map(restore, values)))))  # formulas neutralised by an export
     _check_quotes(text[last_start:], last_line, delimiter, name)
     return out
 

@@ -115,3 +115,42 @@ def test_machine_suggestions_come_back_as_suggestions_not_labels(url: str, tmp_p
         note_copy = next(d for d in db.list_documents(store, copy.id).items if d.title == "Note")
         assert db.list_decisions(store, note_copy.id) == []
         store.close()
+
+
+def test_a_link_fifo_or_device_at_the_target_is_refused_and_left_as_it_is(url: str, tmp_path: Path, capsys) -> None:
+    """Before, the temporary file was renamed over whatever was at PATH: a FIFO or a symbolic link was replaced."""
+    import os
+
+    kept = tmp_path / "kept.csv"
+    kept.write_text("kept")
+    link = tmp_path / "link.csv"
+    link.symlink_to(kept)
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for path, what in ((link, "a symbolic link"), (fifo, "a FIFO"), (Path("/dev/null"), "a character device")):
+        assert main(["export", str(path), "--corpus", "Mini", "--format", "csv", "--database", url]) == 2
+        assert capsys.readouterr().err.strip() == (f"error: cannot write {path}: it is {what}, not a regular file; "
+                                                   "give a new file name, or a regular file to replace")
+    assert link.is_symlink() and fifo.is_fifo() and kept.read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".csv") == ["kept.csv", "link.csv", "pipe.csv"]
+    assert not list(tmp_path.glob(".*.part"))
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_new_file_gets_the_users_umask_and_a_replaced_one_keeps_its_mode(url: str, tmp_path: Path, capsys,
+                                                                            umask: int, mode: int) -> None:
+    """Before, every export was written 0600 (the temporary file's mode), whatever the umask."""
+    import os
+
+    old = os.umask(umask)
+    try:
+        new = tmp_path / "new.jsonl"
+        assert main(["export", str(new), "--corpus", "Mini", "--database", url]) == 0
+        replaced = tmp_path / "old.jsonl"
+        replaced.write_text("old")
+        replaced.chmod(0o640)
+        assert main(["export", str(replaced), "--corpus", "Mini", "--database", url]) == 0
+    finally:
+        os.umask(old)
+    assert new.stat().st_mode & 0o777 == mode
+    assert replaced.stat().st_mode & 0o777 == 0o640 and replaced.read_bytes() == new.read_bytes()

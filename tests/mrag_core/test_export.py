@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from pathlib import Path
@@ -95,7 +96,7 @@ def test_write_variants(tmp_path: Path) -> None:
     assert pq.read_table(p).to_pylist() == DOCS
     q = write_export(DOCS, "jsonl", tmp_path / "b.jsonl")
     assert triples(read_table(q.read_bytes(), "jsonl", MAPPING, "b").records) == EXPECTED
-    with pytest.raises(ExportError, match="folder does not exist"):
+    with pytest.raises(ExportError, match="folder .*missing does not exist"):
         write_csv(DOCS, tmp_path / "missing" / "a.csv")
 
 
@@ -136,3 +137,48 @@ def test_blank_label_exported_as_none() -> None:
 ])
 def test_file_stem_keeps_ascii_letters_digits_dot_dash_underscore(name: str, stem: str) -> None:
     assert file_stem(name, "corpus") == stem
+
+
+HOSTILE: list[dict[str, Any]] = [
+    {"title": '=HYPERLINK("http://evil.example","click")', "text": "-2+3+cmd|' /C calc'!A0", "label": "=evil",
+     "label_source": "human"},
+    {"title": "-5", "text": "+1 more point", "label": "@team", "label_source": "suggestion"},
+    {"title": "'=already quoted", "text": "- a bullet\n- another", "label": "-5 degrees", "label_source": "human"},
+    {"title": "@SUM(A1)", "text": "plain text", "label": None, "label_source": None},
+]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised() -> None:
+    rows = list(csv.reader(io.StringIO(export_csv(HOSTILE).decode("utf-8"))))
+    assert rows[1][:3] == ['\'=HYPERLINK("http://evil.example","click")', "'-2+3+cmd|' /C calc'!A0", "'=evil"]
+    assert rows[2][:3] == ["-5", "'+1 more point", "'@team"]  # the plain number -5 runs nothing: left as it is
+    assert rows[3][:3] == ["''=already quoted", "'- a bullet\n- another", "'-5 degrees"]
+    assert rows[4][:3] == ["'@SUM(A1)", "plain text", ""]
+    starts = [cell[:1] for row in rows[1:] for cell in row[:3] if cell != "-5"]
+    assert not any(c and c in "=+-@\t\r" for c in starts)
+
+
+def test_a_neutralised_csv_reads_back_as_the_jsonl_export_does() -> None:
+    from_csv = read_table(export_csv(HOSTILE), "csv", MAPPING, "hostile.csv")
+    from_jsonl = read_table(export_jsonl(HOSTILE), "jsonl", MAPPING, "hostile.jsonl")
+    assert from_csv.issues == [] and from_jsonl.issues == []
+    assert triples(from_csv.records) == triples(from_jsonl.records) == [
+        (d["title"], d["text"], d["label"]) for d in HOSTILE]
+
+
+def test_only_a_new_path_or_a_regular_file_is_written(tmp_path: Path) -> None:
+    import os
+
+    target = tmp_path / "real.csv"
+    target.write_text("kept")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for path, what in ((link, "a symbolic link"), (fifo, "a FIFO"), (Path("/dev/null"), "a character device"),
+                       (tmp_path, "a folder")):
+        with pytest.raises(ExportError, match=f"it is {what}, not a regular file"):
+            write_csv(DOCS, path)
+    assert target.read_text() == "kept" and link.is_symlink() and fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "pipe.csv", "real.csv"]  # no temporary file
+    assert write_csv(DOCS, target).read_bytes() == export_csv(DOCS)
