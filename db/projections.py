@@ -1,8 +1,9 @@
 """2-D projections (UMAP/PCA) of one embedding space of a run: save, find, load, delete.
 
 Contract: ``coords`` is float32 ``[n, 2]`` in the order of ``doc_ids``. ``model_blob`` is an
-opaque byte string (the caller's pickled fitted reducer, to place queries later); the store
-never unpickles it. Only unpickle blobs this application wrote itself.
+opaque byte string (the caller's fitted reducer, to place queries later: arrays in ``.npz``, see
+:mod:`mrag_core.projection`); the store never interprets it. Nothing read from the database is
+ever unpickled: anyone who can write to a shared database could otherwise run code in the app.
 """
 
 from __future__ import annotations

@@ -99,6 +99,26 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
     return fig
 
 
+def unplaced_note(maps: dict[str, SpaceMap], unplaced: list[str], method: str) -> str:
+    """Why the query is not placed on the maps ``unplaced``: models too large for the database, or stored by an
+    older version as pickles (never loaded: a pickle can run code), each said with what to do."""
+    def listed(spaces: list[str]) -> str:
+        return f"{len(spaces)} of {len(maps)} maps ({', '.join(spaces[:5])}{', …' if len(spaces) > 5 else ''})"
+
+    too_large = [s for s in unplaced if maps[s].missing_model == "too_large"]
+    refit = [s for s in unplaced if s not in too_large]
+    notes = []
+    if too_large:
+        notes.append(f"The query is not placed on {listed(too_large)}: their fitted {method.upper()} models were "
+                     "larger than this database takes in one value, so they were not stored (on MySQL / MariaDB: "
+                     "max_allowed_packet). Once the database takes larger values, refit them.")
+    if refit:
+        notes.append(f"The query is not placed on {listed(refit)}: their fitted {method.upper()} models were stored "
+                     "by an older version of MRAG Studio in a format that is no longer loaded (a Python pickle, "
+                     "which could run code). Refit them to place queries.")
+    return " ".join(notes)
+
+
 store, corpus = open_corpus_page()
 runs = finished_runs_or_stop(store, corpus)
 c1, c2, c3 = st.columns([3, 1, 1])
@@ -173,10 +193,7 @@ if query_text:
     query_xy = place_query(maps, q_emb)
     unplaced = [space for space in maps if space not in query_xy]
     if unplaced:
-        st.info(f"The query is not placed on {len(unplaced)} of {len(maps)} maps ({', '.join(unplaced[:5])}"
-                f"{', …' if len(unplaced) > 5 else ''}): their fitted {method.upper()} models were larger than this "
-                "database takes in one value, so they were not stored (on MySQL / MariaDB: max_allowed_packet). "
-                "Once the database takes larger values, refit them.")
+        st.info(unplaced_note(maps, unplaced, method))
         if st.button(f"Refit {len(unplaced)} map{'s' if len(unplaced) != 1 else ''} with their models",
                      key="maps_refit"):
             forget_maps_without_model(store, run.id, method, seed=seed, spaces=unplaced)

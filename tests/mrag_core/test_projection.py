@@ -1,5 +1,7 @@
-"""Projections: PCA maps computed once per run and space, stored with their reducer, queries placed
-by the fitted transform; one seeded UMAP test (slow: numba JIT)."""
+"""Projections: PCA maps computed once per run and space, stored with their reducer (arrays, never a pickle),
+queries placed by the fitted transform the same before and after the round trip through the database; a pickle
+planted in the database never runs; UMAP's placement of a query checked by hand and against umap-learn's own
+(slow: numba JIT)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,12 @@ import db
 from mrag_core.extraction import Embeddings
 from mrag_core.projection import (
     PCA2,
+    PICKLE_TAG,
+    ModelFormatError,
+    NeighbourReducer,
     Reducer,
+    RefitNeeded,
+    neighbour_weights,
     default_params,
     ensure_maps,
     fit_projection,
@@ -54,7 +61,7 @@ def test_pca_matches_svd_and_separates_clusters():
     assert np.mean(d.argmin(axis=1) // 10 == np.arange(30) // 10) > 0.9
     # transform of the training vectors equals the fitted coordinates; variance is ordered
     np.testing.assert_allclose(red.transform(emb.standard), coords, atol=1e-5)
-    ev = red.model.explained_variance_ratio_
+    ev = red.explained_variance_ratio
     assert ev[0] >= ev[1] > 0
     x = np.random.default_rng(1).normal(size=(20, 5))
     p = PCA2().fit(x)
@@ -152,7 +159,7 @@ def test_largest_value_bytes_is_what_mysql_takes(mysql_server):
 
 
 def test_foreign_blob_is_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ModelFormatError):
         Reducer.loads(b"\x80\x04junk")
 
 
@@ -182,3 +189,149 @@ def test_small_maps_use_umaps_random_start_and_fewer_than_three_documents_are_re
     assert default_params("umap", 500)["n_neighbors"] == 15
     with pytest.raises(ValueError, match="at least three documents; this index has 2"):
         fit_projection(clustered().standard[:2], "pca")
+
+
+class _Evil:
+    """Unpickling this creates the file ``marker`` (builtins.open): what a hostile row in a shared database
+    could do with any callable."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickle_planted_in_the_database_never_runs(store_run, tmp_path: Path):
+    """Before, a blob tagged as ours was unpickled when the map was loaded: the planted pickle ran. Now it is
+    never loaded: the map is drawn, places no query, and is marked for a refit, which replaces it."""
+    import pickle
+
+    store, run, ids, emb = store_run
+    marker = tmp_path / "pwned"
+    coords = np.zeros((len(ids), 2), np.float32)
+    db.save_projection(store, run.id, "standard", "pca", coords, ids, seed=0,
+                       model_blob=PICKLE_TAG + pickle.dumps(_Evil(str(marker))))
+    db.save_projection(store, run.id, "head:0", "pca", coords, ids, seed=0,
+                       model_blob=pickle.dumps(_Evil(str(marker))))  # untagged: refused as foreign
+    maps = ensure_maps(store, run.id, "pca", spaces=["standard", "head:0"])
+    assert not marker.exists()
+    for space in ("standard", "head:0"):
+        m = maps[space]
+        assert m.from_store and m.reducer is None and m.missing_model == "refit"
+        np.testing.assert_array_equal(m.coords, coords)
+    assert place_query(maps, Embeddings(emb.standard[:1], emb.heads[:1])) == {}
+    with pytest.raises(RefitNeeded, match="never loaded"):
+        Reducer.loads(db.find_projection(store, run.id, "standard", "pca").model_blob)
+    assert sorted(forget_maps_without_model(store, run.id, "pca")) == ["head:0", "standard"]
+    again = ensure_maps(store, run.id, "pca", spaces=["standard", "head:0"])
+    assert all(not m.from_store and m.reducer is not None for m in again.values())
+    assert not marker.exists()
+
+
+def test_an_npz_with_an_object_array_or_compressed_members_is_refused(tmp_path: Path):
+    """Object arrays in an .npz are pickles too: np.load(allow_pickle=False) refuses them, and so do we."""
+    import io
+
+    from mrag_core.projection import FORMAT_TAG
+
+    marker = tmp_path / "pwned"
+    buf = io.BytesIO()
+    np.savez(buf, method=np.array("pca"), mean=np.array([_Evil(str(marker))], dtype=object),
+             components=np.zeros((2, 1)), explained_variance_ratio=np.zeros(2))
+    with pytest.raises(ModelFormatError, match="cannot be read"):
+        Reducer.loads(FORMAT_TAG + buf.getvalue())
+    assert not marker.exists()
+    good = fit_projection(clustered().standard, "pca")[1]
+    arrays = {"method": np.array("pca"), **good.arrays()}
+    squeezed = io.BytesIO()
+    np.savez_compressed(squeezed, **arrays)
+    with pytest.raises(ModelFormatError, match="compressed"):
+        Reducer.loads(FORMAT_TAG + squeezed.getvalue())
+    bad = io.BytesIO()
+    np.savez(bad, **{**arrays, "components": np.zeros((3, 16))})
+    with pytest.raises(ModelFormatError, match="components of shape"):
+        Reducer.loads(FORMAT_TAG + bad.getvalue())
+
+
+def test_a_stored_pca_map_places_a_query_where_the_fitted_one_did(store_run):
+    """The reducer read back from the database places a new query at exactly the coordinates the freshly fitted
+    one gave, in every space."""
+    store, run, ids, emb = store_run
+    fresh = ensure_maps(store, run.id, "pca")
+    assert all(not m.from_store and m.reducer is not None for m in fresh.values())
+    rng = np.random.default_rng(7)
+    q = Embeddings(rng.normal(size=(1, 16)).astype(np.float32), rng.normal(size=(1, 3, 8)).astype(np.float32))
+    before = place_query(fresh, q)
+    stored = ensure_maps(store, run.id, "pca")
+    assert all(m.from_store for m in stored.values())
+    assert place_query(stored, q) == before and len(before) == 4
+    red = fresh["standard"].reducer
+    again = Reducer.loads(red.dumps())
+    np.testing.assert_array_equal(again.mean, red.mean)
+    np.testing.assert_array_equal(again.components, red.components)
+
+
+def test_umap_neighbour_weights_by_hand():
+    """Distances 0.5, 1, 2 and three neighbours: sigma makes exp(-1/s) + exp(-2/s) = log2(3) (the nearest is
+    left out of the sum), i.e. u + u^2 = log2(3) with u = exp(-1/s): u = (sqrt(1 + 4 log2 3) - 1) / 2."""
+    u = (np.sqrt(1 + 4 * np.log2(3)) - 1) / 2
+    s = -1 / np.log(u)
+    w = neighbour_weights(np.array([0.5, 1.0, 2.0]), 3)
+    np.testing.assert_allclose(w, [np.exp(-0.5 / s), u, u * u], rtol=1e-5)
+    assert abs(u - 0.85461) < 1e-5
+    np.testing.assert_array_equal(neighbour_weights(np.array([0.0, 1.0, 2.0]), 3)[0], 1.0)  # a duplicate: weight 1
+
+
+def test_umap_reducer_places_a_query_at_the_weighted_mean_of_its_neighbours():
+    """Training points on the unit circle at chord distances 0.25, 0.5 and 1 from the query [1, 0] (angles
+    2 asin(d / 2)), and one at distance 2 that is not among the 3 neighbours. With u = exp(-0.5 / s),
+    u + u^2 = log2(3) as above and the nearest weighs exp(-0.25 / s) = sqrt(u): the query lands at the mean of
+    the three points' coordinates with those weights; a training vector lands on its own point; and the round
+    trip through dumps / loads changes nothing."""
+    angles = 2 * np.arcsin(np.array([0.25, 0.5, 1.0, 2.0]) / 2) * np.array([1, -1, 1, 1])
+    train = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    embedding = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [50.0, 50.0]], np.float32)
+    red = NeighbourReducer(train, embedding, 3)
+    u = (np.sqrt(1 + 4 * np.log2(3)) - 1) / 2
+    w = np.array([np.sqrt(u), u, u * u])
+    expected = (w[:, None] * embedding[:3]).sum(axis=0) / w.sum()
+    placed = red.transform(np.array([[3.0, 0.0]]))  # normalised first
+    np.testing.assert_allclose(placed[0], expected, rtol=1e-5)
+    np.testing.assert_array_equal(red.transform(train[1:2] * 4), embedding[1:2])
+    back = Reducer.loads(red.dumps())
+    assert isinstance(back, NeighbourReducer) and back.n_neighbors == 3
+    np.testing.assert_array_equal(back.transform(np.array([[3.0, 0.0]])), placed)
+
+
+@pytest.mark.slow
+def test_umap_placement_is_umap_learns_own_transform_start_and_survives_the_database(store_run):
+    """umap-learn's transform (0.5: exact distances on small data, smooth_knn_dist, membership strengths,
+    init_graph_transform) before its refining epochs gives the same place as NeighbourReducer, query by query; and
+    the stored map places queries where the fitted one did."""
+    import scipy.sparse  # noqa: F401 - umap's graph
+    import umap
+    from umap.umap_ import init_graph_transform
+
+    from mrag_core.projection import normalize
+
+    store, run, ids, emb = store_run
+    x = normalize(emb.standard)
+    model = umap.UMAP(n_components=2, random_state=3, n_jobs=1, n_neighbors=5, min_dist=0.1).fit(x)
+    red = NeighbourReducer(x, model.embedding_, model._n_neighbors)
+    model.transform_mode = "graph"
+    rng = np.random.default_rng(11)
+    queries = normalize(emb.standard[rng.integers(0, 30, 8)] + rng.normal(scale=0.8, size=(8, 16)))
+    for q in queries:
+        graph = model.transform(q[None, :].astype(np.float32)).tocsr()
+        graph.eliminate_zeros()
+        theirs = init_graph_transform(graph, model.embedding_)[0]
+        np.testing.assert_allclose(red.transform(q[None, :])[0], theirs, atol=1e-4)
+    fresh = ensure_maps(store, run.id, "umap", spaces=["standard", "head:1"], seed=3)
+    probe = Embeddings(queries[:1].astype(np.float32), rng.normal(size=(1, 3, 8)).astype(np.float32))
+    before = place_query(fresh, probe)
+    stored = ensure_maps(store, run.id, "umap", spaces=["standard", "head:1"], seed=3)
+    assert all(m.from_store for m in stored.values()) and place_query(stored, probe) == before
+    own = place_query(stored, Embeddings(emb.standard[4:5], emb.heads[4:5]))
+    for space, m in stored.items():
+        np.testing.assert_array_equal(own[space], m.coords[4])  # a document's own vector sits on its point

@@ -107,3 +107,44 @@ def test_maps_page_with_the_models_folder_gone_says_to_restore_it_or_build_anoth
     assert [e.value for e in at.error] == [md_plain(said)]
     assert r"gpt2\_model" in at.error[0].value
     assert not at.get("plotly_chart")  # the page stopped
+
+
+def test_a_map_whose_model_an_older_version_pickled_is_drawn_never_unpickled_and_refitted(tmp_path) -> None:
+    """A stored map whose model is a pickle (as older versions stored them, or as a hostile writer to a shared
+    database plants them): the page draws the map, never loads the pickle, says why the query is not placed, and
+    the refit button stores the map again with a model that places the query."""
+    import pickle
+
+    from mrag_core.projection import PICKLE_TAG, space_names
+    from tests.support.tiny_models import tiny_gpt2_folder
+
+    class Planted:
+        def __reduce__(self):
+            return (open, (str(tmp_path / "pwned"), "w"))
+
+    corpus_id, ids = _tiny_model_index(tiny_gpt2_folder(tmp_path / "gpt2", n_layer=2), 4)
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    run = db.list_embedding_runs(store, corpus_id)[0]
+    for space in space_names(run.n_heads):
+        db.save_projection(store, run.id, space, "pca", np.zeros((4, 2), np.float32), ids, seed=0,
+                           model_blob=PICKLE_TAG + pickle.dumps(Planted()))
+    store.close()
+    at = AppTest.from_file(MAPS_PAGE, default_timeout=60)
+    at.session_state["corpus_id"] = corpus_id
+    at.run()
+    at.radio(key="maps_qsrc").set_value("Type a query").run()
+    at.text_input(key="maps_typed").input("the cat").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not (tmp_path / "pwned").exists()
+    n = len(space_names(run.n_heads))
+    notes = [i.value for i in at.info if "not placed" in i.value]
+    assert len(notes) == 1 and notes[0].startswith(f"The query is not placed on {n} of {n} maps (standard, head:0")
+    assert "older version of MRAG Studio" in notes[0] and "Refit them" in notes[0]
+    at.button(key="maps_refit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [i.value for i in at.info if "not placed" in i.value]
+    assert not (tmp_path / "pwned").exists()
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    blobs = [db.load_projection(store, p.id).model_blob for p in db.list_projections(store, run.id)]
+    store.close()
+    assert len(blobs) == n and all(b.startswith(b"mrag-studio-reducer-npz-v2\n") for b in blobs)
