@@ -5,7 +5,12 @@ Where the database lives (first match wins):
 2. env ``MRAG_DATABASE_URL`` (any SQLAlchemy URL);
 3. ``sqlite:///<data dir>/mrag_studio.db`` where the data dir is :func:`default_data_dir`:
    env ``MRAG_DATA_DIR``, else ``$XDG_DATA_HOME/mrag-studio``, else
-   ``~/.local/share/mrag-studio``. Parent directories of SQLite files are created.
+   ``~/.local/share/mrag-studio``.
+
+Only that default location's folder is created when missing. A SQLite URL that is given (the argument or
+``MRAG_DATABASE_URL``) must name a file in a folder that exists: ``sqlite:////nonexistent/dir/x.db`` is refused
+with :class:`~db.errors.StoreError` naming the folder, rather than creating folders wherever a typo points (the
+file itself is created when missing, as SQLite does).
 
 SQLite connections get ``journal_mode=WAL``, ``foreign_keys=ON``, ``synchronous=NORMAL``
 and a 10 s ``busy_timeout``. pysqlite's own transaction handling is switched off and every
@@ -49,7 +54,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from db.errors import BusyError, SchemaError
+from db.errors import BusyError, SchemaError, StoreError
 
 ENV_DATABASE_URL = "MRAG_DATABASE_URL"
 ENV_DATA_DIR = "MRAG_DATA_DIR"
@@ -101,6 +106,23 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
+def _check_sqlite_folder(url: URL, create: bool) -> None:
+    """The folder of the SQLite file ``url`` names: created when ``create`` (the default location), else it must
+    exist (:class:`StoreError` naming it and what to do). In-memory databases and ``file:`` URIs are left to
+    SQLite."""
+    database = url.database or ""
+    if _is_sqlite_memory(url) or database.startswith("file:"):
+        return
+    folder = Path(database).expanduser().parent
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+    elif not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise StoreError(f"the folder of the SQLite database {database} ({folder}) {what}; create it first "
+                         "(nothing creates folders for a database URL that is given), or give another database "
+                         "URL")
+
+
 def _make_engine(url: URL, echo: bool) -> Engine:
     if _is_mysql(url):
         # SQLAlchemy's MySQL compiler links a join chain's FROM elements in a way its cartesian-product
@@ -116,9 +138,6 @@ def _make_engine(url: URL, echo: bool) -> Engine:
         # One shared connection, so all sessions see one in-memory database (tests only).
         engine = create_engine(url, echo=echo, connect_args=connect_args, poolclass=StaticPool)
     else:
-        database = url.database or ""
-        if not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, echo=echo, connect_args=connect_args)
 
     @event.listens_for(engine, "connect")
@@ -357,8 +376,13 @@ class Store:
 def open_store(url: str | None = None, *, migrate: bool = True, echo: bool = False) -> Store:
     """Open (creating if needed) the database at ``url`` (default :func:`default_database_url`)
     and, unless ``migrate=False``, upgrade its schema to head. Idempotent and safe to call
-    from several processes at once (the upgrade runs under the write lock)."""
+    from several processes at once (the upgrade runs under the write lock). A SQLite file's folder is
+    created only for the default location (neither ``url`` nor ``MRAG_DATABASE_URL`` given); a given
+    URL whose folder does not exist raises :class:`StoreError`."""
+    default = url is None and not os.environ.get(ENV_DATABASE_URL)
     resolved = make_url(url if url is not None else default_database_url())
+    if _is_sqlite(resolved):
+        _check_sqlite_folder(resolved, create=default)
     store = Store(_make_engine(resolved, echo))
     if migrate:
         try:

@@ -31,6 +31,34 @@ def test_sqlite_pragmas_on_every_connection(sqlite_store: Store, db_path: Path) 
         raw.close()
 
 
+def test_a_given_sqlite_url_in_a_missing_folder_is_refused_not_created(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    """Before, sqlite:////nonexistent/dir/x.db silently created /nonexistent/dir. A URL that is given (argument or
+    MRAG_DATABASE_URL) must name a file in an existing folder; only the default location's folder is created."""
+    missing = tmp_path / "nonexistent" / "dir"
+    url = f"sqlite:///{missing / 'x.db'}"
+    said = (f"the folder of the SQLite database {missing / 'x.db'} ({missing}) does not exist; create it first "
+            "(nothing creates folders for a database URL that is given), or give another database URL")
+    with pytest.raises(db.StoreError) as exc:
+        db.open_store(url)
+    assert str(exc.value) == said
+    monkeypatch.setenv(db.ENV_DATABASE_URL, url)
+    with pytest.raises(db.StoreError, match="does not exist; create it first"):
+        db.open_store()
+    assert not (tmp_path / "nonexistent").exists()
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(db.StoreError, match=r"\(.*afile\) is not a folder"):
+        db.open_store(f"sqlite:///{tmp_path / 'afile' / 'x.db'}")
+    monkeypatch.delenv(db.ENV_DATABASE_URL)
+    monkeypatch.setenv("MRAG_DATA_DIR", str(tmp_path / "data" / "nested"))
+    with db.open_store() as store:  # the default location: its folder is created
+        assert store.schema_revision() == db.head_revision()
+    assert (tmp_path / "data" / "nested" / "mrag_studio.db").is_file()
+    with db.open_store(f"sqlite:///{tmp_path / 'new.db'}"):  # a new file in an existing folder is created
+        pass
+    assert (tmp_path / "new.db").is_file()
+
+
 def test_foreign_keys_are_enforced(store: Store) -> None:
     with pytest.raises(IntegrityError):
         with store.session() as session:
@@ -45,6 +73,7 @@ def test_foreign_keys_are_enforced(store: Store) -> None:
 
 def test_env_database_url_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     target = tmp_path / "not" / "yet" / "there" / "custom.db"
+    target.parent.mkdir(parents=True)
     monkeypatch.setenv(db.ENV_DATABASE_URL, f"sqlite:///{target}")
     assert db.default_database_url() == f"sqlite:///{target}"
     with db.open_store() as store:

@@ -164,3 +164,14 @@ def test_a_database_another_writer_holds_ends_with_one_line(filled, monkeypatch,
     assert capsys.readouterr().err == ("error: another writer held the database for 0.3 s; nothing was written, "
                                        "try again\n")
     assert _names(url) == ["Empty", "Mini"]
+
+
+def test_a_database_in_a_folder_that_does_not_exist_is_refused_not_created(tmp_path: Path, capsys) -> None:
+    """Before, --database sqlite:////nonexistent/dir/x.db created the folders and an empty database there."""
+    missing = tmp_path / "nonexistent" / "dir"
+    assert main(["corpora", "--database", f"sqlite:///{missing / 'x.db'}"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: cannot open the database: the folder of the SQLite database {missing / 'x.db'} ({missing}) does "
+        "not exist; create it first (nothing creates folders for a database URL that is given), or give another "
+        "database URL\n")
+    assert not (tmp_path / "nonexistent").exists()
