@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
-from db.models import Decision, Document, Suggestion
+from db.errors import NotFoundError, VersionConflictError
+from db.models import Category, Decision, Document, Suggestion
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,30 @@ def latest_suggestion(agent: str | None = None, model_version: str | None = None
     if model_version is not None:
         inner = inner.where(Suggestion.model_version == model_version)
     return LatestJoin(alias, alias.id == inner.correlate(Document).scalar_subquery())
+
+
+def version_conflict(session: Session, document_id: int, expected: int) -> VersionConflictError:
+    """The error for a change based on version ``expected`` of a document that is at another version now, naming
+    the change that made the current version: the latest label decision when it did (its ``based_on_version``
+    is one less than the current version: each decision and each edit adds one), else the latest recorded edit of
+    the title or text (``documents.edited``), else no one. Raises NotFoundError when the document is gone."""
+    doc = session.execute(select(Document.version, Document.edited, Document.edited_at, Document.edited_by)
+                          .where(Document.id == document_id)).first()
+    if doc is None:
+        raise NotFoundError("Document", document_id)
+    last = session.execute(
+        select(Decision.annotator, Decision.created_at, Decision.based_on_version, Category.name)
+        .join(Category, Category.id == Decision.category_id)
+        .where(Decision.document_id == document_id)
+        .order_by(Decision.id.desc())
+        .limit(1)
+    ).first()
+    if last is not None and last.based_on_version + 1 == doc.version:
+        return VersionConflictError(document_id, expected, doc.version, last.annotator, last.created_at,
+                                    change=f"labelled {last.name!r} by {last.annotator!r}")
+    if doc.edited:
+        by = f" by {doc.edited_by!r}" if doc.edited_by else ""
+        return VersionConflictError(document_id, expected, doc.version, doc.edited_by, doc.edited_at,
+                                    change=f"its {doc.edited} {'were' if ' and ' in doc.edited else 'was'} "
+                                           f"edited{by}")
+    return VersionConflictError(document_id, expected, doc.version)

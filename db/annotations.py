@@ -22,7 +22,7 @@ from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from db._common import name_order, require
-from db._labels import latest_decision, latest_suggestion
+from db._labels import latest_decision, latest_suggestion, version_conflict
 from db.corpora import bump_labels_version
 from db.engine import Store
 from db.errors import InvalidInputError, NotFoundError, VersionConflictError
@@ -308,26 +308,6 @@ def list_suggestions(store: Store, document_id: int) -> list[SuggestionRow]:
 # --------------------------------------------------------------------------- decisions
 
 
-def _conflict(session: Session, document_id: int, expected: int) -> VersionConflictError:
-    """Build the conflict error (or raise NotFoundError if the document is gone)."""
-    current = session.scalar(select(Document.version).where(Document.id == document_id))
-    if current is None:
-        raise NotFoundError("Document", document_id)
-    last = session.execute(
-        select(Decision.annotator, Decision.created_at)
-        .where(Decision.document_id == document_id)
-        .order_by(Decision.id.desc())
-        .limit(1)
-    ).first()
-    return VersionConflictError(
-        document_id,
-        expected,
-        current,
-        changed_by=last[0] if last else None,
-        changed_at=last[1] if last else None,
-    )
-
-
 def _decide_many(
     session: Session,
     items: Sequence[DecisionIn],
@@ -370,7 +350,7 @@ def _decide_many(
             .execution_options(synchronize_session=False)
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
-            error = _conflict(session, item.document_id, item.expected_version)
+            error = version_conflict(session, item.document_id, item.expected_version)
             if on_conflict == "raise":
                 raise error
             conflicts.append(error)

@@ -24,9 +24,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db._common import LIKE_ESCAPE, like_pattern, name_order, require, sha256_hex
-from db._labels import latest_decision, latest_suggestion
+from db._labels import latest_decision, latest_suggestion, version_conflict
 from db.engine import Store
-from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError, VersionConflictError
+from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError
 from db.models import (
     Category,
     Corpus,
@@ -924,24 +924,28 @@ def update_document(
     text: str | None = None,
     source: str | None = None,
     expected_version: int | None = None,
+    editor: str | None = None,
 ) -> DocumentRow:
     """Edit a document's title/text/source. A text change re-hashes the document and bumps
     ``corpus.version`` (embeddings become stale), a title change ``corpus.updated_at`` (what caches of
     the corpus' titles are keyed on); a title or text change bumps the document's
-    ``version``, so a label decision made on what was shown before is refused. ``expected_version``:
-    refuse the edit (VersionConflictError) when the document changed since the caller loaded it.
+    ``version``, so a label decision made on what was shown before is refused, and is recorded (what was edited,
+    when, by ``editor`` when given) so that refusal names it. ``expected_version``:
+    refuse the edit (VersionConflictError, naming the change) when the document changed since the caller loaded it.
     Raises NotFoundError, InvalidInputError (a blank new title or text), DuplicateError (the new text equals
     another document's)."""
     with store.session() as session:
         doc = require(session, Document, document_id, "Document")
         if expected_version is not None and doc.version != expected_version:
-            raise VersionConflictError(document_id, expected_version, doc.version)
+            raise version_conflict(session, document_id, expected_version)
         changed = False
+        edited: list[str] = []
         if title is not None and title != doc.title:
             if not title.strip():
                 raise InvalidInputError("A document's title must not be empty.")
             doc.title = title
             changed = True
+            edited.append("title")
             # Not the documents' version (vectors embed the text only), but shown titles changed.
             session.execute(update(Corpus).where(Corpus.id == doc.corpus_id).values(updated_at=utcnow())
                             .execution_options(synchronize_session=False))
@@ -963,10 +967,12 @@ def update_document(
             doc.text = text
             doc.content_hash = new_hash
             changed = True
+            edited.append("text")
             session.flush()
             bump_documents_version(session, doc.corpus_id)
         if changed:
             doc.version += 1
+            doc.edited, doc.edited_at, doc.edited_by = " and ".join(edited), utcnow(), editor or None
     return get_document(store, document_id)
 
 
@@ -998,7 +1004,7 @@ def delete_document(store: Store, document_id: int, *, expected_version: int | N
     with store.session() as session:
         doc = require(session, Document, document_id, "Document")
         if expected_version is not None and doc.version != expected_version:
-            raise VersionConflictError(document_id, expected_version, doc.version)
+            raise version_conflict(session, document_id, expected_version)
         title, corpus_id = doc.title, doc.corpus_id
         queries = _ground_truth_query_ids(session, document_id)
         note = f"ground-truth document {title or '#' + str(document_id)!r} (#{document_id}) was deleted"

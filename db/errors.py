@@ -37,10 +37,11 @@ class SchemaError(StoreError):
 
 
 class VersionConflictError(StoreError):
-    """A label decision was based on a document version that someone else has since changed.
+    """A label decision or an edit was based on a document version that someone else has since changed.
 
-    Attributes name the document, the version the caller saw, the current version and,
-    when known, who made the latest change and when (UTC).
+    Attributes name the document, the version the caller saw, the current version and, when known, the latest
+    change: ``change`` in words (``"labelled by 'alice'"``, ``"its text was edited by 'bob'"``), who made it
+    (``changed_by``) and when (``changed_at``, UTC). Without a known change the message names nobody.
     """
 
     def __init__(
@@ -50,18 +51,21 @@ class VersionConflictError(StoreError):
         actual_version: int,
         changed_by: str | None = None,
         changed_at: datetime | None = None,
+        *,
+        change: str | None = None,
     ) -> None:
         self.document_id = document_id
         self.expected_version = expected_version
         self.actual_version = actual_version
         self.changed_by = changed_by
         self.changed_at = changed_at
-        who = f" by {changed_by!r}" if changed_by else ""
+        self.change = change if change is not None else (f"changed by {changed_by!r}" if changed_by else "changed")
         when = f" at {changed_at:%Y-%m-%d %H:%M:%S} UTC" if changed_at else ""
+        what = f" was {self.change}" if not self.change.startswith("its ") else f": {self.change}"
         super().__init__(
-            f"Document {document_id} was changed{who}{when} after you loaded it "
+            f"Document {document_id}{what}{when} after you loaded it "
             f"(you saw version {expected_version}, it is now version {actual_version}). "
-            "Reload the document and decide again."
+            "Reload the document and try again."
         )
 
 

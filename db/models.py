@@ -134,6 +134,11 @@ class Document(Base):
     chunk_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Added in revision 0008: the latest edit of the title or text ("title", "text", "title and text"), when and
+    # by whom (None: never edited, or not since 0008), so a conflict names the edit rather than an older label.
+    edited: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    edited_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    edited_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class Suggestion(Base):

@@ -319,7 +319,8 @@ def edit_document(doc_id: int) -> None:
     before = db.get_document(store, doc_id)
     try:
         row = db.update_document(store, doc_id, title=title.strip(), text=text,
-                                 expected_version=seen.get(doc_id, before.version))
+                                 expected_version=seen.get(doc_id, before.version),
+                                 editor=st.session_state.get("reviewer", "reviewer"))
     except db.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
         flash("error", f"Not saved: {md_plain(str(exc))}")

@@ -118,6 +118,29 @@ def test_second_annotator_on_a_stale_version_is_refused(
     assert db.decide_label(store, docs[0], cats["politics"], "bob", 2) == 3
 
 
+def test_a_conflict_names_the_change_that_made_the_current_version(store: Store, corpus: db.CorpusInfo) -> None:
+    """A document imported with a label (a decision by 'import'), then its text edited: a decision based on the
+    version before the edit named 'import' as the one who changed it. It names the edit now; a later decision is
+    named as the latest change again, with its category; an edit of title and text says both."""
+    (doc,) = db.add_documents(store, corpus.id, [{"title": "T", "text": "old text", "label": "sport"}]).document_ids
+    seen = db.get_document(store, doc).version
+    db.update_document(store, doc, text="new text", expected_version=seen, editor="bob")
+    sport = next(c.id for c in db.list_categories(store, corpus.id) if c.name == "sport")
+    with pytest.raises(db.VersionConflictError) as caught:
+        db.decide_label(store, doc, sport, "carol", seen)
+    message = str(caught.value)
+    assert message.startswith(f"Document {doc}: its text was edited by 'bob' at ")
+    assert message.endswith(f"after you loaded it (you saw version {seen}, it is now version {seen + 1}). Reload "
+                            "the document and try again.")
+    assert "import" not in message and caught.value.changed_by == "bob"
+    db.decide_label(store, doc, sport, "dave", seen + 1)
+    with pytest.raises(db.VersionConflictError, match=f"Document {doc} was labelled 'sport' by 'dave' at "):
+        db.update_document(store, doc, title="New", expected_version=seen + 1)
+    db.update_document(store, doc, title="New title", text="newer text")  # no editor given
+    with pytest.raises(db.VersionConflictError, match=f"Document {doc}: its title and text were edited at "):
+        db.delete_document(store, doc, expected_version=seen + 2)
+
+
 def test_decide_label_validation(store: Store, docs: list[int], cats: dict[str, int]) -> None:
     other = db.create_corpus(store, "Other")
     (foreign,) = db.add_categories(store, other.id, ["x"])

@@ -99,7 +99,7 @@ def test_upgrade_from_0001_keeps_data(empty_url: str) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0007"
+        assert store.schema_revision() == db.head_revision() == "0008"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -276,7 +276,7 @@ def test_upgrade_from_0006_leaves_runs_without_owner_and_interrupted(empty_url: 
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0007"
+        assert store.schema_revision() == db.head_revision() == "0008"
         run = db.get_embedding_run(store, 2)
         assert (run.owner, run.heartbeat_at, run.live) == ("", None, False)
         assert db.claim_embedding_run(store, 2, "box pid 1 #a").live  # resumable at once

@@ -453,13 +453,29 @@ def test_review_version_conflict_is_reported_not_overwritten() -> None:
     # someone else labels the document while it is open
     db.decide_label(store, ids[0], cats["science"], "alice", db.get_document(store, ids[0]).version)
     _submit(at, "Accept suggestion")
-    assert at.error and "changed by 'alice'" in at.error[0].value and "nothing was overwritten" in at.error[0].value
+    assert at.error and "labelled 'science' by 'alice'" in at.error[0].value
+    assert "nothing was overwritten" in at.error[0].value
     assert at.subheader[0].value == "Match report"  # stays on the document
     assert [d.annotator for d in db.list_decisions(store, ids[0])] == ["alice"]
     at.button(key="rv_reload").click().run()
     _submit(at, "Accept suggestion")
     assert [d.annotator for d in db.list_decisions(store, ids[0])] == ["alice", "reviewer"]
     assert db.effective_label(store, ids[0]).category == "sport"
+
+
+def test_a_label_refused_after_someone_edited_the_text_names_that_edit() -> None:
+    """Before, the refusal named the latest label decision's annotator (an imported label: 'import') whatever the
+    change was; now it names the edit that made the current version, and who made it."""
+    store = _store()
+    corpus, ids, cats = _labelled_corpus(store)
+    at = _review_app(corpus.id)
+    assert at.subheader[0].value == "Match report"
+    db.update_document(store, ids[0], text="The match was abandoned.", editor="bob")  # while it is open
+    _submit(at, "Accept suggestion")
+    error = at.error[0].value.replace("\\", "")  # shown markdown-escaped
+    assert f"Document {ids[0]}: its text was edited by 'bob' at " in error
+    assert "you saw version 1, it is now version 2" in error and "nothing was overwritten" in error
+    assert db.list_decisions(store, ids[0]) == []
 
 
 @ON_EVERY_BACKEND
