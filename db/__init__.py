@@ -137,8 +137,9 @@ from db.evals import (
     runs_with_results_for,
     save_eval_results,
 )
-from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, LeaseHeldError, LeaseInfo, beat_lease, heartbeat_age, is_live,
-                         lease_holder, lease_info, new_owner, process_of, release_lease, take_lease, work_title)
+from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, LeaseHeldError, LeaseInfo, LeaseRef, beat_lease, heartbeat_age,
+                         is_live, lease_holder, lease_info, new_owner, process_of, release_lease, take_lease,
+                         work_title)
 from db.llm_cache import (
     CachedResponse,
     CacheStats,
@@ -189,6 +190,7 @@ __all__ = [
     "lease_info",
     "LeaseHeldError",
     "LeaseInfo",
+    "LeaseRef",
     "work_title",
     "release_lease",
     "take_lease",

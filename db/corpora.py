@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from db._common import LIKE_ESCAPE, like_pattern, name_order, require, sha256_hex
 from db._labels import latest_decision, latest_suggestion, version_conflict
 from db.engine import Store
+from db.liveness import LeaseRef, refuse_while_leased
 from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError
 from db.models import (
     Category,
@@ -569,16 +570,20 @@ def _flag(session: Session, notes: Mapping[int, str]) -> list[int]:
     return sorted(notes)
 
 
-def delete_category(store: Store, category_id: int, *, expected_labels_version: int | None = None
-                    ) -> CategoryRemoval:
+def delete_category(store: Store, category_id: int, *, expected_labels_version: int | None = None,
+                    unless_leased: LeaseRef | None = None) -> CategoryRemoval:
     """Delete a category together with the suggestions and decisions that used it, in one transaction.
 
     Its documents fall back to their next latest label (an older decision or suggestion of another category) or
     become unlabelled; queries whose ground truth held such a document are flagged, their ``error`` naming the
     document and the deleted category (their ground truth is kept). ``expected_labels_version``: refuse
     (StoreError, nothing changed) when the corpus' labels changed since the caller counted them
-    (:func:`category_usage`). Bumps ``labels_version``. Raises NotFoundError, StoreError."""
+    (:func:`category_usage`). ``unless_leased``: refuse (:class:`~db.liveness.LeaseHeldError`, nothing changed)
+    while that lease is held, e.g. a pre-annotation of the corpus (checked in the same transaction,
+    :func:`~db.liveness.refuse_while_leased`). Bumps ``labels_version``. Raises NotFoundError, StoreError."""
     with store.session() as session:
+        if unless_leased is not None:
+            refuse_while_leased(session, unless_leased)
         category = require(session, Category, category_id, "Category")
         corpus = require(session, Corpus, category.corpus_id, "Corpus")
         _check_labels_version(corpus, expected_labels_version)
@@ -605,16 +610,19 @@ def delete_category(store: Store, category_id: int, *, expected_labels_version: 
 
 
 def merge_category(store: Store, category_id: int, into_id: int, *, new_name: str | None = None,
-                   expected_labels_version: int | None = None) -> CategoryRemoval:
+                   expected_labels_version: int | None = None, unless_leased: LeaseRef | None = None
+                   ) -> CategoryRemoval:
     """Merge category ``category_id`` into ``into_id`` (same corpus) in one transaction: every decision and
     suggestion naming it names ``into_id`` instead (their order, hence each document's latest label, is kept),
     then it is deleted. ``into_id`` keeps its description (takes this one's when it has none) and, with
     ``new_name``, is renamed to it (e.g. 'Physics' and 'physics' merged as 'Physics'). Queries whose ground
     truth had documents of both categories are flagged: their aspects now share one category.
-    ``expected_labels_version`` as in :func:`delete_category`. Bumps ``labels_version``.
+    ``expected_labels_version`` and ``unless_leased`` as in :func:`delete_category`. Bumps ``labels_version``.
     Raises NotFoundError, InvalidInputError (the same category, or another corpus'), DuplicateError (``new_name``
     is a third category's), StoreError."""
     with store.session() as session:
+        if unless_leased is not None:
+            refuse_while_leased(session, unless_leased)
         category = require(session, Category, category_id, "Category")
         into = require(session, Category, into_id, "Category")
         if category.id == into.id or category.corpus_id != into.corpus_id:

@@ -17,6 +17,8 @@ class. Work without a run row of its own (a pre-annotation of a corpus) takes a 
 ``app_markers`` row named for the work, holding the owner, its ``updated_at`` the heartbeat
 (:func:`take_lease`, :func:`beat_lease`, :func:`release_lease`, :func:`lease_holder`, :func:`lease_info`); a
 refused lease raises :class:`LeaseHeldError`, naming the work by the name users know it by and since when it runs.
+A change that would break leased work (deleting a category a pre-annotation stores suggestions under) checks the
+lease inside its own write transaction (:class:`LeaseRef`, :func:`refuse_while_leased`).
 No Streamlit here.
 """
 
@@ -36,8 +38,9 @@ from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
 #: How often a working process stores its heartbeat (a sixth of :data:`LIVE_WINDOW_S`).
 BEAT_EVERY_S = LIVE_WINDOW_S / 6
 
-__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "LeaseHeldError", "LeaseInfo", "beat_lease", "heartbeat_age", "is_live",
-           "lease_holder", "lease_info", "new_owner", "process_of", "release_lease", "take_lease", "work_title"]
+__all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "LeaseHeldError", "LeaseInfo", "LeaseRef", "beat_lease", "heartbeat_age",
+           "is_live", "lease_holder", "lease_info", "new_owner", "process_of", "refuse_while_leased", "release_lease",
+           "take_lease", "work_title"]
 
 
 def new_owner() -> str:
@@ -233,6 +236,32 @@ def take_lease(store: Store, name: str, owner: str, kind: str, key: int, window:
             row.created_at = now
         row.value = owner
         row.updated_at = now
+
+
+@dataclass(frozen=True)
+class LeaseRef:
+    """A lease by name (e.g. ``preannotate:3``) with the words for the work it guards (``kind``, ``key``, ``title``
+    as :func:`take_lease` takes them): what a change that would break that work checks inside its own write
+    transaction (:func:`refuse_while_leased`)."""
+
+    name: str
+    kind: str
+    key: int
+    title: str | None = None
+
+
+def refuse_while_leased(session: Session, lease: LeaseRef, window: float = LIVE_WINDOW_S) -> None:
+    """Raise :class:`LeaseHeldError` when ``lease`` is live (its holder beat within ``window`` seconds), read in
+    ``session``. Called inside a write transaction, it is race-free against :func:`take_lease`: write transactions
+    run one at a time on every backend (:meth:`Store.session`), so either the lease was taken first and the change
+    is refused, or the change commits first and the work, which reads what it needs after taking its lease, sees
+    it."""
+    row = session.get(AppMarker, lease.name)
+    if row is None or not row.value:
+        return
+    age = heartbeat_age(row.updated_at)
+    if age is not None and age <= window:
+        raise LeaseHeldError(lease.kind, lease.key, row.value, age, title=lease.title, started_at=row.created_at)
 
 
 def beat_lease(store: Store, name: str, owner: str) -> bool:

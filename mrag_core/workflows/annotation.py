@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 import db
+from db.errors import this_process
 from mrag_core.annotate import (
     AnnotationDoc,
     CategorySpec,
@@ -41,6 +42,7 @@ from mrag_core.wording import counted
 __all__ = [
     "Annotator",
     "BulkRow",
+    "CategoryInUse",
     "ConfirmationNeeded",
     "MergeNeeded",
     "LLMAnnotator",
@@ -229,6 +231,29 @@ def find_category(store: db.Store, corpus_id: int, name: str) -> db.CategoryInfo
     raise ValueError(f"The corpus has no category {name!r} (its categories: {names}).")
 
 
+class CategoryInUse(db.StoreError):
+    """A category change refused because a pre-annotation of the corpus runs now: it stores its suggestions under
+    the corpus' categories, so deleting or merging one under it would abort it. The message says which run, where
+    and since when, and what to do."""
+
+
+def _while_preannotating(store: db.Store, corpus_id: int) -> db.LeaseRef:
+    """The pre-annotation lease of the corpus, which a deletion or merge of one of its categories checks."""
+    return db.LeaseRef(preannotation_lease(corpus_id), "Pre-annotation of corpus", corpus_id,
+                       title=db.get_corpus(store, corpus_id).name)
+
+
+def _in_use(exc: db.LeaseHeldError, verb: str, name: str) -> CategoryInUse:
+    where = db.process_of(exc.owner)
+    held = ("in this app" if where == this_process()
+            else f"in another process ({where}, last heard from {exc.seconds_ago:.0f} s ago)")
+    since = f", started {exc.started_at:%Y-%m-%d %H:%M:%S} UTC" if exc.started_at is not None else ""
+    return CategoryInUse(
+        f"Cannot {verb} category {name!r} now: {db.work_title(exc.kind, exc.run_id, exc.title)} is running "
+        f"{held}{since}. It stores its suggestions under the corpus' categories, so deleting or merging one of "
+        "them under it would abort it. Wait until it ends, or stop it, then try again.")
+
+
 def _clean_new_name(new_name: str) -> str:
     name = " ".join((new_name or "").split())
     if not name:
@@ -313,8 +338,9 @@ def rename_category(store: db.Store, corpus_id: int, name: str, new_name: str, *
     :func:`merge_target`) the two are merged with ``merge`` (``db.merge_category``: its labels move to the
     other, which takes the name as typed, and it is deleted), else :class:`MergeNeeded` is raised, saying what a merge
     would do. Everything happens in one transaction. ``expected_labels_version``: the labels version the user saw
-    the counts at (a merge is refused with ``db.StoreError`` when labels changed since). Raises ``ValueError``
-    (unknown category, blank name, the same name) or ``db.StoreError``; nothing is changed then."""
+    the counts at (a merge is refused with ``db.StoreError`` when labels changed since). A merge is refused with
+    :class:`CategoryInUse` while a pre-annotation of the corpus runs (a rename is not: ids stay). Raises
+    ``ValueError`` (unknown category, blank name, the same name) or ``db.StoreError``; nothing is changed then."""
     category = find_category(store, corpus_id, name)
     into = merge_target(store, corpus_id, name, new_name)
     new = _clean_new_name(new_name)
@@ -328,8 +354,12 @@ def rename_category(store: db.Store, corpus_id: int, name: str, new_name: str, *
         same = "" if into.name == new else f", which differs from {new!r} only in case or spacing"
         raise MergeNeeded(f"The corpus has a category {into.name!r} already{same}: the two can only be merged. "
                           + merge_impact(usage, into), into)
-    done = db.merge_category(store, category.id, into.id, new_name=new if new != into.name else None,
-                                     expected_labels_version=expected_labels_version)
+    try:
+        done = db.merge_category(store, category.id, into.id, new_name=new if new != into.name else None,
+                                 expected_labels_version=expected_labels_version,
+                                 unless_leased=_while_preannotating(store, corpus_id))
+    except db.LeaseHeldError as exc:
+        raise _in_use(exc, "merge", category.name) from None
     return _removal_message(done, usage.n_eval_runs)
 
 
@@ -340,18 +370,27 @@ def delete_category(store: db.Store, corpus_id: int, name: str, *, move_to: str 
     suggestions are deleted with it (``db.delete_category``: documents fall back to an earlier label or become
     unlabelled, queries whose ground truth held one are flagged), which needs ``confirm`` when there are any
     (else :class:`ConfirmationNeeded`, saying how many). One transaction; ``expected_labels_version`` as in
-    :func:`rename_category`. Raises ``ValueError`` or ``db.StoreError``; nothing is changed then."""
+    :func:`rename_category`. Refused with :class:`CategoryInUse` (a ``db.StoreError``) while a pre-annotation of
+    the corpus runs. Raises ``ValueError`` or ``db.StoreError``; nothing is changed then."""
     category = find_category(store, corpus_id, name)
     usage = db.category_usage(store, category.id)
     if move_to is not None:
         into = find_category(store, corpus_id, move_to)
         if into.id == category.id:
             raise ValueError(f"Choose another category than {category.name!r} to move its labels to.")
-        done = db.merge_category(store, category.id, into.id, expected_labels_version=expected_labels_version)
+        try:
+            done = db.merge_category(store, category.id, into.id, expected_labels_version=expected_labels_version,
+                                     unless_leased=_while_preannotating(store, corpus_id))
+        except db.LeaseHeldError as exc:
+            raise _in_use(exc, "delete", category.name) from None
         return _removal_message(done, usage.n_eval_runs)
     if (usage.n_labelled or usage.n_decisions or usage.n_suggestions) and not confirm:
         raise ConfirmationNeeded(delete_impact(usage))
-    done = db.delete_category(store, category.id, expected_labels_version=expected_labels_version)
+    try:
+        done = db.delete_category(store, category.id, expected_labels_version=expected_labels_version,
+                                  unless_leased=_while_preannotating(store, corpus_id))
+    except db.LeaseHeldError as exc:
+        raise _in_use(exc, "delete", category.name) from None
     return _removal_message(done, usage.n_eval_runs)
 
 
@@ -431,6 +470,10 @@ def preannotate(
     # RunInProgressError: another process pre-annotates this corpus now
     with holding_lease(store, preannotation_lease(corpus_id), "Pre-annotation of corpus", corpus_id, cancel,
                        title=db.get_corpus(store, corpus_id).name):
+        # read again under the lease: a category deleted or merged before it was taken is gone from these, and
+        # none can be deleted or merged while it is held (delete_category / rename_category refuse)
+        categories = [CategorySpec(c.name, c.description) for c in db.list_categories(store, corpus_id)]
+        validate_categories(categories)
         return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
                             cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only,
                             on_summary=on_summary)

@@ -190,3 +190,66 @@ def test_a_corpus_another_process_pre_annotates_is_refused_by_name(url: str, cap
         f"error: Pre-annotation of corpus 'Mini' (#{corpus.id}) is already running in another process (gpu-box pid "
         "4242; started 2026-11-24 12:00:05 UTC, last heard from ")
     assert server.requests == [] and _suggestions(url) == {}
+
+
+def test_a_category_is_not_deleted_or_merged_while_a_run_pre_annotates_the_corpus(url: str, capsys, monkeypatch,
+                                                                                   fake_openai) -> None:
+    """A real run (``python -m mrag_core annotate`` in another process) holds the corpus' lease; the endpoint
+    holds its first answer until the test has tried to delete and merge a category, from the workflow and from the
+    CLI. Before, the deletion went through and the run aborted with "category N is not a category of the
+    document's corpus". Now both are refused naming the run, the run ends normally with every suggestion stored,
+    and afterwards the deletion goes through."""
+    import subprocess
+    import sys
+    import threading
+
+    from mrag_core.workflows import annotation as aw
+
+    asked, answer = threading.Event(), threading.Event()
+
+    def held(prompt: str) -> Reply | str:
+        asked.set()
+        answer.wait(60)
+        return _llm_answer(prompt)
+
+    server = fake_openai(by_content(held))
+    env = {**os.environ, "MRAG_LLM_BASE_URL": server.base_url, "MRAG_LLM_MODEL": "fake-model",
+           "MRAG_LLM_MAX_RETRIES": "0", "MRAG_LLM_TIMEOUT": "60", "MRAG_LLM_CONCURRENCY": "1",
+           "PYTHONUNBUFFERED": "1"}
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.Popen([sys.executable, "-m", "mrag_core", "annotate", "--corpus", "Mini", "--annotator", "llm",
+                            "--database", url], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        assert asked.wait(120), run.stderr.read() if run.poll() is not None else "no request"
+        store = db.open_store(url)
+        corpus = db.get_corpus_by_name(store, "Mini")
+        before = [(c.id, c.name) for c in db.list_categories(store, corpus.id)]
+        refusal = (f"Cannot delete category 'food' now: Pre-annotation of corpus 'Mini' (#{corpus.id}) is running in "
+                   "another process (")
+        with pytest.raises(aw.CategoryInUse) as caught:
+            aw.delete_category(store, corpus.id, "food", confirm=True)
+        assert str(caught.value).startswith(refusal) and f"pid {run.pid}, last heard from " in str(caught.value)
+        assert str(caught.value).endswith("It stores its suggestions under the corpus' categories, so deleting or "
+                                          "merging one of them under it would abort it. Wait until it ends, or stop "
+                                          "it, then try again.")
+        with pytest.raises(aw.CategoryInUse, match="^Cannot merge category 'food' now: Pre-annotation of corpus"):
+            aw.rename_category(store, corpus.id, "food", "space", merge=True)
+        with pytest.raises(aw.CategoryInUse, match="^Cannot delete category 'food' now"):
+            aw.delete_category(store, corpus.id, "food", move_to="space")
+        capsys.readouterr()
+        assert main(["corpora", "--corpus", "Mini", "--delete-category", "food", "--yes", "--database", url]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {refusal}") and err.rstrip().endswith("then try again. Nothing was changed.")
+        assert [(c.id, c.name) for c in db.list_categories(store, corpus.id)] == before
+    finally:
+        answer.set()
+        out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert out.strip().startswith("Mini: 3 suggestions stored, 1 failed, by llm")  # Soup: no JSON, as always
+    assert "is not a category" not in out + err
+    got = _suggestions(url)
+    assert {t: got[t] for t in ("Moon", "Mars", "Bread")} == {
+        "Moon": ("ok", "space"), "Mars": ("ok", "space"), "Bread": ("ok", "food")}
+    assert aw.delete_category(store, corpus.id, "food", confirm=True).startswith("Deleted category 'food'")
+    store.close()
