@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
-from mrag_core.llm.client import LLMClient, LLMReply, StopFlag
+from mrag_core.llm.client import LLMClient, LLMReply, StopFlag, scrub_answer
 
 __all__ = [
     "CacheError",
@@ -261,7 +261,9 @@ def cached_complete(
     * ``cache is None``: always calls the client, ``hit=False``.
     * hit: the stored reply with ``latency_s=0.0`` (token counts are those of the
       original call, i.e. what the answer *cost* once; nothing is spent now) and its
-      ``finish_reason``, so an answer cut at the token limit reads as cut off from the cache too.
+      ``finish_reason``, so an answer cut at the token limit reads as cut off from the cache too;
+      its text is scrubbed of the configured key (:func:`~mrag_core.llm.client.scrub_answer`), as
+      every new answer is, so an entry stored by an earlier version never shows it again.
     * miss: calls the client (errors propagate, nothing is stored) and stores the
       reply only if its text is not blank and ``accept(reply)`` (when given) is
       true, so callers can keep unparseable answers out of the cache.
@@ -279,8 +281,10 @@ def cached_complete(
     params = {"temperature": temperature, "max_tokens": max_tokens, "json_mode": json_mode}
     key = cache_key(model, kind, messages, params)
     stored = cache.get(key)
-    if stored is not None:
-        return replace(stored, latency_s=0.0), True
+    if stored is not None:  # scrubbed again: an entry stored before answers were scrubbed may hold the key
+        secret = client.config.api_key
+        return replace(stored, latency_s=0.0, text=scrub_answer(stored.text, secret),
+                       model=scrub_answer(stored.model, secret)), True
     reply = client.complete(
         messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, cancel=cancel
     )

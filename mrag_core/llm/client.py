@@ -35,7 +35,10 @@ and the client remembers that JSON mode is unsupported; callers must parse the
 text defensively anyway.
 
 All error messages are scrubbed of the API key (and ``sk-...``-like tokens).
-The client is safe to share between threads.
+So is every answer (:func:`scrub_answer`, in :meth:`LLMClient._reply`, the one place where an
+endpoint's text enters the app): an endpoint that echoes the configured key inside a normal answer
+never gets it into what is shown or stored (the LLM cache, annotations' reasons, generated queries,
+reader answers all hold ``reply.text``). The client is safe to share between threads.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ import openai
 from mrag_core.llm.config import LLMConfig, redact_url
 
 __all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "StopFlag", "backoff_delay", "parse_retry_after",
-           "tripped_by"]
+           "scrub_answer", "tripped_by"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
@@ -128,6 +131,20 @@ def scrub(text: str, secret: str | None) -> str:
     if secret:
         text = text.replace(secret, "***")
     return _KEYLIKE.sub("***", text)
+
+
+MIN_SCRUBBED_KEY_CHARS = 8
+"""A configured key shorter than this is a placeholder (``none``, ``EMPTY``, ``ollama``: a local server that
+ignores it), not a secret: :func:`scrub_answer` leaves answers that happen to contain such a word alone."""
+
+
+def scrub_answer(text: str, secret: str | None) -> str:
+    """``text`` (an endpoint's answer) with every occurrence of the configured key ``secret`` written ``***``,
+    when the key is at least :data:`MIN_SCRUBBED_KEY_CHARS` characters long. Unlike :func:`scrub` it leaves other
+    ``sk-...``-like words alone: they are the answer's own text."""
+    if secret and len(secret) >= MIN_SCRUBBED_KEY_CHARS and secret in text:
+        return text.replace(secret, "***")
+    return text
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
@@ -443,13 +460,14 @@ class LLMClient:
         finish = first.get("finish_reason")
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         model = data.get("model")
+        key = self._config.api_key
         return LLMReply(
-            text=content or "",
+            text=scrub_answer(content or "", key),  # an echoed key never reaches what is shown or stored
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),
             latency_s=latency_s,
-            model=model if isinstance(model, str) and model else self._config.model,
-            finish_reason=finish if isinstance(finish, str) else None,
+            model=scrub_answer(model, key) if isinstance(model, str) and model else self._config.model,
+            finish_reason=scrub_answer(finish, key) if isinstance(finish, str) else None,
         )
 
 

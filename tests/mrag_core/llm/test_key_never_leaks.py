@@ -102,3 +102,106 @@ def test_cli_annotate_and_generate_against_a_key_echoing_endpoint_store_and_prin
         assert secret not in printed, printed
         assert secret not in logged
         assert secret.encode() not in stored
+
+
+def _echoing(key_of: Any, fail_short: bool = False) -> Any:
+    """A responder whose normal 200 answers quote the key the request carried (``key_of()``: its Authorization
+    header): an annotation whose reason holds it, a story that holds it beside the titles, a reader answer."""
+    import json
+    import re
+
+    from tests.support.openai_server import last_user_message
+
+    def respond(body: dict[str, Any]) -> str:
+        key = key_of()
+        prompt = last_user_message(body)
+        titles = re.findall(r"^Article \d+: (.+)$", prompt, flags=re.MULTILINE)
+        if titles:  # query generation: a story naming every title
+            return (f"Once upon a time {' and '.join(titles)} met the courier who carried the token {key} and "
+                    "told one long story that names every one of them.")
+        if "What orbits the earth?" in prompt:  # the reader
+            return f"The answer, sent with {key}: the moon."
+        return json.dumps({"label": "space", "confidence": 0.8, "reason": f"I was called with {key}, so: space"})
+
+    return respond
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_key_echoed_inside_normal_answers_is_stored_nowhere(key: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, an endpoint that quoted the key inside a normal 200 answer had it stored: in the LLM cache, in the
+    suggestions' reasons, in the generated queries, in the reader's cached answers. Now every answer is scrubbed
+    where it enters the app (LLMClient._reply): through the real CLI and the reader, no byte on disk holds it."""
+    import db
+    from mrag_core.reader import ReaderDoc, RemoteGenerator
+    from mrag_core.workflows.llm_cache import StoreLLMCache
+
+    for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    url, store, _, _ = mini_store(tmp_path, monkeypatch)
+    store.close()
+    server = FakeOpenAIServer(lambda body: "")
+    server.responder = _echoing(lambda: server.request_headers[-1]["authorization"].removeprefix("Bearer "))
+    with server:
+        server.set_env(monkeypatch)
+        monkeypatch.setenv("MRAG_LLM_API_KEY", key)
+        assert main(["annotate", "--corpus", "Mini", "--database", url, "--annotator", "llm"]) == 0
+        assert main(["generate", "--corpus", "Mini", "--name", "Q", "--aspects", "1,2", "--per-count", "1",
+                     "--generator", "llm", "--fusion", "0", "--database", url]) == 0
+        store = db.open_store(url)
+        with LLMClient(server.llm_config(api_key=key, max_retries=0)) as client:
+            reader = RemoteGenerator(client, StoreLLMCache(store))
+            said = reader.answer("What orbits the earth?", [ReaderDoc("Moon", "space", "The moon orbits the earth.")])
+        headers = list(server.request_headers)
+    assert all(h.get("authorization") == f"Bearer {key}" for h in headers)  # the key went out, in the header
+    assert said.text == "The answer, sent with ***: the moon."
+    corpus = db.get_corpus_by_name(store, "Mini")
+    reasons = [s.reason for d in db.list_documents(store, corpus.id).items for s in db.list_suggestions(store, d.id)]
+    (qs,) = db.list_query_sets(store)
+    texts = [q.text for q in db.list_queries(store, qs.id)]
+    store.close()
+    assert reasons and all(r == "I was called with ***, so: space" for r in reasons), reasons
+    assert len(texts) == 2 and all("the token *** and" in t for t in texts), texts
+    printed = capsys.readouterr()
+    stored = _files_bytes(tmp_path)
+    assert b"I was called with ***" in stored and b"the token *** and" in stored
+    for secret in (key, "SECRET123"):
+        assert secret.encode() not in stored
+        assert secret not in printed.out + printed.err
+
+
+def test_an_answer_cached_before_the_scrub_is_scrubbed_when_replayed(tmp_path: Path) -> None:
+    """An LLM cache entry an earlier version stored with the key in it: the reader's answer from the cache shows
+    "***", and no request is sent."""
+    import db
+    from mrag_core.llm.cache import cache_key
+    from mrag_core.reader import READER_KIND, ReaderDoc, RemoteGenerator, reader_messages
+    from mrag_core.workflows.llm_cache import StoreLLMCache
+
+    key = KEYS[1]
+    store = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    docs = [ReaderDoc("Moon", "space", "The moon orbits the earth.")]
+    with FakeOpenAIServer(lambda body: "fresh") as server:
+        with LLMClient(server.llm_config(api_key=key, max_retries=0)) as client:
+            messages = reader_messages("What orbits?", docs)
+            entry = cache_key(client.config.model, READER_KIND, messages,
+                              {"temperature": 0.0, "max_tokens": 64, "json_mode": False})
+            db.llm_cache_put(store, entry, model=client.config.model, kind=READER_KIND, request={},
+                             response_text=f"old answer quoting {key}")
+            said = RemoteGenerator(client, StoreLLMCache(store)).answer("What orbits?", docs, max_new_tokens=64)
+        assert server.requests == []
+    store.close()
+    assert said.cached and said.text == "old answer quoting ***"
+
+
+def test_a_placeholder_key_is_not_scrubbed_from_answers() -> None:
+    """A key shorter than 8 characters is a local server's placeholder ("ollama", "none"), not a secret: an
+    answer that uses the word keeps it; a real key is replaced wherever it appears."""
+    from mrag_core.llm.client import scrub_answer
+
+    with FakeOpenAIServer(lambda body: "Ask ollama, or none.") as server:
+        with LLMClient(server.llm_config(api_key="ollama", max_retries=0)) as client:
+            assert client.complete([{"role": "user", "content": "hi"}]).text == "Ask ollama, or none."
+    assert scrub_answer("a sk-abcdefgh b sk-abcdefgh", "sk-abcdefgh") == "a *** b ***"
+    assert scrub_answer("sk-other-token stays", "sk-abcdefgh") == "sk-other-token stays"
