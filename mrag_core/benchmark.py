@@ -815,15 +815,25 @@ def _topic_documents(value: Any, name: str, topic: str) -> list[tuple[str, str]]
     return out
 
 
+def _linked(root: Path) -> list[str]:
+    """Relative POSIX paths of the symbolic links under the folder ``root`` (not followed: :func:`_read_tree`
+    skips them, so a link cannot lead a read outside the folder)."""
+    if not root.is_dir() or root.is_symlink():
+        return []
+    return [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.is_symlink()
+            and not _is_hidden(p.relative_to(root).as_posix())]
+
+
 def _read_tree(root: Path) -> dict[str, bytes]:
-    """Relative POSIX path -> bytes of every JSON file under ``root`` (a folder or archive)."""
+    """Relative POSIX path -> bytes of every JSON file under ``root`` (a folder or archive); symbolic links in a
+    folder are skipped (:func:`_linked`)."""
     if not root.exists():
         raise BenchmarkFileNotFoundError(f"{root}: folder or archive not found")
     files: dict[str, bytes] = {}
     if root.is_dir():
         for p in sorted(root.rglob("*")):
             rel = p.relative_to(root).as_posix()
-            if p.is_file() and _is_json_name(rel) and not _is_hidden(rel):
+            if p.is_file() and not p.is_symlink() and _is_json_name(rel) and not _is_hidden(rel):
                 files[rel] = p.read_bytes()
         return files
     name = root.name.lower()
@@ -1005,7 +1015,8 @@ def load_topic_layout(
     ``queries`` optionally names a separate query file, folder or archive (the authors ship
     documents and queries as separate archives); its JSON files are all read as query files.
     Ground truth is at topic level: ``ground_truth[q]`` holds all documents of the query's
-    related topics. ``skip_bad_files``: see :func:`parse_topic_layout`.
+    related topics. ``skip_bad_files``: see :func:`parse_topic_layout`. Symbolic links in a folder are
+    not followed: each is skipped with a warning.
     """
     root_p = Path(root)
     files = _read_tree(root_p)
@@ -1020,4 +1031,7 @@ def load_topic_layout(
                 extra[str(q_path)] = data
             else:  # an archive member
                 extra[f"{q_path}:{rel}"] = data
-    return parse_topic_layout(files, str(root_p), extra, skip_bad_files=skip_bad_files)
+    ds = parse_topic_layout(files, str(root_p), extra, skip_bad_files=skip_bad_files)
+    ds.warnings.extend(f"{rel}: symbolic link skipped (only the folder's own files are read)"
+                       for rel in _linked(root_p))
+    return ds

@@ -91,17 +91,22 @@ def guess_kind(paths: list[Path]) -> str:
     return "table"
 
 
-def _read_files(paths: list[Path], kind: str) -> list[tuple[str, bytes]]:
-    """``(name, bytes)`` of every file; a folder given for plain text contributes its .txt / .md files."""
+def _read_files(paths: list[Path], kind: str, linked: list[str] | None = None) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every file; a folder given for plain text contributes its .txt / .md files, not its
+    symbolic links (as ``read_text_folder`` does: a link could lead anywhere), whose names (paths in the folder, as
+    its files are named) go to ``linked``."""
     files: list[tuple[str, bytes]] = []
     for p in paths:
         if p.is_dir():
             if kind != "text":
                 raise CLIError(f"{p} is a folder; only the topic layout (--kind topics) or text files "
                                "(--kind text) can be read from a folder")
-            inner = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES))
+            texts = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES))
+            inner = [f for f in texts if not f.is_symlink()]
+            if linked is not None:
+                linked.extend(f.relative_to(p).as_posix() for f in texts if f.is_symlink())
             if not inner:
-                raise CLIError(f"{p} holds no .txt or .md file")
+                raise CLIError(f"{p} holds no .txt or .md file" + (" that is not a symbolic link" if texts else ""))
             files.extend((f.relative_to(p).as_posix(), f.read_bytes()) for f in inner)
         else:
             files.append((p.name, p.read_bytes()))
@@ -137,7 +142,7 @@ def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
 def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
     """The import preview of the command's files and options (nothing written) and the source kind read (``auto``
     resolved); raises CLIError."""
-    from mrag_core.ingest import guess_format
+    from mrag_core.ingest import ImportIssue, guess_format
     from mrag_core.workflows import corpus as cw
 
     paths = [Path(p).expanduser() for p in args.paths]
@@ -149,7 +154,8 @@ def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
         if len(paths) != 1:
             raise CLIError("the topic layout is read from one folder (or one archive of it)")
         return cw.read_topic_folder(paths[0]), kind
-    files = _read_files(paths, kind)
+    linked: list[str] = []
+    files = _read_files(paths, kind, linked)
     try:
         if kind == "table":  # each table with its own columns: a CSV and a JSONL may name them differently
             from mrag_core.ingest import ImportPreview
@@ -170,7 +176,9 @@ def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
             if len(unreadable) == len(files):  # nothing to import: refused, nothing written
                 raise CLIError("; ".join(unreadable))
             return ImportPreview.combine(previews), kind
-        return cw.read_upload(kind, files, label_from_folder=not args.no_folder_labels, label=args.label), kind
+        read = cw.read_upload(kind, files, label_from_folder=not args.no_folder_labels, label=args.label)
+        read.issues[:0] = [ImportIssue.of_file(name, "symbolic link skipped", "warning") for name in linked]
+        return read, kind
     except ValueError as exc:
         raise CLIError(str(exc)) from None
 

@@ -13,10 +13,12 @@ import db
 from mrag_core.wording import counted
 from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from mrag_core.workflows import corpus as cw
+from mrag_core.workflows.server_folders import FolderRefused, resolve_inside
 from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
 from ui.render import md_plain
+from ui.server_scope import server_folder_access
 from ui.state import corpus_label, default_mark, follow_default, keep_choice, open_store_page
 
 page_setup(__file__, "📥")
@@ -186,13 +188,25 @@ st.subheader("1. Source")
 kind = st.radio("What are you importing?", list(cw.SOURCE_KINDS), format_func=cw.SOURCE_KINDS.__getitem__,
                 key="imp_kind")
 topic_folder = ""
+by_path = False  # the topic layout from a folder on the server
 if kind == "topics" and st.radio("Where is the layout?", TOPIC_FROM, key="imp_topic_from",
                                  horizontal=True) == TOPIC_FROM[1]:
-    topic_folder = st.text_input(
-        "Path of the folder (or of a .zip / .tar.bz2 archive of it)", key="imp_topic_path",
-        placeholder="/data/legal", help="Every <category>/<category>_<topic>.json file under it is read; the "
-        "category folder becomes the label and each document's source names its topic.",
-    ).strip()  # fmt: skip
+    by_path = True
+    access = server_folder_access()  # MRAG_IMPORT_ROOT, else the home folder when served on this machine only
+    if access.allowed:
+        typed = st.text_input(
+            "Path of the folder (or of a .zip / .tar.bz2 archive of it)", key="imp_topic_path",
+            placeholder=str(access.root), help="Every <category>/<category>_<topic>.json file under it is read; "
+            "the category folder becomes the label and each document's source names its topic. Symbolic links "
+            "in it are skipped.",
+        ).strip()  # fmt: skip
+        st.caption(f"This app reads {md_plain(access.why)}.")
+        try:
+            topic_folder = str(resolve_inside(access, typed)) if typed else ""
+        except FolderRefused as exc:
+            st.error(md_plain(str(exc)))
+    else:
+        st.warning(md_plain(access.why[:1].upper() + access.why[1:]))
     uploads = []
 else:
     uploads = st.file_uploader("Upload", type=UPLOAD_TYPES[kind], accept_multiple_files=kind in ("text", "table"),
@@ -213,8 +227,10 @@ if kind == "table" and not files:
 # that cannot be drawn are skipped instead, so Streamlit forgets their widgets and shows what it uses.
 has_source = bool(files or topic_folder)
 if not has_source:
-    st.info("Give a folder path to see a preview." if kind == "topics" and st.session_state.get("imp_topic_from")
-            == TOPIC_FROM[1] else "Upload a file (or paste a table) to see a preview.")
+    if not by_path:
+        st.info("Upload a file (or paste a table) to see a preview.")
+    elif access.allowed and not typed:
+        st.info("Give a folder path to see a preview.")
 
 mappings: tuple[Mapping | None, ...] | None = None
 unreadable = False  # no table of the upload can be read: no preview

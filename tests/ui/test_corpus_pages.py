@@ -179,8 +179,9 @@ def _check_topic_preview(at: AppTest, archive: str = "") -> None:
     assert at.button(key="imp_go").label == "Import 3 documents"
 
 
-def test_import_topic_layout_from_a_folder(tmp_path: Path) -> None:
+def test_import_topic_layout_from_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     legal = _topic_layout(tmp_path / "data")
+    monkeypatch.setenv("MRAG_IMPORT_ROOT", str(tmp_path))  # the folders the app may read (tests/ui/test_import_root)
     at = AppTest.from_file(IMPORT_PAGE, default_timeout=60).run()
     at.radio(key="imp_kind").set_value("topics").run()
     at.radio(key="imp_topic_from").set_value("A folder on the machine running the app").run()
