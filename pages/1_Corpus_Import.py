@@ -206,7 +206,7 @@ if kind == "topics" and st.radio("Where is the layout?", TOPIC_FROM, key="imp_to
         except FolderRefused as exc:
             st.error(md_plain(str(exc)))
     else:
-        st.warning(md_plain(access.why[:1].upper() + access.why[1:]))
+        st.warning(md_plain(access.why[:1].upper() + access.why[1:] + ". Upload a ZIP instead."))
     uploads = []
 else:
     uploads = st.file_uploader("Upload", type=UPLOAD_TYPES[kind], accept_multiple_files=kind in ("text", "table"),

@@ -11,7 +11,6 @@ of this corpus running for other settings is named, with a button that shows it.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -24,8 +23,10 @@ from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
+from mrag_core.workflows.server_folders import FolderRefused, resolve_inside
 from ui.navigation import page_setup
 from ui.render import md_plain
+from ui.server_scope import server_folder_access
 from ui.state import (KEEP, LOCAL_MODEL, build_jobs, default_mark, flash, follow_default, get_model, open_corpus_page,
                       show_flash)
 
@@ -87,16 +88,26 @@ with left:
                           format_func=lambda n: n if n == LOCAL_MODEL else f"{n} — {MODEL_REGISTRY[n].description}")
     model_name = choice
     if choice == LOCAL_MODEL:
+        access = server_folder_access()  # as the Corpus Import page's folders: MRAG_IMPORT_ROOT, else home if local
+        if not access.allowed:
+            st.warning(md_plain(access.why[:1].upper() + access.why[1:] + ". Choose a listed model."))
+            st.stop()
         path = st.text_input("Folder of a Hugging Face model (config.json + weights)", key="index_model_path",
                              **KEEP).strip()
+        st.caption(f"This app reads {md_plain(access.why)}.")
         if not path:
             st.info("Type the path of a local model folder.")
             st.stop()
-        if not Path(path).expanduser().is_dir():
+        try:
+            folder = resolve_inside(access, path)
+        except FolderRefused as exc:
+            st.error(md_plain(str(exc)))
+            st.stop()
+        if not folder.is_dir():
             st.error(f"The folder '{md_plain(path)}' does not exist. Give the path of a local Hugging Face model "
                      "folder.")
             st.stop()
-        model_name = path
+        model_name = str(folder)
     try:
         lm = get_model(model_name)
     except ModelLoadError as exc:

@@ -95,7 +95,7 @@ def folder_access(is_local: bool, env: Mapping[str, str] | None = None, home: Pa
                                   f"is served on this machine only; set {ENV_IMPORT_ROOT} to choose another folder)")
     return FolderAccess(None, "reading folders on the machine running the app is off, as the app can be reached "
                               f"from other machines: an administrator can set {ENV_IMPORT_ROOT} to the folder whose "
-                              "contents may be imported. Upload a ZIP instead.")
+                              "contents the app may read")
 
 
 def resolve_inside(access: FolderAccess, typed: str) -> Path:

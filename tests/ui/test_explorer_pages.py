@@ -72,9 +72,10 @@ def test_index_run_is_reused_after_restart(built):
     assert not at.button(key="index_force").disabled and "No index" not in " ".join(texts(at.info))
 
 
-def test_index_page_gives_another_model_its_own_layer_and_pooling(built, tmp_path):
+def test_index_page_gives_another_model_its_own_layer_and_pooling(built, tmp_path, monkeypatch):
     from tests.support.tiny_models import tiny_gpt2_folder
 
+    monkeypatch.setenv("MRAG_IMPORT_ROOT", str(tmp_path))  # the server folders a browser user may have read
     at = ok(page("4_Index.py").run())
     assert (at.selectbox(key="index_layer").value, at.selectbox(key="index_pooling").value) == (5, "mean")  # MiniLM
     folder = tiny_gpt2_folder(tmp_path / "gpt2-8")
@@ -89,7 +90,8 @@ def test_index_page_gives_another_model_its_own_layer_and_pooling(built, tmp_pat
     assert (at.selectbox(key="index_layer").value, at.selectbox(key="index_pooling").value) == (5, "mean")
 
 
-def test_index_page_rejects_missing_local_folder(built, tmp_path):
+def test_index_page_rejects_missing_local_folder(built, tmp_path, monkeypatch):
+    monkeypatch.setenv("MRAG_IMPORT_ROOT", str(tmp_path))
     at = ok(page("4_Index.py").run())
     at.selectbox(key="index_model_choice").set_value("Local folder…").run()
     at.text_input(key="index_model_path").input(str(tmp_path / "no_such_model")).run()

@@ -59,7 +59,8 @@ def test_served_beyond_this_machine_without_a_root_no_folder_is_read(tmp_path: P
     assert not [t for t in at.text_input if t.key == "imp_topic_path"]
     assert _plain(at.warning) == [
         "Reading folders on the machine running the app is off, as the app can be reached from other machines: an "
-        "administrator can set MRAG_IMPORT_ROOT to the folder whose contents may be imported. Upload a ZIP instead."]
+        "administrator can set MRAG_IMPORT_ROOT to the folder whose contents the app may read. Upload a ZIP "
+        "instead."]
     assert not at.dataframe and not [b for b in at.button if b.key == "imp_go"]
 
 

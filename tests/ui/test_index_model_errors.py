@@ -19,9 +19,10 @@ def _index_page() -> AppTest:
     return at
 
 
-def test_a_local_folder_without_a_model_says_what_folder_to_give(tmp_path) -> None:
+def test_a_local_folder_without_a_model_says_what_folder_to_give(tmp_path, monkeypatch) -> None:
     from ui.render import md_plain
 
+    monkeypatch.setenv("MRAG_IMPORT_ROOT", str(tmp_path))  # the server folders a browser user may have read
     empty = tmp_path / "my_empty_model"
     empty.mkdir()
     at = _index_page()
@@ -50,3 +51,38 @@ def test_a_listed_model_that_cannot_be_loaded_says_to_install_it_or_choose_anoth
             "box, or a local folder (Local folder…).")
     assert [e.value for e in at.error] == [md_plain(said)]
     assert r"gt\_all\_minilm\_l6\_v2" in at.error[0].value
+
+
+def test_a_local_model_folder_is_read_only_under_the_import_root(tmp_path, monkeypatch) -> None:
+    """The model folder is a folder on the machine running the app, typed by a browser user: before, any folder
+    was read. Served beyond this machine without MRAG_IMPORT_ROOT, there is no path box; with it, a folder outside
+    is refused before anything is read from it."""
+    from streamlit import config
+
+    from ui.render import md_plain
+
+    before = config.get_option("server.address")
+    monkeypatch.delenv("MRAG_IMPORT_ROOT", raising=False)
+    try:
+        config.set_option("server.address", "")  # Streamlit's default: every interface
+        at = _index_page()
+        at.selectbox(key="index_model_choice").set_value("Local folder…").run()
+        no_exceptions(at)
+        assert "index_model_path" not in [t.key for t in at.text_input]
+        assert [w.value.replace("\\", "") for w in at.warning] == [
+            "Reading folders on the machine running the app is off, as the app can be reached from other machines: "
+            "an administrator can set MRAG_IMPORT_ROOT to the folder whose contents the app may read. Choose a "
+            "listed model."]
+        root = tmp_path / "models"
+        root.mkdir()
+        (tmp_path / "elsewhere").mkdir()
+        monkeypatch.setenv("MRAG_IMPORT_ROOT", str(root))
+        at.run()
+        at.text_input(key="index_model_path").input(str(tmp_path / "elsewhere")).run()
+        no_exceptions(at)
+        said = (f"{tmp_path / 'elsewhere'} is outside the folder this app may read: folders under {root} only "
+                "(MRAG_IMPORT_ROOT).")
+        assert [e.value for e in at.error] == [md_plain(said)]
+        assert "index_build" not in [b.key for b in at.button]
+    finally:
+        config.set_option("server.address", before)
