@@ -139,7 +139,7 @@ class Reducer:
             method = str(arrays.pop("method"))
             reducer: Reducer = (PCAReducer.from_arrays(arrays) if method == "pca"
                                 else NeighbourReducer.from_arrays(arrays) if method == "umap" else None)  # type: ignore
-        except (ValueError, KeyError, TypeError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        except (ValueError, KeyError, TypeError, OSError, zipfile.BadZipFile, EOFError, MemoryError) as exc:
             raise ModelFormatError(f"a stored reducer that cannot be read ({exc})") from None
         if reducer is None:
             raise ModelFormatError(f"a stored reducer of unknown method {method!r}")
@@ -147,11 +147,20 @@ class Reducer:
 
 
 def _read_npz(data: bytes) -> dict[str, np.ndarray]:
-    """The arrays of an uncompressed ``.npz`` (as :meth:`Reducer.dumps` writes), read without pickle; a
-    compressed member (which could inflate far beyond the blob) or an object array is refused."""
+    """The arrays of an uncompressed ``.npz`` (as :meth:`Reducer.dumps` writes), read without pickle. Refused
+    before anything is allocated: a compressed member (it could inflate far beyond the blob), an object array, or
+    a header announcing more data than its member holds (a huge shape would allocate that much first)."""
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        if any(info.compress_type != zipfile.ZIP_STORED for info in zf.infolist()):
-            raise ValueError("compressed members")
+        for info in zf.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise ValueError("compressed members")
+            with zf.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read_header(member)
+                if dtype.hasobject or int(np.prod(shape, dtype=np.float64)) * dtype.itemsize > info.file_size:
+                    raise ValueError(f"member {info.filename} is not a plain array of the size it holds")
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         return {name: np.asarray(npz[name]) for name in npz.files}
 

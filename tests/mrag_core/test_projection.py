@@ -229,9 +229,11 @@ def test_a_pickle_planted_in_the_database_never_runs(store_run, tmp_path: Path):
     assert not marker.exists()
 
 
-def test_an_npz_with_an_object_array_or_compressed_members_is_refused(tmp_path: Path):
-    """Object arrays in an .npz are pickles too: np.load(allow_pickle=False) refuses them, and so do we."""
+def test_an_npz_with_an_object_array_compressed_members_or_a_false_size_is_refused(tmp_path: Path):
+    """Object arrays in an .npz are pickles too: refused (np.load(allow_pickle=False) would too). So are members
+    that could make a small blob take much memory: compressed ones, and a header announcing more than it holds."""
     import io
+    import zipfile
 
     from mrag_core.projection import FORMAT_TAG
 
@@ -252,6 +254,15 @@ def test_an_npz_with_an_object_array_or_compressed_members_is_refused(tmp_path: 
     np.savez(bad, **{**arrays, "components": np.zeros((3, 16))})
     with pytest.raises(ModelFormatError, match="components of shape"):
         Reducer.loads(FORMAT_TAG + bad.getvalue())
+    # a header announcing 10^12 float64 values for a member of a few bytes: refused before any allocation
+    buf2 = io.BytesIO()
+    with zipfile.ZipFile(buf2, "w", zipfile.ZIP_STORED) as zf:
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                      "shape": (10 ** 12,)})
+        zf.writestr("mean.npy", header.getvalue() + b"\0" * 16)
+    with pytest.raises(ModelFormatError, match="not a plain array of the size it holds"):
+        Reducer.loads(FORMAT_TAG + buf2.getvalue())
 
 
 def test_a_stored_pca_map_places_a_query_where_the_fitted_one_did(store_run):
