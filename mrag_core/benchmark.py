@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mrag_core.jsonlines import json_lines
+from mrag_core.jsonlines import JSONTooDeep, json_lines, loads
 
 __all__ = [
     "Article",
@@ -270,7 +270,7 @@ def decode_benchmark_bytes(data: bytes, name: str) -> Any:
     if not text.strip():
         raise BenchmarkFormatError(f"{name}: the file is empty")
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             try:
@@ -454,6 +454,9 @@ def _item_rows(items: Iterable[tuple[str, Any]]) -> tuple[list[QueryRow], list[R
     rows: list[QueryRow] = []
     problems: list[RowProblem] = []
     for where, item in items:
+        if isinstance(item, _Unreadable):
+            problems.append((where, item.problem))
+            continue
         try:
             rows.append((where, _query_from_item(item, where)))
         except BenchmarkFormatError as exc:
@@ -461,31 +464,41 @@ def _item_rows(items: Iterable[tuple[str, Any]]) -> tuple[list[QueryRow], list[R
     return rows, problems
 
 
-def _split_cell(cell: str) -> list[str]:
+@dataclass(frozen=True)
+class _Unreadable:
+    """A row of a query table whose cells cannot be read at all: ``problem`` says which and why."""
+
+    problem: str
+
+
+def _json_list_cell(cell: str, column: str) -> Any:
+    """The JSON value of a CSV cell starting with ``[``, or None when it is not JSON (then it is a list separated by
+    ``|``); raises :class:`BenchmarkFormatError` naming ``column`` when it is nested too deeply to be read."""
+    try:
+        return loads(cell)
+    except JSONTooDeep as exc:
+        raise BenchmarkFormatError(f"column {column!r}: {exc.msg} (character {exc.colno})") from None
+    except json.JSONDecodeError:
+        return None
+
+
+def _split_cell(cell: str, column: str = "") -> list[str]:
     """A CSV list cell: a JSON list (``["a", "b"]``) or names separated by ``|``."""
     cell = (cell or "").strip()
     if cell.startswith("["):
-        try:
-            value = json.loads(cell)
-        except json.JSONDecodeError:
-            value = None
+        value = _json_list_cell(cell, column)
         if isinstance(value, list):
             return [str(v) for v in value]
     return [part.strip() for part in cell.split("|") if part.strip()]
 
 
-def _positional_cell(cell: str, *, numbers: bool = False) -> list[Any] | None:
+def _positional_cell(cell: str, column: str = "", *, numbers: bool = False) -> list[Any] | None:
     """A CSV cell holding one entry per topic: a JSON list (``null`` for none) or entries separated by ``|``, an
     empty entry meaning none; with ``numbers``, entries of digits become ints. ``None`` for an empty cell."""
     cell = (cell or "").strip()
     if not cell:
         return None
-    value: Any = None
-    if cell.startswith("["):
-        try:
-            value = json.loads(cell)
-        except json.JSONDecodeError:
-            value = None
+    value: Any = _json_list_cell(cell, column) if cell.startswith("[") else None
     if not isinstance(value, list):
         value = [part.strip() or None for part in cell.split("|")]
     if numbers:
@@ -495,6 +508,19 @@ def _positional_cell(cell: str, *, numbers: bool = False) -> list[Any] | None:
 
 _CSV_TEXT = ("text", "query", "question")
 _CSV_TOPICS = ("topics", "related", "related_topics", "ground_truth", "titles")
+
+
+def _csv_query_item(rec: Mapping[str, Any], text_col: str, topic_col: str, fusion_col: str | None,
+                    extra_cols: Mapping[str, str]) -> dict[str, Any]:
+    """The query item of one CSV record (as a query JSON file gives it, for :func:`_query_from_item`)."""
+    item: dict[str, Any] = {"text": rec.get(text_col) or "", "topics": _split_cell(rec.get(topic_col) or "", topic_col)}
+    if fusion_col is not None:
+        item["fusion"] = _split_cell(rec.get(fusion_col) or "", fusion_col)
+    for key, col in extra_cols.items():
+        cell = rec.get(col) or ""
+        item[key] = (_positional_cell(cell, col, numbers=key == "document_ids")
+                     if key in ("categories", "document_ids") else cell.strip())
+    return item
 
 
 def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
@@ -522,13 +548,10 @@ def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
         for i, rec in enumerate(reader, start=1):
             if not any((v or "").strip() for v in rec.values() if isinstance(v, str)):
                 continue
-            item: dict[str, Any] = {"text": rec.get(text_col) or "", "topics": _split_cell(rec.get(topic_col) or "")}
-            if fusion_col is not None:
-                item["fusion"] = _split_cell(rec.get(fusion_col) or "")
-            for key, col in extra_cols.items():
-                cell = rec.get(col) or ""
-                item[key] = (_positional_cell(cell, numbers=key == "document_ids")
-                             if key in ("categories", "document_ids") else cell.strip())
+            try:
+                item: Any = _csv_query_item(rec, text_col, topic_col, fusion_col, extra_cols)
+            except BenchmarkFormatError as exc:  # a cell nested too deeply: this row is left out
+                item = _Unreadable(str(exc))
             items.append((f"row {i}", item))
     except csv.Error as exc:
         raise BenchmarkFormatError(f"{name}: not a readable CSV file ({exc})") from exc
@@ -558,7 +581,7 @@ def read_query_rows(data: bytes, name: str, notes: list[str] | None = None
         raise BenchmarkFormatError(f"{name}: the file is empty")
     if not base.endswith((".jsonl", ".ndjson")):
         try:
-            value = json.loads(text)
+            value = loads(text)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise BenchmarkFormatError(

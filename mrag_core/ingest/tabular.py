@@ -43,7 +43,7 @@ from mrag_core.ingest.records import (
     normalise_text,
     text_problem,
 )
-from mrag_core.jsonlines import json_lines
+from mrag_core.jsonlines import json_lines, loads
 
 __all__ = [
     "ColumnMapping",
@@ -152,7 +152,7 @@ def _json_rows(text: str, name: str) -> _Rows:
     if not text.strip():
         raise IngestError(f"{name}: the file is empty")
     try:
-        value = json.loads(text)
+        value = loads(text)  # nested too deeply: a JSONDecodeError too
     except json.JSONDecodeError as exc:
         hint = " (one object per line? choose JSONL)" if exc.msg == "Extra data" else ""
         raise IngestError(
