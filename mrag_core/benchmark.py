@@ -40,7 +40,6 @@ import io
 import json
 import re
 import tarfile
-import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mrag_core.jsonlines import JSONTooDeep, json_lines, loads
+from mrag_core.names import fold_name, fold_topic
 
 __all__ = [
     "Article",
@@ -635,11 +635,6 @@ def load_queries(path: str | Path) -> list[BenchQuery]:
 # --------------------------------------------------------------------------- ground truth
 
 
-def _norm(s: str) -> str:
-    s = unicodedata.normalize("NFC", s).casefold()
-    return " ".join(s.replace("_", " ").split())
-
-
 def _pick(
     candidates: Sequence[int], labels: Sequence[str], used_labels: set[str], chosen: set[int]
 ) -> int:
@@ -658,7 +653,7 @@ def _resolve_names(
     labels: Sequence[str],
 ) -> tuple[list[int | None], list[str]]:
     """Map each name to one key index; ambiguous names avoid labels used by other names."""
-    cands: list[list[int]] = [exact.get(n) or loose.get(_norm(n)) or [] for n in names]
+    cands: list[list[int]] = [exact.get(n) or loose.get(fold_topic(n)) or [] for n in names]
     picked: list[int | None] = [None] * len(names)
     used_labels: set[str] = set()
     chosen: set[int] = set()
@@ -687,7 +682,7 @@ def resolve_ground_truth(queries: Sequence[BenchQuery], articles: Sequence[Artic
 
     1. the query's ``document_ids`` entry, when ``article_ids`` (the articles' database ids) are given
        and that id still names an article with this title (its category may have changed since);
-    2. the query's ``categories`` entry (the articles of that label);
+    2. the query's ``categories`` entry (the articles of that label, compared by :func:`~mrag_core.names.fold_name`);
     3. the other topics of the query: an article already taken by one is not taken twice, and, as in
        the MRAG benchmark (whose queries ask about documents of distinct categories), when exactly one
        candidate has a label no other topic of the query uses, it is the one.
@@ -699,7 +694,7 @@ def resolve_ground_truth(queries: Sequence[BenchQuery], articles: Sequence[Artic
     loose: dict[str, list[int]] = {}
     for i, a in enumerate(articles):
         exact.setdefault(a.title, []).append(i)
-        loose.setdefault(_norm(a.title), []).append(i)
+        loose.setdefault(fold_topic(a.title), []).append(i)
     by_id = {int(d): i for i, d in enumerate(article_ids)} if article_ids is not None else {}
     labels = [a.label for a in articles]
     doc_indices: list[list[int]] = []
@@ -725,7 +720,7 @@ def _resolve_query_topics(
 ) -> tuple[list[int | None], list[int]]:
     """One query's topics as article indices (None: no article, or several left; see
     :func:`resolve_ground_truth`) and, per topic, how many articles have its title."""
-    titled = [exact.get(n) or loose.get(_norm(n)) or [] for n in q.topics]
+    titled = [exact.get(n) or loose.get(fold_topic(n)) or [] for n in q.topics]
     cands: list[list[int]] = []
     for j, found in enumerate(titled):
         category = q.categories[j] if j < len(q.categories) else None
@@ -733,8 +728,8 @@ def _resolve_query_topics(
         hinted = by_id.get(doc_id) if doc_id is not None else None
         if hinted is not None and hinted in found:  # the id still names a document of this title
             cands.append([hinted])
-        elif category is not None and any(labels[c] == category for c in found):
-            cands.append([c for c in found if labels[c] == category])
+        elif category is not None and any(fold_name(labels[c]) == fold_name(category) for c in found):
+            cands.append([c for c in found if fold_name(labels[c]) == fold_name(category)])
         else:
             cands.append(list(found))
     picked: list[int | None] = [c[0] if len(c) == 1 else None for c in cands]
@@ -1015,7 +1010,7 @@ def _resolve_topics(
             lst = exact.setdefault(alias, [])
             if i not in lst:
                 lst.append(i)
-            lst2 = loose.setdefault(_norm(alias), [])
+            lst2 = loose.setdefault(fold_topic(alias), [])
             if i not in lst2:
                 lst2.append(i)
     ground_truth: list[list[int]] = []

@@ -11,6 +11,7 @@ import streamlit as st
 
 import db
 import db.corpora
+from mrag_core.names import fold_name
 from mrag_core.wording import counted
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows.llm_cache import StoreLLMCache
@@ -68,7 +69,7 @@ def case_clashes() -> list[tuple[str, str]]:
     first: dict[str, str] = {}
     pairs = []
     for c in categories:
-        folded = " ".join(c.name.split()).casefold()
+        folded = fold_name(c.name)
         if folded in first:
             pairs.append((first[folded], c.name))
         first.setdefault(folded, c.name)

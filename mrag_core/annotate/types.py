@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, Sequence
 
+from mrag_core.names import fold_name  # the label key: how annotators (and imports) compare names
+
 __all__ = [
     "fold_name",
     "AnnotationDoc",
@@ -93,12 +95,6 @@ class Suggestion:
     def ok(self) -> bool:
         """Whether this suggestion carries a label."""
         return self.status == "ok"
-
-
-def fold_name(name: str) -> str:
-    """A category name (or label) as annotators compare names: whitespace runs as one space, case folded, so
-    'Physics', ' physics ' and 'PHYSICS' fold alike; names that fold alike cannot be told apart."""
-    return " ".join(name.split()).casefold()
 
 
 def validate_categories(categories: Sequence[CategoryLike]) -> None:

@@ -40,6 +40,7 @@ from mrag_core.export import file_stem
 from mrag_core.heartbeat import holding_lease
 from mrag_core.llm.breaker import Breaker
 from mrag_core.ingest.benchmarks import topic_of_source
+from mrag_core.names import fold_topic
 from mrag_core.querygen import (
     OFFLINE_GENERATOR,
     DocRef,
@@ -598,10 +599,6 @@ def add_manual_query_to_new_set(store: db.Store, corpus_id: int, name: str, *, t
         raise
 
 
-def _loose(name: str) -> str:
-    return " ".join(name.casefold().replace("_", " ").split())
-
-
 def _topic_index(docs: Sequence[db.DocumentRow]) -> dict[str, list[int]]:
     """Topic name (bare, ``<category>_<topic>``, ``<category>/<topic>``; loosely normalised) ->
     ids of the documents imported from that topic of a legal / accident layout (their ``source``
@@ -614,7 +611,7 @@ def _topic_index(docs: Sequence[db.DocumentRow]) -> dict[str, list[int]]:
         label = d.label or ""
         bare = topic[len(label) + 1:] if label and topic.startswith(label + "_") else topic
         for alias in {topic, bare, f"{label}_{bare}", f"{label}/{bare}"}:
-            ids = index.setdefault(_loose(alias), [])
+            ids = index.setdefault(fold_topic(alias), [])
             if d.id not in ids:
                 ids.append(d.id)
     return index
@@ -676,7 +673,7 @@ def import_benchmark_queries(store: db.Store, corpus_id: int, source: str | Path
     for qi, topic in res.unresolved:
         if any(topic == t for t, _ in ambiguous.get(qi, [])):
             continue  # a title of several documents: not a legal / accident topic name
-        hit = topics.get(_loose(topic))
+        hit = topics.get(fold_topic(topic))
         if hit:
             topic_docs.setdefault(qi, []).extend(hit)
         else:
