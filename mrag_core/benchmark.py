@@ -458,10 +458,30 @@ def _item_rows(items: Iterable[tuple[str, Any]]) -> tuple[list[QueryRow], list[R
             problems.append((where, item.problem))
             continue
         try:
-            rows.append((where, _query_from_item(item, where)))
+            query = _query_from_item(item, where)
+            _check_storable(query, where)
         except BenchmarkFormatError as exc:
             problems.append((where, _unwhere(str(exc), where)))
+        else:
+            rows.append((where, query))
     return rows, problems
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _check_storable(query: BenchQuery, where: str) -> None:
+    """Raise :class:`BenchmarkFormatError` when a text of ``query`` cannot be stored: it holds a NUL character (which
+    PostgreSQL refuses in text) or a lone surrogate (a JSON escape such as ``"\\ud800"`` without its pair: not a
+    character, and not UTF-8)."""
+    fields = [("text", query.text), *(("topic", t) for t in query.topics), *(("fusion query", f) for f in query.fusion),
+              *(("category", c) for c in query.categories if c), ("reason", query.reason)]
+    for what, value in fields:
+        m = _UNSTORABLE.search(value)
+        if m is not None:
+            why = ("a NUL character (\\x00), which a database cannot store" if m.group() == "\x00" else
+                   f"a lone surrogate (U+{ord(m.group()):04X}), which is not a character: the file is damaged there")
+            raise BenchmarkFormatError(f"{where}: the {what} {value[:40]!r} holds {why}")
 
 
 @dataclass(frozen=True)

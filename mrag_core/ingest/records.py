@@ -8,13 +8,17 @@ confirms.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from mrag_core.names import fold_name
+
 __all__ = [
     "MAX_DOC_BYTES",
+    "MAX_LABEL_CHARS",
     "MAX_TOTAL_BYTES",
     "ImportIssue",
     "ImportPreview",
@@ -26,6 +30,7 @@ __all__ = [
     "in_source",
     "member_source",
     "normalise_text",
+    "surrogate_problem",
     "text_problem",
 ]
 
@@ -33,6 +38,9 @@ __all__ = [
 MAX_DOC_BYTES: int = 5 * 1024 * 1024
 #: Largest upload (a table file, or the sum of a ZIP's/folder's document files).
 MAX_TOTAL_BYTES: int = 200 * 1024 * 1024
+#: Longest label, in characters once its spacing is collapsed: a label is a category name, which the store keeps in
+#: 200 characters (``db.models.Category.name``; ``db.corpora`` refuses a longer one, and with it the whole import).
+MAX_LABEL_CHARS: int = 200
 
 Severity = Literal["error", "warning"]
 
@@ -187,14 +195,30 @@ def normalise_text(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_problem(value: str, what: str) -> str | None:
+    """Why ``value`` (the ``what`` of a row: ``"text"``, ``"title"``, ``"label"``) cannot be stored: it holds a lone
+    surrogate (a JSON escape such as ``"\\ud800"`` without its pair), which is not a character and cannot be
+    written as UTF-8; None when it holds none."""
+    m = _SURROGATE.search(value)
+    if m is None:
+        return None
+    return (f"the {what} holds a lone surrogate (U+{ord(m.group()):04X}, character {m.start() + 1}), which is not "
+            "a character: the file is damaged there; fix or remove it")
+
+
 def text_problem(text: str, max_doc_bytes: int | None = MAX_DOC_BYTES) -> str | None:
     """Why a (normalised) document text cannot be imported, or None when it can.
 
-    Empty texts and texts whose UTF-8 size exceeds ``max_doc_bytes`` are rejected; the
-    message for the latter suggests chunking.
+    Empty texts, texts holding a lone surrogate (:func:`surrogate_problem`) and texts whose UTF-8 size exceeds
+    ``max_doc_bytes`` are rejected; the message for the last suggests chunking.
     """
     if not text.strip():
         return "the document is empty"
+    if (problem := surrogate_problem(text, "text")) is not None:
+        return problem
     if max_doc_bytes is not None:
         size = len(text.encode("utf-8"))
         if size > max_doc_bytes:
@@ -205,22 +229,79 @@ def text_problem(text: str, max_doc_bytes: int | None = MAX_DOC_BYTES) -> str | 
     return None
 
 
+def _field_issues(value: str, what: str) -> tuple[str | None, list[tuple[Severity, str]]]:
+    """A title or label as it can be stored, with what was wrong: None and an error when it holds a lone surrogate;
+    else NUL characters (which PostgreSQL cannot store in text) removed, with a warning."""
+    if (problem := surrogate_problem(value, what)) is not None:
+        return None, [("error", problem)]
+    if "\x00" not in value:
+        return value, []
+    n = value.count("\x00")
+    return value.replace("\x00", ""), [("warning", f"{n} NUL character{'s' if n != 1 else ''} (\\x00) removed from the "
+                                                  f"{what}: a database cannot store them")]
+
+
+def _label_issues(label: str) -> tuple[str | None, list[tuple[Severity, str]]]:
+    """``_field_issues`` of a label, then: a label with nothing visible is left out (a warning), one over
+    :data:`MAX_LABEL_CHARS` is an error (``None`` returned for both)."""
+    cleaned, issues = _field_issues(label, "label")
+    if cleaned is None:
+        return None, issues
+    if not fold_name(cleaned):
+        if cleaned.strip():  # invisible characters only (a blank label is no label: nothing to say)
+            issues.append(("warning", f"the label {cleaned!r} has no visible character; imported without a label"))
+        return None, issues
+    n = len(" ".join(cleaned.split()))
+    if n > MAX_LABEL_CHARS:
+        issues.append(("error", f"the label is {n} characters long, over the {MAX_LABEL_CHARS} a category name may "
+                                "have; shorten it"))
+        return None, issues
+    return cleaned, issues
+
+
+def check_record(r: ImportRecord, max_doc_bytes: int | None = MAX_DOC_BYTES) -> tuple[ImportRecord | None,
+                                                                                       list[ImportIssue]]:
+    """One record as it can be stored, or None when it cannot (then at least one error), with its issues located
+    at its ``source``: the text normalised (:func:`normalise_text`) and checked (:func:`text_problem`); a title or
+    label holding a lone surrogate is an error, NUL characters are removed from them with a warning; a label with
+    nothing visible is dropped with a warning, and one longer than :data:`MAX_LABEL_CHARS` is an error."""
+    text = normalise_text(r.text)
+    problem = text_problem(text, max_doc_bytes)
+    if problem is not None:
+        return None, [ImportIssue(r.source, problem, "error")]
+    found: list[tuple[Severity, str]] = []
+    title, title_issues = _field_issues(r.title, "title")
+    found += title_issues
+    parent = _field_issues(r.parent_title, "title")[0] if r.parent_title is not None else None
+    label = r.label
+    if r.label is not None:
+        label, label_issues = _label_issues(r.label)
+        found += label_issues
+    issues = [ImportIssue(r.source, message, severity) for severity, message in found]
+    if any(severity == "error" for severity, _ in found):
+        return None, issues
+    assert title is not None
+    changed = (text, title, label, parent) != (r.text, r.title, r.label, r.parent_title)
+    return (replace(r, text=text, title=title, label=label, parent_title=parent) if changed else r), issues
+
+
 def check_records(
     records: Sequence[ImportRecord], max_doc_bytes: int | None = MAX_DOC_BYTES
 ) -> tuple[list[ImportRecord], list[ImportIssue]]:
-    """Apply the document limits: empty texts and texts over ``max_doc_bytes`` are rejected.
+    """Apply the document limits and checks of :func:`check_record` to every record: empty texts, texts over
+    ``max_doc_bytes``, lone surrogates and labels over :data:`MAX_LABEL_CHARS` are rejected, NUL characters are
+    removed from titles and labels.
 
-    Returns the kept records (texts normalised with :func:`normalise_text`) and one error
-    per rejected record, located at its ``source``. ``max_doc_bytes=None`` disables the cap
-    (e.g. before :func:`mrag_core.ingest.chunking.apply_chunking` splits big documents).
+    Returns the kept records (texts normalised with :func:`normalise_text`) and the issues, each located at its
+    record's ``source``; an issue met in several records of one source (the parts of a chunked document) is listed
+    once. ``max_doc_bytes=None`` disables the size cap (e.g. before :func:`mrag_core.ingest.chunking.apply_chunking`
+    splits big documents).
     """
     kept: list[ImportRecord] = []
     issues: list[ImportIssue] = []
     for r in records:
-        text = normalise_text(r.text)
-        problem = text_problem(text, max_doc_bytes)
-        if problem is not None:
-            issues.append(ImportIssue(r.source, problem, "error"))
-            continue
-        kept.append(r if text == r.text else replace(r, text=text))
+        record, found = check_record(r, max_doc_bytes)
+        issues.extend(issue for issue in found if issue not in issues)
+        if record is not None:
+            kept.append(record)
     return kept, issues
