@@ -270,6 +270,9 @@ class Store:
     """An opened database: the engine plus transaction helpers. Thread-safe; share one per app."""
 
     def __init__(self, engine: Engine) -> None:
+        # A statement's parameters are the user's data (a text with a NUL, a password typed into a field): never in
+        # an error's text (a traceback, a page's exception, the CLI's error line) or the echo log, only the SQL.
+        engine.hide_parameters = True
         self.engine = engine
         self.url: str = engine.url.render_as_string(hide_password=True)
         self.is_sqlite = _is_sqlite(engine.url)

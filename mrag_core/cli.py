@@ -88,13 +88,13 @@ def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable
     """``command(args, store)`` as ``command(args)``: the store named by ``args.database`` is opened
     before it runs and closed after, and a :class:`CLIError` from either, or a store error the
     command did not handle itself (e.g. ``db.BusyError``: another writer held the database too
-    long), or a database that refused a statement (read-only file, full disk, lost connection:
-    :func:`database_failure`), ends as ``error: ...`` with exit status 2."""
+    long), or a database that refused a statement (read-only file, full disk, lost connection, a value it
+    cannot store: :func:`database_failure`), ends as ``error: ...`` with exit status 2."""
 
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         import db
-        from sqlalchemy.exc import OperationalError
+        from sqlalchemy.exc import DBAPIError
 
         try:
             store = open_cli_store(args.database)
@@ -104,7 +104,7 @@ def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable
             return command(args, store)
         except (CLIError, db.StoreError) as exc:
             return fail(str(exc))
-        except OperationalError as exc:  # its session was rolled back: what earlier sessions committed stays
+        except DBAPIError as exc:  # its session was rolled back: what earlier sessions committed stays
             return fail(database_failure(exc))
         finally:
             store.close()
@@ -113,13 +113,18 @@ def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable
 
 
 def database_failure(exc: Exception) -> str:
-    """One line for a statement the database refused (a SQLAlchemy ``OperationalError``): the driver's own first line
+    """One line for a statement the database refused (a SQLAlchemy ``DBAPIError``): the driver's own first line
     (not the SQL, its parameters or SQLAlchemy's "Background on this error" link), that the transaction's change was
-    not kept, and what to do: for a read-only database, to make it writable or give another one."""
+    not kept, and what to do: for a read-only database, to make it writable or give another one; for a value it
+    cannot store (``DataError``: a NUL character on PostgreSQL, a text too long), to fix that value."""
+    from sqlalchemy.exc import DataError
+
     orig = getattr(exc, "orig", None) or exc
     first = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
     if "readonly" in first.replace(" ", "").lower():
         advice = "Check that the database file and its folder may be written, or give another --database"
+    elif isinstance(exc, DataError):
+        advice = "A value of the input cannot be stored in this database: fix it and run the command again"
     else:
         advice = "Check the database (its disk, its server) and run the command again"
     return f"the database refused the change ({first}); nothing of it was written. {advice}"

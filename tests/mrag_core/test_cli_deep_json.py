@@ -46,8 +46,8 @@ def test_a_json_table_nested_too_deeply_is_refused_naming_the_file_and_line(url:
     assert main(["import", "--corpus", "Deep", "--database", url, str(table)]) == 2
     # line 2 has 48 characters before its first "["; the list and the object are levels 1 and 2, so level 501 is
     # opened by the 499th "[", at column 48 + 499
-    assert _error_line(capsys.readouterr().err) == (f"error: cannot read deep.json: invalid JSON at line 2, column 547: "
-                                                    f"{TOO_DEEP}")
+    assert _error_line(capsys.readouterr().err) == ("error: cannot read deep.json: invalid JSON at line 2, "
+                                                    f"column 547: {TOO_DEEP}")
     store = db.open_store(url)
     assert db.list_corpora(store) == []
     store.close()

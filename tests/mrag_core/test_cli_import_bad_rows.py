@@ -7,10 +7,12 @@
   '\\ud800'...") without naming the row. The row is an error naming it; the other rows import.
 * A query with a NUL or a lone surrogate: a traceback printing the parameters on PostgreSQL. The row is skipped,
   named.
+* A statement the database still refuses ends as one ``error:`` line that shows neither the SQL nor its parameters.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import db
-from mrag_core.cli import main
+from mrag_core.cli import main, store_command
 from tests.support.servers import BACKENDS
 
 LONG = "x" * 201
@@ -100,3 +102,28 @@ def test_queries_the_database_cannot_store_are_skipped_and_named(url: str, tmp_p
         "  skipped item 4: the fusion query 'sea \\ud800' holds a lone surrogate (U+D800), which is not a character: "
         "the file is damaged there",
     ]
+
+
+def test_a_value_the_database_refuses_is_one_line_without_sql_or_parameters(postgresql_server, capsys) -> None:
+    """What reaches PostgreSQL with a NUL despite the checks (here a corpus name straight through the store) ends as
+    one line naming the driver's reason: the SQL and the value stay out of it; the exception's own text (a page's
+    exception, a traceback) shows the SQL but not the value."""
+    url = postgresql_server.create_database()
+    try:
+        @store_command
+        def write_a_nul(args: argparse.Namespace, store: db.Store) -> int:
+            db.create_corpus(store, "secret\u0000name")
+            return 0
+
+        assert write_a_nul(argparse.Namespace(database=url)) == 2
+        err = capsys.readouterr().err
+        assert err.splitlines() == ["error: the database refused the change (PostgreSQL text fields cannot contain NUL "
+                                    "(0x00) bytes); nothing of it was written. A value of the input cannot be stored "
+                                    "in this database: fix it and run the command again"]
+        store = db.open_store(url)
+        with pytest.raises(Exception) as exc:
+            db.create_corpus(store, "secret\u0000name")
+        store.close()
+        assert "[SQL parameters hidden" in str(exc.value) and "secret" not in str(exc.value)
+    finally:
+        postgresql_server.drop_database(url)
