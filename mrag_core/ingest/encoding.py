@@ -2,18 +2,33 @@
 
 Order of attempts: a byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); strict UTF-8;
 BOM-less UTF-16 (detected from the pattern of NUL bytes in ASCII-heavy text, with a warning);
-then Windows-1252 and finally Latin-1, each with a warning naming the fallback. Binary data
-(known binary signatures such as PDF or ZIP, NUL bytes, many control characters) gives an
-error instead of mojibake.
+a CJK encoding (Shift_JIS, EUC-JP, GB18030, Big5, EUC-KR) when charset-normalizer finds the bytes read as one
+of them and not as Windows-1252 (with a warning naming it); then Windows-1252 and finally Latin-1, each with a
+warning naming the fallback. Binary data (known binary signatures such as PDF or ZIP, NUL bytes, many control
+characters) gives an error instead of mojibake.
+
+Shift_JIS text was read as Windows-1252 or Latin-1 mojibake (``東京`` as ``“Œ‹ž``) with only the fallback's
+warning. A text's bytes seldom settle its encoding alone, so the guess is taken only where it is safe:
+
+* charset-normalizer compares just Windows-1252 and the CJK encodings (the whole list of code pages guesses
+  ``cp1250`` for French and turns ``crème`` into ``crčme``);
+* a CJK reading counts only when Windows-1252 reads the bytes with too much mess to be text (charset-normalizer
+  drops it): Western text whose accented letters happen to pair up as CJK characters stays Windows-1252;
+* a reading with half-width katakana or private-use characters is refused: they are what Latin-1 symbols
+  (``£``, ``½``) become in Shift_JIS, and are rare in real Japanese text.
+
+A few bytes of capitals (``ÀÉÈÊ``) can still pass for two Korean syllables, and a short Chinese text can be taken
+for Korean: every guess comes with a warning naming the encoding it read.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 
 from mrag_core.ingest.records import ImportIssue
 
-__all__ = ["decode_bytes", "looks_binary"]
+__all__ = ["CJK_ENCODINGS", "cjk_encoding", "decode_bytes", "looks_binary"]
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -37,6 +52,14 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
 )
 
 _CONTROL_OK = {0x09, 0x0A, 0x0C, 0x0D}
+
+#: CJK encodings told apart from Windows-1252 (Python codec: name shown). cp932 is Windows' Shift_JIS (a superset),
+#: cp949 Windows' EUC-KR.
+CJK_ENCODINGS: dict[str, str] = {
+    "cp932": "Shift_JIS (cp932)", "euc_jp": "EUC-JP", "gb18030": "GB18030 (GBK)", "big5": "Big5",
+    "cp949": "EUC-KR (cp949)",
+}
+_NOT_CJK_TEXT = re.compile("[\uff61-\uff9f\ue000-\uf8ff]")  # half-width katakana, private use
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
@@ -68,11 +91,27 @@ def looks_binary(data: bytes) -> str | None:
     return None
 
 
+def cjk_encoding(data: bytes) -> str | None:
+    """The CJK encoding (a key of :data:`CJK_ENCODINGS`) that ``data`` (not UTF-8) is written in, or None when it
+    is not one or it cannot be told (see the module's notes)."""
+    from charset_normalizer import from_bytes
+
+    matches = from_bytes(data, cp_isolation=["cp1252", *CJK_ENCODINGS])
+    best = matches.best()
+    if best is None or best.encoding not in CJK_ENCODINGS or any(m.encoding == "cp1252" for m in matches):
+        return None
+    try:
+        text = data.decode(best.encoding)
+    except UnicodeDecodeError:  # charset-normalizer reads a large file by samples
+        return None
+    return None if _NOT_CJK_TEXT.search(text) else best.encoding
+
+
 def decode_bytes(data: bytes, name: str) -> tuple[str | None, str, list[ImportIssue]]:
     """Decode an uploaded file.
 
     Returns ``(text, encoding, issues)``. On success ``text`` is a str and ``encoding`` the
-    codec used (``"utf-8"``, ``"utf-8-sig"``, ``"utf-16-le"``, ``"cp1252"``, ``"latin-1"``...);
+    codec used (``"utf-8"``, ``"utf-8-sig"``, ``"utf-16-le"``, ``"cp932"``, ``"cp1252"``, ``"latin-1"``...);
     ``issues`` holds a warning (located at ``name``) when the encoding was a guess. When the
     data is binary, ``text`` is ``None``, ``encoding`` is ``""`` and ``issues`` holds one
     error explaining why. The BOM is never part of ``text``.
@@ -103,6 +142,13 @@ def decode_bytes(data: bytes, name: str) -> tuple[str | None, str, list[ImportIs
         return data.decode("utf-8"), "utf-8", []
     except UnicodeDecodeError as exc:
         first_bad = exc.start
+    cjk = cjk_encoding(data)
+    if cjk is not None:
+        return data.decode(cjk), cjk, [
+            ImportIssue(name, f"not valid UTF-8 (first bad byte at offset {first_bad}); read as "
+                              f"{CJK_ENCODINGS[cjk]}, detected from its bytes. Check the text, or save the file as "
+                              "UTF-8", "warning")
+        ]
     for codec, label in (("cp1252", "Windows-1252 (cp1252)"), ("latin-1", "Latin-1 (ISO-8859-1)")):
         try:
             text = data.decode(codec)

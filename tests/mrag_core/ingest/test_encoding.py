@@ -79,3 +79,37 @@ def test_empty_and_plain_text_are_not_binary() -> None:
     assert looks_binary(b"") is None
     assert looks_binary("tab\tand\r\nnewlines\f".encode()) is None
     assert decode_bytes(b"", "e.txt") == ("", "utf-8", [])
+
+
+JAPANESE = "title,text,label\n東京,東京は日本の首都で、大きな都市です。,地理\n物理,量子力学は小さな粒子の振る舞いを説明する理論です。,科学\n"
+
+
+@pytest.mark.parametrize("text,codec,shown", [
+    (JAPANESE, "shift_jis", "Shift_JIS (cp932)"),
+    ("title,text,label\nTokyo,The capital of Japan, a large city.,地理\nKyoto,An old city.,地理\n", "shift_jis",
+     "Shift_JIS (cp932)"),  # mostly ASCII: two labels in Japanese
+    ("物理", "shift_jis", "Shift_JIS (cp932)"),
+    ("日本語のテキストです。東京と大阪。", "euc_jp", "EUC-JP"),
+    ("量子力学是描述微观粒子行为的理论。", "gb18030", "GB18030 (GBK)"),
+    ("量子力學是描述微觀粒子行為的理論。", "big5", "Big5"),
+    ("양자역학은 미시 세계를 설명한다.", "cp949", "EUC-KR (cp949)"),
+], ids=["shift_jis table", "shift_jis labels", "shift_jis word", "euc_jp", "gb18030", "big5", "cp949"])
+def test_cjk_text_is_read_in_its_encoding_with_a_warning(text: str, codec: str, shown: str) -> None:
+    data = text.encode(codec)
+    decoded, enc, issues = decode_bytes(data, "cjk.csv")
+    assert decoded == text
+    assert [(i.severity, i.location) for i in issues] == [("warning", "cjk.csv")]
+    assert f"; read as {shown}, detected from its bytes. Check the text, or save the file as UTF-8" in issues[0].message
+
+
+@pytest.mark.parametrize("text", [
+    "résumé", "Le résumé du café est très intéressant.", "Ärger über Öl", "naïve", "São Paulo é ótimo",
+    "Jürgen’s “quote” – dash…", "Señor Muñoz año", "Ça été dû à l'âge", "Ýù Þó ÐØ", "£5 for 3 ½ kg",
+    "title,text,label\nÉté,L'été à Paris.,saisons\nHiver,Il neige.,saisons\n",
+])
+def test_western_text_whose_bytes_could_pass_for_cjk_stays_windows_1252(text: str) -> None:
+    """Each of these is valid in at least one CJK encoding or was guessed as one by charset-normalizer's full list
+    ('£5 for 3 ½ kg' as Shift_JIS half-width katakana, 'Ýù Þó ÐØ' as Big5, most as cp1250 or cp1006)."""
+    decoded, enc, issues = decode_bytes(text.encode("cp1252"), "w.txt")
+    assert (decoded, enc) == (text, "cp1252")
+    assert "Windows-1252" in issues[0].message
