@@ -27,6 +27,9 @@ or an object mapping document titles to texts. Query files are JSON files with `
 ``queries`` as a word of their path (e.g. ``queries/legal_queries.json``) holding a list of queries,
 ``{"queries": [...]}`` or an object keyed by aspect count (``{"1": [...], "2": [...]}``); each query has its text under
 ``text``/``query``/``question`` and its topics under ``related``/``topics``/``related_topics``.
+A JSON file there whose items all lack a text is not a query file and is skipped with a note
+(``TopicDataset.notes``): the authors' ``legal_queries/`` holds ``generated_random.json`` (queries with
+``text`` and ``related``) beside ``sampled_random.json`` (the same topics, no text).
 A related name may be the bare topic, ``<category>_<topic>`` or ``<category>/<topic>``
 (compared case-insensitively, with ``_`` and spaces treated alike).
 """
@@ -160,6 +163,7 @@ class TopicDataset:
     * ``warnings`` lists non-fatal oddities (e.g. an aspect-count key that disagrees).
     * ``skipped_files`` lists ``(path, message)`` of malformed topic files left out (only
       with ``skip_bad_files=True``; otherwise the first one raises).
+    * ``notes`` says which JSON files under a query path were not read as queries: their items have no text.
     """
 
     articles: list[Article]
@@ -171,6 +175,7 @@ class TopicDataset:
     unresolved: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def categories(self) -> list[str]:
@@ -981,8 +986,13 @@ def parse_topic_layout(
 
     queries: list[BenchQuery] = []
     warnings: list[str] = []
+    notes: list[str] = []
     for path, data in sorted(query_sources.items()) + sorted((query_files or {}).items()):
         value = decode_benchmark_bytes(data, path)
+        if _holds_no_query_text(value):  # e.g. the authors' sampled_random.json: the topics of generated_random.json
+            notes.append(f"{path}: skipped: its items have topics but no text, so they are not queries (query files "
+                         "are the ones whose items have a 'text')")
+            continue
         parsed = parse_queries(value, path)
         if isinstance(value, dict) and value and all(_is_int_key(k) for k in value):
             for k, items in value.items():
@@ -994,6 +1004,8 @@ def parse_topic_layout(
                     warnings.append(f"{path}: {bad} queries under key {k!r} have a different number of related topics")
         queries.extend(parsed)
 
+    if not queries and notes and query_files:  # queries were asked for, and no file given holds one
+        raise BenchmarkFormatError(f"{source}: no query file with query texts; " + "; ".join(notes))
     ground_truth, query_topics, unresolved = _resolve_topics(queries, topic_docs, topic_category)
     return TopicDataset(
         articles=articles,
@@ -1005,7 +1017,23 @@ def parse_topic_layout(
         unresolved=unresolved,
         warnings=warnings,
         skipped_files=skipped,
+        notes=notes,
     )
+
+
+_QUERY_TEXT_KEYS = ("text", "query", "question")
+
+
+def _holds_no_query_text(value: Any) -> bool:
+    """Whether the decoded query file ``value`` (a list of items, ``{"queries": [...]}`` or lists keyed by aspect
+    count) has items that are all objects and none with a text: the topics of queries without the queries (the
+    authors' legal archive ships ``sampled_random.json`` beside ``generated_random.json``)."""
+    if isinstance(value, dict):
+        value = value.get("queries") if isinstance(value.get("queries"), list) else [
+            item for group in value.values() if isinstance(group, list) for item in group]
+    if not isinstance(value, list) or not value or not all(isinstance(item, dict) for item in value):
+        return False
+    return not any(key in item for item in value for key in _QUERY_TEXT_KEYS)
 
 
 def _unprefix(message: str, prefix: str) -> str:

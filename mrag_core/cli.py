@@ -346,6 +346,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         data = load_benchmark(args.articles, args.queries, args.topic_layout)
     except (BenchmarkFormatError, ValueError, OSError) as exc:
         raise CLIError(str(exc)) from exc
+    for note in data.notes:
+        print(f"note: {note}", file=sys.stderr)
     if data.unresolved:
         n = len(data.unresolved)
         print(f"warning: {counted(n, 'query topic')} {'matches' if n == 1 else 'match'} no single document (none, or "

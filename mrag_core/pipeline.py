@@ -20,13 +20,15 @@ Log = Callable[[str], None]
 
 @dataclass
 class BenchmarkData:
-    """Documents, queries and resolved ground truth (``units``: topic id per document, topic layouts only)."""
+    """Documents, queries and resolved ground truth (``units``: topic id per document, topic layouts only; ``notes``:
+    files of a topic layout not read as queries, and why)."""
 
     articles: list[Article]
     queries: list[BenchQuery]
     ground_truth: list[list[int]]
     unresolved: list[tuple[int, str]] = field(default_factory=list)
     units: list[int] | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def load_benchmark(articles: str | Path | None = None, queries: str | Path | None = None,
@@ -36,7 +38,7 @@ def load_benchmark(articles: str | Path | None = None, queries: str | Path | Non
         ds = load_topic_layout(topic_layout, queries) if queries else load_topic_layout(topic_layout)
         topic_ids = {t: i for i, t in enumerate(sorted(set(ds.article_topics)))}
         return BenchmarkData(ds.articles, ds.queries, ds.ground_truth, ds.unresolved,
-                             [topic_ids[t] for t in ds.article_topics])
+                             [topic_ids[t] for t in ds.article_topics], ds.notes)
     if articles is None or queries is None:
         raise ValueError("give both --articles and --queries (or --topic-layout)")
     arts = load_articles(articles)
