@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from mrag_core.benchmark import (Article, BenchQuery, load_articles, load_queries, load_topic_layout,
-                                 resolve_ground_truth)
+from mrag_core.benchmark import Article, BenchQuery, load_articles, load_queries, resolve_ground_truth
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
 from mrag_core.evaluation import EvaluationResult, QueryCase, evaluate
 from mrag_core.extraction import Embeddings
 from mrag_core.models.loader import LoadedModel
+from mrag_core.topic_layout import load_topic_layout
 
 Log = Callable[[str], None]
 

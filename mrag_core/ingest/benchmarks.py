@@ -4,7 +4,7 @@
   ``{"title", "text", "label"}``, read row by row through the table reader so every bad item
   is reported and the rest still imports.
 * The legal/accident topic layout (``<category>/<category>_<topic>.json``), from a folder or a
-  ZIP (or ``.tar.bz2`` path) of it, parsed by :mod:`mrag_core.benchmark`; label = category, and
+  ZIP (or ``.tar.bz2`` path) of it, parsed by :mod:`mrag_core.topic_layout`; label = category, and
   each document's title names its topic unless the file gives one.
 """
 
@@ -15,7 +15,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from mrag_core.benchmark import BenchmarkFormatError, TopicDataset, load_topic_layout, parse_topic_layout
+from mrag_core.benchmark import BenchmarkFormatError
 from mrag_core.ingest.files import safe_zip_members
 from mrag_core.ingest.records import (
     MAX_DOC_BYTES,
@@ -28,6 +28,7 @@ from mrag_core.ingest.records import (
     member_source,
 )
 from mrag_core.ingest.tabular import ColumnMapping, read_table
+from mrag_core.topic_layout import TopicDataset, load_topic_layout, parse_topic_layout
 
 __all__ = [
     "WIKIPEDIA_MAPPING",
@@ -67,7 +68,7 @@ def topic_of_source(source: str) -> str | None:
 
 def topic_dataset_preview(ds: TopicDataset, name: str, *, max_doc_bytes: int | None = MAX_DOC_BYTES,
                           archive: bool = False) -> ImportPreview:
-    """Records of a loaded :class:`~mrag_core.benchmark.TopicDataset` (source names the topic,
+    """Records of a loaded :class:`~mrag_core.topic_layout.TopicDataset` (source names the topic,
     see :func:`topic_source`). A topic file left out is an error whose ``source`` is its path, in the archive
     ``name`` (:func:`member_source`) when ``archive``, else relative to the folder ``name``."""
     records = [

@@ -1,4 +1,4 @@
-"""Tests for mrag_core.benchmark: loaders, validation messages, ground truth, topic layout."""
+"""Tests for mrag_core.benchmark (loaders, validation messages, ground truth) and mrag_core.topic_layout."""
 
 from __future__ import annotations
 
@@ -21,11 +21,10 @@ from mrag_core.benchmark import (
     clean_fusion,
     load_articles,
     load_queries,
-    load_topic_layout,
-    parse_topic_layout,
     read_query_rows,
     resolve_ground_truth,
 )
+from mrag_core.topic_layout import load_topic_layout, parse_topic_layout
 
 WIKI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mrag-wikipedia-v1"
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 import db
-from mrag_core.benchmark import BenchmarkFormatError, load_topic_layout
+from mrag_core.benchmark import BenchmarkFormatError
 from mrag_core.cli import main
+from mrag_core.topic_layout import load_topic_layout
 
 DOCS = {
     "contract": {"breach": ["A seller failed to deliver the goods on time.", "The buyer refused to pay after a late "
