@@ -331,14 +331,22 @@ def _csv_rows(text: str, name: str) -> _Rows:
             continue
         n += 1
         loc = f"row {n}"
-        if len(values) > len(columns):
-            out.issues.append(
-                ImportIssue(loc, f"has {len(values)} values but the header has {len(columns)} "
-                                 f"columns (line {start_line}); extra values ignored", "warning")
-            )
+        if len(values) > len(columns):  # read by position, its values would land in the wrong columns
+            out.issues.append(ImportIssue(loc, _too_many_values(len(values), len(columns), start_line), "error"))
+            out.rows.append((loc, None))
+            continue
         out.rows.append((loc, dict(zip(columns, map(restore, values)))))  # formulas neutralised by an export
     _check_quotes(text[last_start:], last_line, delimiter, name)
     return out
+
+
+def _too_many_values(n_values: int, n_columns: int, line: int) -> str:
+    """Why a CSV row with more values than its header has columns is left out: read by position, each value after
+    an unquoted delimiter inside a value would land in the next column (``Too,many,columns,here,extra`` under
+    ``title,text,label`` would become a document 'Too' labelled 'columns')."""
+    return (f"has {n_values} values but the header has {n_columns} columns (line {line}); its values cannot be "
+            "matched to the columns, so the row is left out: quote a value that holds the delimiter "
+            '("a, b") or remove the extra values')
 
 
 def _parquet_rows(data: bytes, name: str) -> _Rows:

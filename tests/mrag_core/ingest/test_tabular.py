@@ -168,12 +168,27 @@ def test_bz2_json_is_decompressed() -> None:
 
 
 def test_csv_extra_values_and_duplicate_header() -> None:
-    data = b"title,body,body\nA,text a,other\nB,text b,x,EXTRA\n"
+    data = b"title,body,body\nA,text a,other\nB,text b,x,EXTRA\nC,text c,y\n"
     assert sniff_columns(data, "csv") == ["title", "body", "body (2)"]
     p = read_table(data, "csv", ColumnMapping(text="body", title="title"), "d.csv")
-    assert [r.text for r in p.records] == ["text a", "text b"]
+    assert [r.text for r in p.records] == ["text a", "text c"]  # the row with an extra value is left out
     assert any("duplicate column" in i.message for i in p.warnings)
-    assert any(i.location == "row 2" and "extra values ignored" in i.message for i in p.warnings)
+    assert [(i.where, i.severity) for i in p.errors] == [("d.csv row 2", "error")]
+    assert (p.n_rows_read, p.n_skipped) == (3, 1)
+
+
+def test_csv_row_with_more_values_than_the_header_is_a_row_error() -> None:
+    """Issue 32: the row ``Too,many,columns,here,extra`` under ``title,text,label`` was imported as a document 'Too'
+    labelled 'columns' (its values read by position, the extra ones dropped with a warning). It is an error naming
+    the file, the row and the line now, and the rows around it are imported."""
+    data = b"title,text,label\nFine,A fine row,good\nToo,many,columns,here,extra\nAlso fine,Another row,good\n"
+    p = read_table(data, "csv", ColumnMapping(text="text", title="title", label="label"), "shifted.csv")
+    assert [(r.title, r.label) for r in p.records] == [("Fine", "good"), ("Also fine", "good")]
+    assert [str(i) for i in p.errors] == [
+        "ERROR shifted.csv row 2: has 5 values but the header has 3 columns (line 3); its values cannot be matched "
+        'to the columns, so the row is left out: quote a value that holds the delimiter ("a, b") or remove the extra '
+        "values"]
+    assert (p.n_rows_read, p.n_skipped, len(p.records)) == (3, 1, 2)
 
 
 def test_parquet_table() -> None:
