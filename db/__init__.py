@@ -8,7 +8,8 @@ functions, each taking the :class:`Store` first and returning plain dataclasses:
   effective labels, agreement;
 - ``db.querysets``: query sets, queries and ground truth;
 - ``db.embeddings``: embedding runs and vectors; ``db.projections``: 2-D projections;
-- ``db.evals``: evaluation runs and results; ``db.llm_cache``: cached LLM answers.
+- ``db.evals``: evaluation runs and results; ``db.llm_cache``: cached LLM answers;
+- ``db.imports``: an import written in chunks into a hidden corpus, published in one last transaction.
 
 Everything listed in ``__all__`` is re-exported here. No Streamlit imports in this package.
 """
@@ -137,8 +138,19 @@ from db.evals import (
     runs_with_results_for,
     save_eval_results,
 )
+from db.imports import (
+    ImportLostError,
+    PublishedImport,
+    abandon_import,
+    add_import_documents,
+    begin_import,
+    discard_abandoned_imports,
+    finish_import,
+    import_lease,
+)
 from db.liveness import (BEAT_EVERY_S, LIVE_WINDOW_S, LeaseHeldError, LeaseInfo, LeaseRef, beat_lease, heartbeat_age,
-                         is_live, lease_holder, lease_info, new_owner, process_of, release_lease, take_lease,
+                         is_live, lease_holder, lease_info, new_owner, process_gone, process_of, refuse_while_leased,
+                         release_lease, take_lease,
                          work_title)
 from db.llm_cache import (
     CachedResponse,
@@ -200,7 +212,16 @@ __all__ = [
     "heartbeat_age",
     "is_live",
     "new_owner",
+    "process_gone",
     "process_of",
+    "ImportLostError",
+    "PublishedImport",
+    "abandon_import",
+    "add_import_documents",
+    "begin_import",
+    "discard_abandoned_imports",
+    "finish_import",
+    "import_lease",
     "ENV_DATABASE_URL",
     "ENV_DATA_DIR",
     "IMPORT_ANNOTATOR",

@@ -27,7 +27,7 @@ from db._common import LIKE_ESCAPE, like_pattern, name_order, require, sha256_he
 from db._labels import latest_decision, latest_suggestion, version_conflict
 from db.engine import Store
 from db.liveness import LeaseRef, refuse_while_leased
-from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError
+from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError, VersionConflictError, process_of
 from db.models import (
     Category,
     Corpus,
@@ -275,8 +275,9 @@ def create_corpus(store: Store, name: str, description: str = "") -> CorpusInfo:
     cleaned = _clean_name(name, "corpus")
     try:
         with store.session() as session:
-            if session.scalar(select(Corpus.id).where(Corpus.name == cleaned)) is not None:
-                raise DuplicateError(f"A corpus named {cleaned!r} already exists.")
+            clash = session.scalar(select(Corpus).where(Corpus.name == cleaned))
+            if clash is not None:
+                raise DuplicateError(name_taken(clash))
             corpus = Corpus(name=cleaned, description=description or "")
             session.add(corpus)
             session.flush()
@@ -285,23 +286,34 @@ def create_corpus(store: Store, name: str, description: str = "") -> CorpusInfo:
         raise DuplicateError(f"A corpus named {cleaned!r} already exists.") from exc
 
 
+def name_taken(corpus: Corpus) -> str:
+    """Why a new corpus cannot take ``corpus``' name: it exists, or an import is writing it now."""
+    if corpus.import_owner is not None:
+        return (f"A corpus named {corpus.name!r} is being imported now ({process_of(corpus.import_owner)}); wait "
+                "until that import ends, or choose another name.")
+    return f"A corpus named {corpus.name!r} already exists."
+
+
 def get_corpus(store: Store, corpus_id: int) -> CorpusInfo:
-    """The corpus with this id. Raises NotFoundError."""
+    """The corpus with this id. Raises NotFoundError (also for a corpus an import is still writing)."""
     with store.session(readonly=True) as session:
-        return _corpus_info(session, require(session, Corpus, corpus_id, "Corpus"))
+        corpus = require(session, Corpus, corpus_id, "Corpus")
+        if corpus.import_owner is not None:
+            raise NotFoundError("Corpus", corpus_id)
+        return _corpus_info(session, corpus)
 
 
 def get_corpus_by_name(store: Store, name: str) -> CorpusInfo:
-    """The corpus with this (exact) name. Raises NotFoundError."""
+    """The corpus with this (exact) name. Raises NotFoundError (also while an import still writes it)."""
     with store.session(readonly=True) as session:
-        corpus = session.scalar(select(Corpus).where(Corpus.name == name.strip()))
+        corpus = session.scalar(select(Corpus).where(Corpus.name == name.strip(), Corpus.import_owner.is_(None)))
         if corpus is None:
             raise NotFoundError("Corpus", name)
         return _corpus_info(session, corpus)
 
 
 def list_corpora(store: Store) -> list[CorpusInfo]:
-    """All corpora ordered by name (:func:`~db._common.name_order`)."""
+    """All corpora ordered by name (:func:`~db._common.name_order`), less those an import still writes."""
     n_docs = (
         select(func.count()).where(Document.corpus_id == Corpus.id).correlate(Corpus).scalar_subquery()
     )
@@ -309,7 +321,8 @@ def list_corpora(store: Store) -> list[CorpusInfo]:
         select(func.count()).where(Category.corpus_id == Corpus.id).correlate(Corpus).scalar_subquery()
     )
     with store.session(readonly=True) as session:
-        rows = sorted(session.execute(select(Corpus, n_docs, n_cats)).all(), key=lambda r: name_order(r[0].name))
+        rows = sorted(session.execute(select(Corpus, n_docs, n_cats).where(Corpus.import_owner.is_(None))).all(),
+                      key=lambda r: name_order(r[0].name))
         return [
             CorpusInfo(
                 id=c.id,
@@ -366,7 +379,7 @@ class CorpusFootprint:
 def corpus_footprints(store: Store) -> dict[int, CorpusFootprint]:
     """:class:`CorpusFootprint` of every corpus, by corpus id (a few grouped counts, not a query per corpus)."""
     with store.session(readonly=True) as session:
-        ids = session.scalars(select(Corpus.id)).all()
+        ids = session.scalars(select(Corpus.id).where(Corpus.import_owner.is_(None))).all()
         sets = dict(session.execute(select(QuerySet.corpus_id, func.count()).group_by(QuerySet.corpus_id)).all())
         queries = dict(session.execute(
             select(QuerySet.corpus_id, func.count()).join(Query, Query.query_set_id == QuerySet.id)
@@ -693,104 +706,113 @@ def add_documents(
     """
     with store.session() as session:
         require(session, Corpus, corpus_id, "Corpus")
-        seen: dict[str, int] = {
-            h: -1
-            for h in session.scalars(
-                select(Document.content_hash).where(Document.corpus_id == corpus_id)
-            )
-        }
-        categories = {
-            c.name: c
-            for c in session.scalars(select(Category).where(Category.corpus_id == corpus_id))
-        }
-        new_docs: list[Document] = []
-        labels: list[Category | None] = []
-        suggested: list[Category | None] = []
-        duplicates: list[int] = []
-        parent_ids: set[int] = set()
-        for index, doc in enumerate(docs):
-            text = doc.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise InvalidInputError(f"Document #{index + 1} has no text.")
-            content_hash = sha256_hex(text)
-            if content_hash in seen:
-                if not dedupe:
-                    where = "already in the corpus" if seen[content_hash] < 0 else (
-                        f"the same as document #{seen[content_hash] + 1}"
-                    )
-                    raise DuplicateError(
-                        f"Document #{index + 1} ({str(doc.get('title') or text[:40])!r}) is {where}."
-                    )
-                duplicates.append(index)
-                continue
-            seen[content_hash] = index
-            def category_of(label_name: Any) -> Category | None:
-                if label_name is None or not str(label_name).strip():
-                    return None
-                cleaned = str(label_name).strip()
-                found = categories.get(cleaned)
-                if found is None:
-                    if not create_missing_categories:
-                        raise InvalidInputError(
-                            f"Document #{index + 1} has label {cleaned!r}, which is not a "
-                            "category of this corpus."
-                        )
-                    found = _ensure_categories(session, corpus_id, [cleaned])[0]
-                    categories[cleaned] = found
-                return found
+        seen = set(session.scalars(select(Document.content_hash).where(Document.corpus_id == corpus_id)))
+        return insert_documents(session, corpus_id, docs, seen, dedupe=dedupe,
+                                create_missing_categories=create_missing_categories)
 
-            category = category_of(doc.get("label"))
-            suggested.append(category_of(doc.get("suggested_label")))
-            parent_id = doc.get("parent_id")
-            if parent_id is not None:
-                parent_ids.add(int(parent_id))
-            new_docs.append(
-                Document(
-                    corpus_id=corpus_id,
-                    title=str(doc.get("title") or ""),
-                    text=text,
-                    source=str(doc.get("source") or ""),
-                    content_hash=content_hash,
-                    parent_id=int(parent_id) if parent_id is not None else None,
-                    chunk_index=_opt_int(doc.get("chunk_index")),
-                    chunk_of=_opt_str(doc.get("chunk_of")),
-                    chunk_count=_opt_int(doc.get("chunk_count")),
-                    version=2 if category is not None else 1,
+
+def insert_documents(session: Session, corpus_id: int, docs: Sequence[Mapping[str, Any]], stored: set[str], *,
+                     dedupe: bool = True, create_missing_categories: bool = True, bump: bool = True,
+                     first_index: int = 0, stored_means: str = "already in the corpus") -> AddResult:
+    """:func:`add_documents`' work inside an open write ``session``: ``stored`` holds the content hashes of the
+    corpus' documents that ``docs`` may repeat (all of them, or just those among ``docs``' hashes). ``bump=False``
+    leaves the corpus' versions alone (an import that publishes the corpus later bumps them once). Messages count
+    documents from ``first_index`` + 1 (the position of ``docs[0]`` in the whole import) and say that a text in
+    ``stored`` is ``stored_means``."""
+    seen: dict[str, int] = {h: -1 for h in stored}
+    categories = {
+        c.name: c
+        for c in session.scalars(select(Category).where(Category.corpus_id == corpus_id))
+    }
+    new_docs: list[Document] = []
+    labels: list[Category | None] = []
+    suggested: list[Category | None] = []
+    duplicates: list[int] = []
+    parent_ids: set[int] = set()
+    for index, doc in enumerate(docs):
+        text = doc.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError(f"Document #{first_index + index + 1} has no text.")
+        content_hash = sha256_hex(text)
+        if content_hash in seen:
+            if not dedupe:
+                where = stored_means if seen[content_hash] < 0 else (
+                    f"the same as document #{first_index + seen[content_hash] + 1}"
+                )
+                raise DuplicateError(
+                    f"Document #{first_index + index + 1} ({str(doc.get('title') or text[:40])!r}) is {where}."
+                )
+            duplicates.append(index)
+            continue
+        seen[content_hash] = index
+        def category_of(label_name: Any) -> Category | None:
+            if label_name is None or not str(label_name).strip():
+                return None
+            cleaned = str(label_name).strip()
+            found = categories.get(cleaned)
+            if found is None:
+                if not create_missing_categories:
+                    raise InvalidInputError(
+                        f"Document #{first_index + index + 1} has label {cleaned!r}, which is not a "
+                        "category of this corpus."
+                    )
+                found = _ensure_categories(session, corpus_id, [cleaned])[0]
+                categories[cleaned] = found
+            return found
+
+        category = category_of(doc.get("label"))
+        suggested.append(category_of(doc.get("suggested_label")))
+        parent_id = doc.get("parent_id")
+        if parent_id is not None:
+            parent_ids.add(int(parent_id))
+        new_docs.append(
+            Document(
+                corpus_id=corpus_id,
+                title=str(doc.get("title") or ""),
+                text=text,
+                source=str(doc.get("source") or ""),
+                content_hash=content_hash,
+                parent_id=int(parent_id) if parent_id is not None else None,
+                chunk_index=_opt_int(doc.get("chunk_index")),
+                chunk_of=_opt_str(doc.get("chunk_of")),
+                chunk_count=_opt_int(doc.get("chunk_count")),
+                version=2 if category is not None else 1,
+            )
+        )
+        labels.append(category)
+
+    if parent_ids:
+        found = set(
+            session.scalars(
+                select(Document.id).where(
+                    Document.id.in_(parent_ids), Document.corpus_id == corpus_id
                 )
             )
-            labels.append(category)
-
-        if parent_ids:
-            found = set(
-                session.scalars(
-                    select(Document.id).where(
-                        Document.id.in_(parent_ids), Document.corpus_id == corpus_id
-                    )
-                )
+        )
+        missing = sorted(parent_ids - found)
+        if missing:
+            raise InvalidInputError(
+                f"parent_id {missing[0]} is not a document of this corpus."
             )
-            missing = sorted(parent_ids - found)
-            if missing:
-                raise InvalidInputError(
-                    f"parent_id {missing[0]} is not a document of this corpus."
-                )
 
-        if new_docs:
-            session.add_all(new_docs)
-            session.flush()
-            _record_import_labels(session, new_docs, labels)
-            session.add_all(Suggestion(document_id=d.id, category_id=c.id, status="ok", agent=IMPORT_ANNOTATOR,
-                                       model_version="exported suggestion",
-                                       reason="marked label_source = suggestion in the imported file")
-                            for d, c in zip(new_docs, suggested) if c is not None)
+    if new_docs:
+        session.add_all(new_docs)
+        session.flush()
+        _record_import_labels(session, new_docs, labels)
+        session.add_all(Suggestion(document_id=d.id, category_id=c.id, status="ok", agent=IMPORT_ANNOTATOR,
+                                   model_version="exported suggestion",
+                                   reason="marked label_source = suggestion in the imported file")
+                        for d, c in zip(new_docs, suggested) if c is not None)
+        if bump:
             bump_documents_version(session, corpus_id)
             if any(c is not None for c in [*labels, *suggested]):
                 bump_labels_version(session, corpus_id)
-        return AddResult(
-            added=len(new_docs),
-            skipped_duplicates=len(duplicates),
-            document_ids=[d.id for d in new_docs],
-            duplicate_indices=duplicates,
-        )
+    return AddResult(
+        added=len(new_docs),
+        skipped_duplicates=len(duplicates),
+        document_ids=[d.id for d in new_docs],
+        duplicate_indices=duplicates,
+    )
 
 
 def _record_import_labels(

@@ -378,7 +378,8 @@ class Store:
 
 def open_store(url: str | None = None, *, migrate: bool = True, echo: bool = False) -> Store:
     """Open (creating if needed) the database at ``url`` (default :func:`default_database_url`)
-    and, unless ``migrate=False``, upgrade its schema to head. Idempotent and safe to call
+    and, unless ``migrate=False``, upgrade its schema to head and discard what imports killed before they were
+    published left behind (:func:`db.imports.discard_abandoned_imports`). Idempotent and safe to call
     from several processes at once (the upgrade runs under the write lock). A SQLite file's folder is
     created only for the default location (neither ``url`` nor ``MRAG_DATABASE_URL`` given); a given
     URL whose folder does not exist raises :class:`StoreError`."""
@@ -393,4 +394,10 @@ def open_store(url: str | None = None, *, migrate: bool = True, echo: bool = Fal
         except BaseException:
             store.close()
             raise
+        from db.imports import discard_abandoned_imports  # db.imports needs this module
+
+        try:  # what a killed import left behind (db.imports); a busy database leaves it to the next start
+            discard_abandoned_imports(store)
+        except BusyError:
+            pass
     return store

@@ -24,6 +24,8 @@ No Streamlit here.
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,14 +41,34 @@ from db.models import AppMarker, EmbeddingRun, EvalRun, utcnow
 BEAT_EVERY_S = LIVE_WINDOW_S / 6
 
 __all__ = ["BEAT_EVERY_S", "LIVE_WINDOW_S", "LeaseHeldError", "LeaseInfo", "LeaseRef", "beat_lease", "heartbeat_age",
-           "is_live", "lease_holder", "lease_info", "new_owner", "process_of", "refuse_while_leased", "release_lease",
-           "take_lease", "work_title"]
+           "is_live", "lease_holder", "lease_info", "new_owner", "process_gone", "process_of", "refuse_while_leased",
+           "release_lease", "take_lease", "work_title"]
 
 
 def new_owner() -> str:
     """A name for one claim: ``host pid N #token`` (the token tells two claims of one process apart; its
     process: :func:`~db.errors.process_of`)."""
     return f"{this_process()} #{uuid.uuid4().hex[:8]}"
+
+
+def process_gone(owner: str) -> bool:
+    """Whether the process an owner ``host pid N #token`` names has surely ended: it ran on this host and no
+    process N runs here now. False whenever that cannot be told (another host, an owner of another shape, a
+    process N of another user, or this very process), so a live process is never taken for a dead one; its
+    heartbeat still expires after :data:`LIVE_WINDOW_S`. (A process N started since then gives False too.)"""
+    host, _, rest = process_of(owner).rpartition(" pid ")
+    if host != socket.gethostname() or not rest.isdigit():
+        return False
+    pid = int(rest)
+    if pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: a process of another user runs with that id
+        return False
+    return False
 
 
 def _aware(moment: datetime) -> datetime:

@@ -235,7 +235,8 @@ def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(empty_url: st
         with store.engine.begin() as conn:
             command.downgrade(alembic_config(conn), "0004")
         assert "app_markers" not in inspect(store.engine).get_table_names()
-        assert len(db.list_corpora(store)) == 2
+        with store.engine.connect() as conn:  # plain SQL: the code of today reads columns 0004 lacks
+            assert conn.execute(text("SELECT COUNT(*) FROM corpora")).scalar_one() == 2
 
 
 def test_upgrade_from_0005_marks_existing_runs_float32(empty_url: str) -> None:
@@ -307,3 +308,24 @@ def test_downgrade_to_0001_and_back_keeps_corpora(store: Store) -> None:
         assert conn.execute(text("SELECT name FROM corpora")).all() == [("survivor",)]
     store.upgrade()
     assert [c.name for c in db.list_corpora(store)] == ["survivor"]
+
+
+def test_upgrade_from_0007_keeps_corpora_visible_and_downgrade_drops_unpublished_imports(empty_url: str) -> None:
+    """0008 adds ``corpora.import_owner``: corpora stored before it are finished ones (NULL, listed as before); going
+    back to 0007 deletes corpora an import was still writing (they would turn into finished ones)."""
+    old = _store_at(empty_url, "0007")
+    _fill_0001(old)  # corpus 1 'Old corpus' with two documents
+    _explicit_ids_done(old)
+    old.close()
+    with db.open_store(empty_url) as store:
+        assert store.schema_revision() == "0008"
+        assert [(c.name, c.n_documents) for c in db.list_corpora(store)] == [("Old corpus", 2)]
+        hidden = db.begin_import(store, "Half written", "box pid 1 #a")
+        db.add_import_documents(store, hidden, "box pid 1 #a", [{"text": "a document"}])
+        assert [c.name for c in db.list_corpora(store)] == ["Old corpus"]
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0007")
+        assert "import_owner" not in {c["name"] for c in inspect(store.engine).get_columns("corpora")}
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT name FROM corpora")).all() == [("Old corpus",)]
+            assert conn.execute(text("SELECT COUNT(*) FROM documents")).scalar_one() == 2
