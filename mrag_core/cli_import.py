@@ -11,8 +11,9 @@ With ``index`` and ``eval`` they run the app's whole pipeline without a browser 
 TSV / JSON / JSONL / Parquet, optionally .bz2 / .gz; the text, title and label columns guessed from their
 names unless given), ZIPs of text files (folder = label), plain .txt / .md files, and the MRAG legal /
 accident topic layout (a folder or archive). The preview's problems are listed row by row; documents with
-an error are left out, the others are written in one transaction (nothing at all when none is left), and
-``--dry-run`` writes nothing. ``queries`` imports a benchmark query file (:func:`~mrag_core.workflows.
+an error are left out, the others are written all or nothing (in chunks nobody sees until the last transaction
+publishes them: a Ctrl+C or a kill leaves nothing; nothing at all when none is left), and ``--dry-run`` writes
+nothing. ``queries`` imports a benchmark query file (:func:`~mrag_core.workflows.
 querysets.import_benchmark_queries`); queries whose topic names no document are kept flagged and listed.
 Bad input ends with one line ``error: ...`` and exit status 2.
 """
@@ -20,10 +21,11 @@ Bad input ends with one line ``error: ...`` and exit status 2.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from mrag_core.cli import CLIError, named_corpus, positive_int, store_command
+from mrag_core.cli import CLIError, named_corpus, positive_int, print_progress, store_command
 from mrag_core.wording import counted
 
 KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
@@ -246,12 +248,16 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
     if args.dry_run:
         print("dry run: nothing was written")
         return 0
+    show = (lambda done: print_progress("writing documents", done, n)) if n > cw.IMPORT_CHUNK_ROWS else None
     try:
         result = cw.import_records(store, preview.records, corpus_id=existing.id if existing else None,
                                    new_name=None if existing else args.corpus,
-                                   deduplicate=not args.keep_duplicates)
+                                   deduplicate=not args.keep_duplicates, progress=show)
     except (ValueError, db.StoreError) as exc:
         raise CLIError(f"nothing was imported: {exc}") from None
+    except KeyboardInterrupt:  # import_records discarded what it had written
+        print("interrupted: nothing was imported", file=sys.stderr, flush=True)
+        raise
     n_dups = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, or refused on writing
     skipped = f" ({counted(n_dups, 'duplicate')} skipped)" if n_dups else ""
     print(f"imported {counted(result.added, 'document')} into {'new ' if result.created_corpus else ''}corpus "

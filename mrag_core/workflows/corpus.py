@@ -8,8 +8,9 @@ Import is three steps, matching the Corpus Import page (nothing is written befor
    for a topic-layout folder on this machine);
 2. :func:`prepare_import` applies the options (chunking, document limits, de-duplication within
    the upload and against the target corpus) and returns the final preview with every issue;
-3. :func:`import_records` writes categories and documents in ONE transaction
-   (``db.add_documents``); a corpus created for the import is removed again if that fails.
+3. :func:`import_records` writes categories and documents all or nothing: in bounded chunks into a corpus
+   nobody else sees, published in one last transaction (``db.imports``), so a long import neither locks other
+   writers out nor leaves half a corpus behind when it fails, is stopped or is killed.
    Chunks keep the link to their source document (``chunk_of`` = its title, ``chunk_index``,
    ``chunk_count``; all chunks of one source share ``source``).
 
@@ -21,13 +22,16 @@ suggestion (``label_source="suggestion"``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import db
 from mrag_core.annotate.types import fold_name
+from mrag_core.heartbeat import Heartbeat
 from mrag_core.wording import counted
 from mrag_core import export as exporter
 from mrag_core.ingest import (
@@ -54,6 +58,7 @@ __all__ = [
     "SOURCE_KINDS",
     "ChunkOptions",
     "ImportResult",
+    "ImportStopped",
     "SourceKind",
     "corpus_text_hashes",
     "export_documents",
@@ -115,7 +120,6 @@ class ImportResult:
     added: int
     skipped_duplicates: int
     n_categories: int
-    document_ids: list[int]
 
 
 # --------------------------------------------------------------------------- reading
@@ -314,51 +318,148 @@ def _record_doc(record: ImportRecord) -> dict[str, Any]:
     }
 
 
+#: An import is written in chunks of at most this many documents...
+IMPORT_CHUNK_ROWS = 1000
+#: ...and at most about this many bytes of text, each chunk in a transaction of its own (:mod:`db.imports`).
+IMPORT_CHUNK_BYTES = 4 * 1024 * 1024
+#: The time a chunk's transaction should take: later chunks are made smaller (down to ``MIN_CHUNK_ROWS``) when
+#: writing is slow, so the write lock is held for well under the busy timeout of the writers waiting for it.
+CHUNK_TARGET_S = 0.5
+MIN_CHUNK_ROWS = 50
+#: How often a chunk is tried again when another writer held the database past the busy timeout.
+CHUNK_TRIES = 5
+#: On SQLite, after each chunk the import leaves the write lock free for this share of the time the chunk held it
+#: (at least ``SQLITE_PAUSE_S[0]``, at most ``SQLITE_PAUSE_S[1]`` seconds). SQLite queues no waiting writer: each
+#: polls the lock every 50 to 100 ms, and one that polled while the import held it would find it held again and
+#: again. PostgreSQL's and MySQL's locks serve waiting writers in turn, so no pause is needed there.
+SQLITE_PAUSE_SHARE = 0.3
+SQLITE_PAUSE_S = (0.02, 0.2)
+
+
+class ImportStopped(Exception):
+    """The import was stopped (its ``cancel`` event was set, or its lease was lost) before it was published; nothing
+    of it was kept."""
+
+
+class _Chunks:
+    """``records`` taken in chunks of at most :attr:`rows` records and about ``size`` characters of text (at least one
+    record each); :meth:`took` adapts :attr:`rows` so that writing a chunk takes about ``target_s`` seconds (at least
+    :data:`MIN_CHUNK_ROWS` rows, at most ``rows``): on a slow or busy database the chunks get smaller, so the write lock
+    is never held for long, and grow back when writing is quick again."""
+
+    def __init__(self, records: Iterable[ImportRecord], rows: int, size: int, target_s: float) -> None:
+        self._records = iter(records)
+        self.max_rows = self.rows = rows
+        self.size = size
+        self.target_s = target_s
+
+    def __iter__(self) -> Iterator[list[ImportRecord]]:
+        while True:
+            chunk: list[ImportRecord] = []
+            chars = 0
+            for record in self._records:
+                chunk.append(record)
+                chars += len(record.text)
+                if len(chunk) >= self.rows or chars >= self.size:
+                    break
+            if not chunk:
+                return
+            yield chunk
+
+    def took(self, seconds: float, n: int) -> None:
+        """Writing the last chunk (``n`` records) took ``seconds``: size the next one for :attr:`target_s`."""
+        if seconds > 0 and n:
+            fit = int(n * self.target_s / seconds)
+            self.rows = max(MIN_CHUNK_ROWS, min(self.max_rows, fit, 2 * self.rows))
+
+
+def _write_chunk(store: db.Store, hidden: int, owner: str, docs: list[dict[str, Any]], *, dedupe: bool,
+                 first_index: int) -> db.AddResult:
+    """One chunk in one transaction, tried again (up to :data:`CHUNK_TRIES` times) while another writer holds the
+    database past the busy timeout: the import waits and goes on rather than failing."""
+    for attempt in range(1, CHUNK_TRIES + 1):
+        try:
+            return db.add_import_documents(store, hidden, owner, docs, dedupe=dedupe, first_index=first_index)
+        except db.BusyError:
+            if attempt == CHUNK_TRIES:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def import_records(
     store: db.Store,
-    records: Sequence[ImportRecord],
+    records: Iterable[ImportRecord],
     *,
     corpus_id: int | None = None,
     new_name: str | None = None,
     description: str = "",
     deduplicate: bool = True,
+    progress: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> ImportResult:
-    """Write ``records`` into an existing corpus (``corpus_id``) or a new one (``new_name``).
+    """Write ``records`` (any iterable: read lazily, one chunk at a time) into an existing corpus (``corpus_id``) or a
+    new one (``new_name``), all or nothing.
 
     Labels become categories (created as needed) and import decisions by ``"import"``, except labels the file
-    marks as machine suggestions (``label_source = "suggestion"``, as exported), which become suggestions; the
-    documents and their labels are added in one transaction. When a corpus was created here and
-    adding fails, the corpus is deleted again, so nothing is left half-written.
+    marks as machine suggestions (``label_source = "suggestion"``, as exported), which become suggestions. The
+    documents are written in chunks of at most :data:`IMPORT_CHUNK_ROWS` documents (and :data:`IMPORT_CHUNK_BYTES` of
+    text; fewer while writing one takes longer than :data:`CHUNK_TARGET_S`), each in a short transaction of its own, into a corpus nobody else sees (:mod:`db.imports`; a new corpus' name is
+    taken from the start), under the import's lease and heartbeat; other writers (an index build, another import)
+    wait between chunks instead of failing. The last transaction publishes it (a new corpus) or moves it into the
+    existing corpus. Any failure, a stop (``cancel``, Ctrl+C, a page stopped: the exception propagates) or a kill
+    leaves nothing: the process discards what it wrote, and what a killed process wrote is discarded by the next
+    start (``db.open_store``) or import. ``progress(n)`` is called with the documents written so far after each chunk.
 
     Raises ``ValueError`` (neither/both targets, nothing to import), ``db.DuplicateError`` (corpus
     name taken, or a duplicate text with ``deduplicate=False``), ``db.NotFoundError`` (unknown
-    corpus), ``db.InvalidInputError``.
+    corpus), ``db.InvalidInputError``, :class:`ImportStopped`, ``db.ImportLostError``, ``db.BusyError``.
     """
     if (corpus_id is None) == (new_name is None or not new_name.strip()):
         raise ValueError("Choose either an existing corpus or a name for a new corpus.")
-    if not records:
-        raise ValueError("There is nothing to import: the preview has no documents.")
-    created = False
+    owner = db.new_owner()
     if corpus_id is None:
-        corpus = db.create_corpus(store, str(new_name), description)
-        created = True
+        hidden = db.begin_import(store, str(new_name), owner, description)
     else:
-        corpus = db.get_corpus(store, corpus_id)
+        target = db.get_corpus(store, corpus_id)  # NotFoundError
+        hidden = db.begin_import(store, f"(import {owner.rsplit('#', 1)[-1]} into #{target.id})", owner)
+    lost = threading.Event()
+    labels: set[str] = set()
+    written = skipped = 0
     try:
-        result = db.add_documents(store, corpus.id, [_record_doc(r) for r in records], dedupe=deduplicate)
-    except Exception:
-        if created:
-            db.delete_corpus(store, corpus.id)
+        with Heartbeat(lambda: db.beat_lease(store, db.import_lease(hidden), owner), db.BEAT_EVERY_S,
+                       on_lost=lost.set):
+            chunks = _Chunks(records, IMPORT_CHUNK_ROWS, IMPORT_CHUNK_BYTES, CHUNK_TARGET_S)
+            for chunk in chunks:
+                if lost.is_set() or (cancel is not None and cancel.is_set()):
+                    raise ImportStopped("The import was stopped before it was complete; nothing of it was kept.")
+                docs = [_record_doc(r) for r in chunk]
+                held = time.perf_counter()
+                result = _write_chunk(store, hidden, owner, docs, dedupe=deduplicate, first_index=written + skipped)
+                held = time.perf_counter() - held
+                chunks.took(held, len(chunk))
+                if store.is_sqlite:
+                    time.sleep(min(max(held * SQLITE_PAUSE_SHARE, SQLITE_PAUSE_S[0]), SQLITE_PAUSE_S[1]))
+                written += result.added
+                skipped += result.skipped_duplicates
+                labels.update(r.label for r in chunk if r.label)
+                if progress is not None:
+                    progress(written)
+            if written + skipped == 0:
+                raise ValueError("There is nothing to import: the preview has no documents.")
+            published = db.finish_import(store, hidden, owner, into=corpus_id, dedupe=deduplicate)
+    except BaseException:
+        try:
+            db.abandon_import(store, hidden, owner)
+        except Exception:  # noqa: BLE001 - the failure is what propagates; the next start discards the rest
+            pass
         raise
-    labels = {r.label for r in records if r.label}
     return ImportResult(
-        corpus_id=corpus.id,
-        corpus_name=corpus.name,
-        created_corpus=created,
-        added=result.added,
-        skipped_duplicates=result.skipped_duplicates,
+        corpus_id=published.corpus.id,
+        corpus_name=published.corpus.name,
+        created_corpus=corpus_id is None,
+        added=published.added,
+        skipped_duplicates=skipped + published.skipped_duplicates,
         n_categories=len(labels),
-        document_ids=list(result.document_ids),
     )
 
 
