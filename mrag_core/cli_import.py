@@ -119,8 +119,9 @@ class UnreadableTable(CLIError):
     """A table whose columns cannot be read at all (e.g. a CSV quote never closed)."""
 
 
-def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
-    """The column mapping of a table: the columns named by the options, the others guessed."""
+def _mapping(args: argparse.Namespace, name: str, data: Any, fmt: str) -> Any:
+    """The column mapping of a table (``data``: its path, or its text opened once): the columns named by the
+    options, the others guessed."""
     from mrag_core.ingest import ColumnMapping, IngestError, sniff_columns, suggest_mapping
 
     try:
@@ -141,10 +142,41 @@ def _mapping(args: argparse.Namespace, name: str, data: bytes, fmt: str) -> Any:
                          label=args.label_column or (guess.label if guess else None))
 
 
-def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
-    """The import preview of the command's files and options (nothing written) and the source kind read (``auto``
-    resolved); raises CLIError."""
-    from mrag_core.ingest import ImportIssue, guess_format
+def _table_files(paths: list[Path], args: argparse.Namespace) -> list[Any]:
+    """Every table as a :class:`~mrag_core.workflows.import_stream.TableFile` read from its path (streamed, never
+    held whole), its text opened once; one whose columns cannot be read is left out with its error (as on the
+    page), and all of them unreadable is refused."""
+    from mrag_core.ingest import ImportIssue, IngestError, guess_format, text_source
+    from mrag_core.workflows.import_stream import TableFile
+
+    tables: list[Any] = []
+    unreadable: list[str] = []
+    for p in paths:
+        if p.is_dir():
+            raise CLIError(f"{p} is a folder; only the topic layout (--kind topics) or text files "
+                           "(--kind text) can be read from a folder")
+        fmt = guess_format(p.name)
+        if fmt is None:
+            raise CLIError(f"cannot tell the table format of {p.name} from its name; use .csv, .tsv, .json, "
+                           ".jsonl or .parquet (or --kind)")
+        try:
+            data = text_source(p, p.name) if fmt != "parquet" else p
+            tables.append(TableFile(p.name, data, fmt, _mapping(args, p.name, data, fmt)))
+        except (UnreadableTable, IngestError) as exc:  # left out whole, its problem listed as an error
+            why = str(exc).removeprefix(f"cannot read {p.name}: ").removeprefix(f"{p.name}: ")
+            unreadable.append(f"cannot read {p.name}: {why}")
+            tables.append(TableFile(p.name, p, fmt, None, ImportIssue.of_file(
+                p.name, f"the file cannot be read, so it is left out: {why}")))
+    if len(unreadable) == len(paths):  # nothing to import: refused, nothing written
+        raise CLIError("; ".join(unreadable))
+    return tables
+
+
+def read_source(args: argparse.Namespace) -> tuple[list[Any], Any, str]:
+    """What the command's files hold, ready to be read as a stream (nothing written): the tables (read row by row,
+    from disk) or the preview of the other kinds (read whole), and the source kind read (``auto`` resolved); raises
+    CLIError."""
+    from mrag_core.ingest import ImportIssue
     from mrag_core.workflows import corpus as cw
 
     paths = [Path(p).expanduser() for p in args.paths]
@@ -155,32 +187,15 @@ def read_preview(args: argparse.Namespace) -> tuple[Any, str]:
     if kind == "topics":
         if len(paths) != 1:
             raise CLIError("the topic layout is read from one folder (or one archive of it)")
-        return cw.read_topic_folder(paths[0]), kind
+        return [], cw.read_topic_folder(paths[0]), kind
+    if kind == "table":  # each table with its own columns: a CSV and a JSONL may name them differently
+        return _table_files(paths, args), None, kind
     linked: list[str] = []
     files = _read_files(paths, kind, linked)
     try:
-        if kind == "table":  # each table with its own columns: a CSV and a JSONL may name them differently
-            from mrag_core.ingest import ImportPreview
-
-            previews: list[Any] = []
-            unreadable: list[str] = []
-            for name, data in files:
-                fmt = guess_format(name)
-                if fmt is None:
-                    raise CLIError(f"cannot tell the table format of {name} from its name; use .csv, .tsv, .json, "
-                                   ".jsonl or .parquet (or --kind)")
-                try:
-                    mapping = _mapping(args, name, data, fmt)
-                except UnreadableTable as exc:  # left out whole, its problem listed as an error (as on the page)
-                    unreadable.append(str(exc))
-                    mapping = None
-                previews.append(cw.read_upload(kind, [(name, data)], mapping=[mapping]))
-            if len(unreadable) == len(files):  # nothing to import: refused, nothing written
-                raise CLIError("; ".join(unreadable))
-            return ImportPreview.combine(previews), kind
         read = cw.read_upload(kind, files, label_from_folder=not args.no_folder_labels, label=args.label)
         read.issues[:0] = [ImportIssue.of_file(name, "symbolic link skipped", "warning") for name in linked]
-        return read, kind
+        return [], read, kind
     except ValueError as exc:
         raise CLIError(str(exc)) from None
 
@@ -196,12 +211,14 @@ def chunk_options(args: argparse.Namespace) -> Any:
     return ChunkOptions(method="paragraphs", min_chars=args.min_chars, max_chars=args.max_chars)
 
 
-def format_issues(issues: list[Any], limit: int = SHOWN_ISSUES) -> str:
+def format_issues(issues: list[Any], limit: int = SHOWN_ISSUES, total: int | None = None) -> str:
     """The first ``limit`` import issues, one per line naming the file and the row or line (``ERROR data.csv row 7:
-    ...``, ``ERROR notes.zip:physics/a.md: ...`` for a member of an archive), and how many more there are."""
+    ...``, ``ERROR notes.zip:physics/a.md: ...`` for a member of an archive), and how many more there are (of
+    ``total``, when only the first issues were kept)."""
+    total = len(issues) if total is None else total
     lines = [f"  {issue}" for issue in issues[:limit]]
-    if len(issues) > limit:
-        lines.append(f"  ... and {len(issues) - limit} more")
+    if total > limit:
+        lines.append(f"  ... and {total - limit} more")
     return "\n".join(lines)
 
 
@@ -220,37 +237,43 @@ def cmd_import(args: argparse.Namespace, store: Any) -> int:
             raise CLIError("--corpus needs the name of the new corpus (or, with --add, of the corpus to add to)")
         if any(c.name == name for c in db.list_corpora(store)):
             raise CLIError(f"a corpus named {name!r} exists; pass --add to add documents to it")
-    read, kind = read_preview(args)
+    from mrag_core.workflows.import_stream import StreamedImport
+
+    tables, read, kind = read_source(args)
     hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and not args.keep_duplicates \
         else set()
+    chunking = chunk_options(args)
     try:
-        labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
-        preview = cw.prepare_import(read, chunking=chunk_options(args), deduplicate=not args.keep_duplicates,
-                                    existing_hashes=hashes, existing_labels=labels)
+        if chunking is not None:
+            chunking.validate()
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    n = len(preview.records)
-    labels = {r.label for r in preview.records if r.label}
+    labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
+    stream = StreamedImport(tables=tables, preview=read, chunking=chunking, deduplicate=not args.keep_duplicates,
+                            existing_hashes=hashes, existing_labels=labels)
+    preview = stream.report()  # read once to count and check: nothing is written yet
+    n = preview.n_records
+    n_labels = sum(1 for label in preview.labels if label)
     unit = "row" if kind in ("table", "wikipedia") else "file"
     dups = f"{counted(preview.n_duplicates, 'duplicate')} left out, " if preview.n_duplicates else ""
     print(f"read {counted(preview.n_rows_read, unit)}: {counted(n, 'document')} to import in "
-          f"{counted(len(labels), 'category', 'categories')}; {dups}{counted(len(preview.errors), 'error')} "
-          f"(left out), {counted(len(preview.warnings), 'warning')}")
+          f"{counted(n_labels, 'category', 'categories')}; {dups}{counted(preview.n_errors, 'error')} "
+          f"(left out), {counted(preview.n_warnings, 'warning')}")
     if preview.issues:
-        print(format_issues(preview.issues))
+        print(format_issues(preview.issues, total=preview.n_issues))
     if n == 0:
         if existing is not None and preview.n_duplicates:  # --add of what is there already: a success, not an error
-            which = "every document without an error" if preview.errors else "every document"
+            which = "every document without an error" if preview.n_errors else "every document"
             print(f"nothing to import: {which} is already in corpus {existing.name!r}; nothing was written")
             return 0
-        why = "no document is left after the problems above" if preview.issues else "the files hold no document"
+        why = "no document is left after the problems above" if preview.n_issues else "the files hold no document"
         raise CLIError(f"nothing to import: {why}; nothing was written")
     if args.dry_run:
         print("dry run: nothing was written")
         return 0
     show = (lambda done: print_progress("writing documents", done, n)) if n > cw.IMPORT_CHUNK_ROWS else None
     try:
-        result = cw.import_records(store, preview.records, corpus_id=existing.id if existing else None,
+        result = cw.import_records(store, stream.records(), corpus_id=existing.id if existing else None,
                                    new_name=None if existing else args.corpus,
                                    deduplicate=not args.keep_duplicates, progress=show)
     except (ValueError, db.StoreError) as exc:

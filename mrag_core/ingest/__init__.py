@@ -3,7 +3,7 @@
 Readers (all return :class:`ImportPreview`, never raise for bad content):
 
 * tables: :func:`sniff_columns`, :func:`suggest_mapping`, :func:`read_table` (JSON, JSONL, CSV,
-  Parquet);
+  Parquet), :func:`iter_table` (the same rows one at a time, streamed from bytes or a path: :func:`text_source`);
 * text files: :func:`read_text_file`, :func:`read_text_files`, :func:`read_text_zip`,
   :func:`read_text_folder` (``.txt``/``.md``);
 * benchmarks: :func:`preview_wikipedia_articles`, :func:`preview_topic_layout`.
@@ -29,7 +29,16 @@ from mrag_core.ingest.records import (
     IngestError,
     check_records,
 )
-from mrag_core.ingest.tabular import ColumnMapping, guess_format, read_table, sniff_columns, suggest_mapping
+from mrag_core.ingest.tabular import (
+    ColumnMapping,
+    TableRow,
+    guess_format,
+    iter_table,
+    read_table,
+    sniff_columns,
+    suggest_mapping,
+    text_source,
+)
 
 __all__ = [
     "MAX_DOC_BYTES",
@@ -39,6 +48,7 @@ __all__ = [
     "ImportPreview",
     "ImportRecord",
     "IngestError",
+    "TableRow",
     "apply_chunking",
     "check_records",
     "chunk_by_chars",
@@ -47,6 +57,7 @@ __all__ = [
     "decode_bytes",
     "dedupe",
     "guess_format",
+    "iter_table",
     "preview_topic_layout",
     "preview_wikipedia_articles",
     "read_table",
@@ -56,4 +67,5 @@ __all__ = [
     "read_text_zip",
     "sniff_columns",
     "suggest_mapping",
+    "text_source",
 ]

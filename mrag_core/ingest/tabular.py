@@ -17,20 +17,18 @@ Parquet; 1-based data rows) or ``"line N"`` (JSONL), in the file the issue's ``s
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
-from typing import Any, Literal
+from pathlib import Path, PurePath
+from typing import IO, Any, Literal
 
 from mrag_core.csv_cells import restore
-from mrag_core.ingest.encoding import decode_bytes
+from mrag_core.ingest.streams import TableData, TextSource, open_binary
 from mrag_core.ingest.records import (
     MAX_DOC_BYTES,
     MAX_TOTAL_BYTES,
@@ -49,10 +47,13 @@ __all__ = [
     "ColumnMapping",
     "TableFormat",
     "fallback_title",
+    "TableRow",
     "guess_format",
+    "iter_table",
     "read_table",
     "sniff_columns",
     "suggest_mapping",
+    "text_source",
 ]
 
 TableFormat = Literal["json", "jsonl", "csv", "parquet"]
@@ -67,6 +68,19 @@ class ColumnMapping:
     text: str
     title: str | None = None
     label: str | None = None
+
+
+#: A row as a reader gives it: its location, the row (None when it is left out) and the issue that left it out.
+_Row = tuple[str, "dict[str, Any] | None", "ImportIssue | None"]
+
+
+@dataclass
+class _Table:
+    """A table opened: its columns, issues about the file, and its rows (an iterator: read once, lazily)."""
+
+    columns: list[str]
+    issues: list[ImportIssue]
+    rows: Iterator[_Row]
 
 
 @dataclass
@@ -92,32 +106,6 @@ def guess_format(name: str) -> TableFormat | None:
 def _check_format(fmt: str) -> None:
     if fmt not in _FORMATS:
         raise IngestError(f"unknown table format {fmt!r}; expected one of {', '.join(_FORMATS)}")
-
-
-def _maybe_decompress(data: bytes, name: str, cap: int) -> bytes:
-    opener: Callable[..., Any] | None = None
-    kind = ""
-    if data[:3] == b"BZh":
-        opener, kind = bz2.open, "bz2"
-    elif data[:2] == b"\x1f\x8b":
-        opener, kind = gzip.open, "gzip"
-    if opener is None:
-        return data
-    try:
-        with opener(io.BytesIO(data)) as fh:
-            out: bytes = fh.read(cap + 1)
-    except (OSError, EOFError, ValueError) as exc:
-        raise IngestError(f"{name}: looks {kind}-compressed but cannot be decompressed ({exc})") from exc
-    if len(out) > cap:
-        raise IngestError(f"{name}: decompresses to more than {format_bytes(cap)}, the upload limit")
-    return out
-
-
-def _decode(data: bytes, name: str) -> tuple[str, list[ImportIssue]]:
-    text, _enc, issues = decode_bytes(data, name)
-    if text is None:
-        raise IngestError(f"{name}: {issues[0].message}" if issues else f"{name}: cannot be decoded")
-    return text, issues
 
 
 def _unique_columns(names: Sequence[Any], name: str) -> tuple[list[str], list[ImportIssue]]:
@@ -180,23 +168,38 @@ def _json_rows(text: str, name: str) -> _Rows:
     return out
 
 
-def _jsonl_rows(text: str, name: str) -> _Rows:
-    out = _Rows(columns=[])
-    for lineno, item, exc in json_lines(text):
-        loc = f"line {lineno}"
-        if exc is not None:
-            out.rows.append((loc, None))
-            out.issues.append(ImportIssue(loc, f"invalid JSON at column {exc.colno}: {exc.msg}", "error"))
-            continue
-        if isinstance(item, dict):
-            out.rows.append((loc, item))
-        else:
-            out.rows.append((loc, None))
-            out.issues.append(ImportIssue(loc, f"expected an object, found {_kind(item)}", "error"))
-    if not out.rows:
+def _jsonl_table(src: TextSource, name: str) -> _Table:
+    """A JSONL table read as a stream: a first pass collects the columns (every key of every object line), the
+    rows come from a second one."""
+    columns: dict[str, None] = {}
+    any_line = False
+    with src.open(newline=None) as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            any_line = True
+            for _, item, exc in json_lines(line):
+                if exc is None and isinstance(item, dict):
+                    for key in item:
+                        columns.setdefault(str(key), None)
+    if not any_line:
         raise IngestError(f"{name}: the file is empty")
-    out.columns = _columns_of(out.rows)
-    return out
+    return _Table(list(columns), [], _jsonl_rows(src))
+
+
+def _jsonl_rows(src: TextSource) -> Iterator[_Row]:
+    with src.open(newline=None) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            loc = f"line {lineno}"
+            for _, item, exc in json_lines(line):
+                if exc is not None:
+                    yield loc, None, ImportIssue(loc, f"invalid JSON at column {exc.colno}: {exc.msg}", "error")
+                elif isinstance(item, dict):
+                    yield loc, item, None
+                else:
+                    yield loc, None, ImportIssue(loc, f"expected an object, found {_kind(item)}", "error")
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -286,11 +289,33 @@ def check_csv_quotes(text: str, delimiter: str, name: str) -> None:
     _check_quotes(text[last_start:], last_line, delimiter, name)
 
 
-def _csv_rows(text: str, name: str) -> _Rows:
-    if not text.strip():
-        raise IngestError(f"{name}: the file is empty")
+class _LineFeed:
+    """The lines of a text stream as :class:`csv.reader` reads them, keeping those of the record being read
+    (:attr:`lines`, emptied by the caller before each record): its raw text, for the quote check."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.lines: list[str] = []
+
+    def __iter__(self) -> _LineFeed:
+        return self
+
+    def __next__(self) -> str:
+        line = self._stream.readline()
+        if not line:
+            raise StopIteration
+        self.lines.append(line)
+        return line
+
+
+def _csv_table(src: TextSource, name: str) -> _Table:
+    """A CSV table read as a stream: its delimiter sniffed from the first 64 KB, its header read now, its rows as they
+    are asked for (each record read from several lines, and the last one, checked for a quote never closed)."""
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    sample = text[:65536]
+    with src.open() as fh:
+        sample = fh.read(65536)
+        if not sample.strip() and not fh.read(1):
+            raise IngestError(f"{name}: the file is empty")
     first_line = sample.split("\n", 1)[0]
     delimiter = ","
     try:
@@ -300,44 +325,54 @@ def _csv_rows(text: str, name: str) -> _Rows:
     except csv.Error:
         if "\t" in first_line and "," not in first_line:
             delimiter = "\t"
-    read = [0]  # characters the reader has read
-    reader = csv.reader(_counted_lines(text, read), delimiter=delimiter)
-    # The reader is lenient: a quote never closed swallows every line after it into one value, and a stray one
-    # the lines up to the next quote. Each record read from several lines, and the last one, are checked.
+    stream = src.open()
     try:
-        header = next(reader)
-    except csv.Error as exc:
-        raise IngestError(f"{name}: cannot read the CSV header: {exc}") from exc
-    except StopIteration:
-        raise IngestError(f"{name}: the file is empty") from None
-    last_start, last_line = 0, 1  # where the last record read starts (offset in text, line)
-    if reader.line_num > 1:
-        _check_quotes(text[:read[0]], 1, delimiter, name)
-    columns, issues = _unique_columns(header, name)
-    out = _Rows(columns=columns, issues=issues)
-    n = 0
-    while True:
-        start_line, start = reader.line_num + 1, read[0]
+        feed = _LineFeed(stream)
+        reader = csv.reader(feed, delimiter=delimiter)
+        # The reader is lenient: a quote never closed swallows every line after it into one value, and a stray one
+        # the lines up to the next quote. Each record read from several lines, and the last one, are checked.
         try:
-            values = next(reader)
-        except StopIteration:
-            break
+            header = next(reader)
         except csv.Error as exc:
-            raise IngestError(f"{name}: CSV error at line {start_line}: {exc}") from exc
-        last_start, last_line = start, start_line
-        if reader.line_num > start_line:
-            _check_quotes(text[start:read[0]], start_line, delimiter, name)
-        if not values or all(not v.strip() for v in values):
-            continue
-        n += 1
-        loc = f"row {n}"
-        if len(values) > len(columns):  # read by position, its values would land in the wrong columns
-            out.issues.append(ImportIssue(loc, _too_many_values(len(values), len(columns), start_line), "error"))
-            out.rows.append((loc, None))
-            continue
-        out.rows.append((loc, dict(zip(columns, map(restore, values)))))  # formulas neutralised by an export
-    _check_quotes(text[last_start:], last_line, delimiter, name)
-    return out
+            raise IngestError(f"{name}: cannot read the CSV header: {exc}") from exc
+        except StopIteration:
+            raise IngestError(f"{name}: the file is empty") from None
+        if reader.line_num > 1:
+            _check_quotes("".join(feed.lines), 1, delimiter, name)
+    except BaseException:
+        stream.close()
+        raise
+    columns, issues = _unique_columns(header, name)
+    return _Table(columns, issues, _csv_rows(stream, feed, reader, columns, delimiter, name))
+
+
+def _csv_rows(stream: IO[str], feed: _LineFeed, reader: Any, columns: list[str], delimiter: str, name: str
+              ) -> Iterator[_Row]:
+    """The rows after the header (blank ones skipped; ``row N`` counts the others)."""
+    with stream:
+        last_raw, last_line = "".join(feed.lines), 1  # the last record read: its text and first line
+        n = 0
+        while True:
+            feed.lines = []
+            start_line = reader.line_num + 1
+            try:
+                values = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise IngestError(f"{name}: CSV error at line {start_line}: {exc}") from exc
+            last_raw, last_line = "".join(feed.lines), start_line
+            if reader.line_num > start_line:
+                _check_quotes(last_raw, start_line, delimiter, name)
+            if not values or all(not v.strip() for v in values):
+                continue
+            n += 1
+            loc = f"row {n}"
+            if len(values) > len(columns):  # read by position, its values would land in the wrong columns
+                yield loc, None, ImportIssue(loc, _too_many_values(len(values), len(columns), start_line), "error")
+                continue
+            yield loc, dict(zip(columns, map(restore, values))), None  # formulas neutralised by an export
+        _check_quotes(last_raw + "".join(feed.lines), last_line, delimiter, name)
 
 
 def _too_many_values(n_values: int, n_columns: int, line: int) -> str:
@@ -349,19 +384,33 @@ def _too_many_values(n_values: int, n_columns: int, line: int) -> str:
             '("a, b") or remove the extra values')
 
 
-def _parquet_rows(data: bytes, name: str) -> _Rows:
+def _parquet_table(data: TableData, name: str, max_total_bytes: int) -> _Table:
+    """A Parquet table: its columns from the schema, its rows read a batch at a time."""
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - pyarrow is a dependency
         raise IngestError("reading Parquet needs the 'pyarrow' package") from exc
     try:
-        table = pq.read_table(io.BytesIO(data))
+        with open_binary(data, name, max_total_bytes) as raw:  # decompressed, when it is
+            source: Any = data if isinstance(data, Path) and raw.seekable() else io.BytesIO(raw.read())
+        parquet = pq.ParquetFile(source)
+        columns = [str(c) for c in parquet.schema_arrow.names]
+    except IngestError:
+        raise
     except Exception as exc:  # pyarrow raises several types for bad files
         raise IngestError(f"{name}: not a readable Parquet file ({exc})") from exc
-    out = _Rows(columns=[str(c) for c in table.column_names])
-    for i, row in enumerate(table.to_pylist(), start=1):
-        out.rows.append((f"row {i}", row))
-    return out
+    return _Table(columns, [], _parquet_rows(parquet, name))
+
+
+def _parquet_rows(parquet: Any, name: str) -> Iterator[_Row]:
+    i = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                i += 1
+                yield f"row {i}", row, None
+    except Exception as exc:  # a corrupt page further in
+        raise IngestError(f"{name}: not a readable Parquet file ({exc})") from exc
 
 
 def _kind(value: Any) -> str:
@@ -371,32 +420,46 @@ def _kind(value: Any) -> str:
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
-def _load_rows(data: bytes, fmt: str, name: str, max_total_bytes: int) -> _Rows:
+def _open_table(data: TableData | TextSource, fmt: str, name: str, max_total_bytes: int) -> _Table:
+    """The table ``data`` opened: its columns and file issues read now, its rows as they are asked for (CSV,
+    JSONL and Parquet are read as streams; JSON is read whole). Raises IngestError (naming ``name``) when it cannot be
+    read; its rows may raise it too, for a problem found further in (a CSV quote never closed, corrupt data)."""
     _check_format(fmt)
-    if len(data) > max_total_bytes:
-        raise IngestError(
-            f"{name}: the upload is {format_bytes(len(data))}, over the "
-            f"{format_bytes(max_total_bytes)} limit"
-        )
-    data = _maybe_decompress(data, name, max_total_bytes)
     if fmt == "parquet":
-        return _parquet_rows(data, name)
-    text, issues = _decode(data, name)
-    rows = {"json": _json_rows, "jsonl": _jsonl_rows, "csv": _csv_rows}[fmt](text, name)
-    rows.issues[:0] = issues
-    return rows
+        if isinstance(data, TextSource):
+            raise IngestError(f"{name}: a Parquet file is not text")
+        return _parquet_table(data, name, max_total_bytes)
+    src = data if isinstance(data, TextSource) else TextSource(data, name, max_total_bytes)
+    if fmt == "json":  # read whole (json.loads); each row with the issue _json_rows found for it
+        rows = _json_rows(src.read(), name)
+        found = {issue.location: issue for issue in rows.issues}
+        table = _Table(rows.columns, [], ((loc, row, found.get(loc) if row is None else None) for loc, row in rows.rows))
+    else:
+        table = (_csv_table if fmt == "csv" else _jsonl_table)(src, name)
+    table.issues[:0] = src.issues
+    return table
 
 
-def sniff_columns(data: bytes, fmt: str, name: str = "upload") -> list[str]:
+def text_source(data: TableData, name: str, max_total_bytes: int = MAX_TOTAL_BYTES) -> TextSource:
+    """``data`` opened as text once (its encoding found), for reading the same table several times (its columns,
+    its preview, its import) without checking its encoding each time. Raises IngestError."""
+    return TextSource(data, name, max_total_bytes)
+
+
+def sniff_columns(data: TableData | TextSource, fmt: str, name: str = "upload") -> list[str]:
     """Column names of a table upload, in order of first appearance.
 
     Raises :class:`~mrag_core.ingest.records.IngestError` (user-facing message) when the
-    upload cannot be read at all (not JSON, empty, binary, unknown format...).
+    upload cannot be read at all (not JSON, empty, binary, unknown format, a CSV quote never closed...). A CSV is
+    read to its end for that (as a stream: nothing is kept).
     """
-    rows = _load_rows(data, fmt, name, MAX_TOTAL_BYTES)
-    if not rows.columns:
+    table = _open_table(data, fmt, name, MAX_TOTAL_BYTES)
+    if fmt == "csv":
+        for _ in table.rows:
+            pass
+    if not table.columns:
         raise IngestError(f"{name}: no columns found (no row is an object with fields)")
-    return rows.columns
+    return table.columns
 
 
 _TEXT_NAMES = ("text", "content", "body", "document", "abstract", "summary", "passage", "description")
@@ -454,7 +517,7 @@ LABEL_SOURCE_COLUMN = "label_source"
 
 
 def read_table(
-    data: bytes,
+    data: TableData | TextSource,
     fmt: str,
     mapping: ColumnMapping,
     source_name: str,
@@ -471,42 +534,72 @@ def read_table(
     to the start of the text (a warning when a title column was mapped); empty labels become
     ``None``. Records' ``source`` is ``"<source_name> <location>"``; every issue names ``source_name`` as its
     ``source`` (so ``str(issue)`` reads ``"ERROR data.csv row 2: ..."``: several tables can be told apart).
+    The preview holds every record: :func:`iter_table` reads the same rows one at a time.
     """
-    preview = _read_rows(data, fmt, mapping, source_name, max_doc_bytes, max_total_bytes)
-    preview.issues = in_source(preview.issues, source_name)
+    preview = ImportPreview()
+    later: list[ImportIssue] = []  # the issues of the rows' values, after those the reader met (as they always were)
+    try:
+        for row in iter_table(data, fmt, mapping, source_name, max_doc_bytes=max_doc_bytes,
+                              max_total_bytes=max_total_bytes):
+            (preview.issues if row.by_reader else later).extend(row.issues)
+            if row.counted:
+                preview.n_rows_read += 1
+                if row.record is None:
+                    preview.n_skipped += 1
+                else:
+                    preview.records.append(row.record)
+        preview.issues.extend(later)
+    except IngestError as exc:
+        return ImportPreview(issues=in_source([ImportIssue(source_name, _strip_name(str(exc), source_name))],
+                                              source_name))
     return preview
 
 
-def _read_rows(data: bytes, fmt: str, mapping: ColumnMapping, source_name: str, max_doc_bytes: int | None,
-               max_total_bytes: int) -> ImportPreview:
-    """:func:`read_table` with issues located in the file only (by row / line, or at ``source_name``)."""
-    try:
-        rows = _load_rows(data, fmt, source_name, max_total_bytes)
-    except IngestError as exc:
-        return ImportPreview(issues=[ImportIssue(source_name, _strip_name(str(exc), source_name), "error")])
-    preview = ImportPreview(issues=list(rows.issues), n_rows_read=len(rows.rows))
-    missing = [c for c in (mapping.text, mapping.title, mapping.label) if c is not None and c not in rows.columns]
+@dataclass(frozen=True)
+class TableRow:
+    """One step of :func:`iter_table`: a row read (``counted``), with its record or None (left out), and the issues
+    met on the way (each naming the file); or, not ``counted``, issues about the file itself."""
+
+    record: ImportRecord | None
+    issues: list[ImportIssue]
+    counted: bool = True
+    by_reader: bool = False  # the issues are the file's, or the reader's about a row it could not read
+
+
+def iter_table(
+    data: TableData | TextSource,
+    fmt: str,
+    mapping: ColumnMapping,
+    source_name: str,
+    *,
+    max_doc_bytes: int | None = MAX_DOC_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+) -> Iterator[TableRow]:
+    """The rows of a table upload one at a time, read lazily: a CSV, JSONL or Parquet file is never held whole
+    (``data`` may be a path on disk), so reading any number of rows takes memory for one row at a time. Each row is
+    what :func:`read_table` makes of it. Raises :class:`~mrag_core.ingest.records.IngestError` (naming the file) for
+    a problem with the whole file, possibly after rows were yielded (a CSV quote never closed further in): the
+    caller then drops what it took from this file, as :func:`read_table` does. A mapped column that is absent is
+    one error about the file, and every row is counted as read and left out."""
+    table = _open_table(data, fmt, source_name, max_total_bytes)
+    if table.issues:
+        yield TableRow(None, in_source(table.issues, source_name), counted=False, by_reader=True)
+    missing = [c for c in (mapping.text, mapping.title, mapping.label) if c is not None and c not in table.columns]
     if missing:
-        available = ", ".join(repr(c) for c in rows.columns) or "(none)"
+        available = ", ".join(repr(c) for c in table.columns) or "(none)"
         which = ", ".join(repr(c) for c in missing)
-        preview.issues.append(ImportIssue(
-            source_name,
-            f"column{'s' if len(missing) > 1 else ''} {which} not found; available columns: {available}",
-            "error",
-        ))
-        preview.n_skipped = len(rows.rows)
-        return preview
-    for loc, row in rows.rows:
-        if row is None:  # already reported
-            preview.n_skipped += 1
+        yield TableRow(None, [ImportIssue.of_file(
+            source_name, f"column{'s' if len(missing) > 1 else ''} {which} not found; available columns: {available}")],
+            counted=False, by_reader=True)
+        for _ in table.rows:
+            yield TableRow(None, [])
+        return
+    for loc, row, issue in table.rows:
+        if row is None:  # reported by the reader
+            yield TableRow(None, in_source([issue], source_name) if issue is not None else [], by_reader=True)
             continue
         record, issues = _row_record(row, loc, mapping, source_name, max_doc_bytes)
-        preview.issues.extend(issues)
-        if record is None:
-            preview.n_skipped += 1
-        else:
-            preview.records.append(record)
-    return preview
+        yield TableRow(record, in_source(issues, source_name))
 
 
 def _strip_name(message: str, name: str) -> str:
