@@ -169,10 +169,12 @@ def _clean_name(name: str, what: str) -> str:
 
 
 def _refresh_content_hash(session: Session, corpus_id: int) -> str:
+    # streamed (yield_per): an ORM result is otherwise fetched whole, a string per document in memory at once
     hashes = session.scalars(
         select(Document.content_hash)
         .where(Document.corpus_id == corpus_id)
         .order_by(Document.content_hash)
+        .execution_options(yield_per=10_000)
     )
     digest = hashlib.sha256()
     for value in hashes:

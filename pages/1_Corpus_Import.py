@@ -13,6 +13,7 @@ import db
 from mrag_core.wording import counted
 from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from mrag_core.workflows import corpus as cw
+from mrag_core.workflows.import_stream import ImportReport, StreamedImport
 from mrag_core.workflows.server_folders import FolderRefused, resolve_inside
 from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
@@ -141,39 +142,73 @@ def _column_mappings(files: list[tuple[str, bytes]], table_format: str | None
     return tuple(next(drawn) if cols is not None else None for cols in columns), unreadable
 
 
+def _stream(kind: str, files: list[tuple[str, bytes]], topic_folder: str, mappings: tuple[Mapping | None, ...] | None,
+            table_format: str | None, label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
+            existing: db.CorpusInfo | None) -> StreamedImport:
+    """The upload with the import options, to be read as a stream (its preview, then its import): tables row by row
+    (never a list of every row), the other kinds from their cached previews. Raises ValueError (bad chunking)."""
+    if chunking is not None:
+        chunking.validate()
+    hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
+    labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
+    options = {"chunking": chunking, "deduplicate": deduplicate, "existing_hashes": hashes, "existing_labels": labels}
+    if kind == "table" and not topic_folder and mappings is not None:
+        cm = [ColumnMapping(*m) if m is not None else None for m in mappings]
+        return StreamedImport(tables=cw.table_files(files, cm, table_format=table_format), **options)
+    if topic_folder:
+        read = _read_folder(topic_folder, cw.source_signature(topic_folder))
+    else:
+        read = _read(kind, tuple(files), mappings, table_format, label_from_folder)
+    return StreamedImport(preview=read, **options)
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the upload...")
+def _report(kind: str, files: tuple[tuple[str, bytes], ...], topic_folder: str, signature: str,
+            mappings: tuple[Mapping | None, ...] | None, table_format: str | None, label_from_folder: bool,
+            chunking: cw.ChunkOptions | None, deduplicate: bool, target: tuple[int, int, int] | None) -> ImportReport:
+    """The preview of the upload with these options: every count, the first records and issues (small, whatever the
+    upload's size). ``signature`` (a folder's file sizes and times) and ``target`` (the corpus' id and versions)
+    read it again when they change."""
+    existing = db.get_corpus(store, target[0]) if target is not None else None
+    return _stream(kind, list(files), topic_folder, mappings, table_format, label_from_folder, chunking, deduplicate,
+                   existing).report()
+
+
 def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder: str,
                         mappings: tuple[Mapping | None, ...] | None, table_format: str | None,
                         label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
                         existing: db.CorpusInfo | None, new_name: str, name_taken: bool) -> None:
     """Section 3: the preview of what would be imported with these options, and the import button (disabled
-    while the new corpus' name is ``name_taken``)."""
+    while the new corpus' name is ``name_taken``). The import reads the upload again as a stream and writes it in
+    chunks nobody sees until the last one publishes them (a closed tab or a stopped page leaves nothing half-way)."""
+    target = (existing.id, existing.version, existing.labels_version) if existing is not None else None
+    signature = cw.source_signature(topic_folder) if topic_folder else ""
     try:
-        if topic_folder:
-            read = _read_folder(topic_folder, cw.source_signature(topic_folder))
-        else:
-            read = _read(kind, tuple(files), mappings, table_format, label_from_folder)
-        existing_hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
-        labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
-        preview = cw.prepare_import(read, chunking=chunking, deduplicate=deduplicate, existing_hashes=existing_hashes,
-                                    existing_labels=labels)
+        preview = _report(kind, tuple(files), topic_folder, signature, mappings, table_format, label_from_folder,
+                          chunking, deduplicate, target)
     except ValueError as exc:
         st.error(f"No preview: {md_plain(str(exc))}")
         return
     show_preview(preview)
 
-    n = len(preview.records)
+    n = preview.n_records
     if not st.button(f"Import {counted(n, 'document')}", type="primary", disabled=n == 0 or name_taken,
                      key="imp_go"):
         return
+    bar = st.progress(0.0, text=f"Importing {counted(n, 'document')}...")
     try:
-        with st.spinner("Importing..."):
-            result = cw.import_records(
-                store, preview.records, corpus_id=existing.id if existing is not None else None,
-                new_name=new_name if existing is None else None, deduplicate=deduplicate,
-            )  # fmt: skip
+        stream = _stream(kind, files, topic_folder, mappings, table_format, label_from_folder, chunking, deduplicate,
+                         existing)
+        result = cw.import_records(
+            store, stream.records(), corpus_id=existing.id if existing is not None else None,
+            new_name=new_name if existing is None else None, deduplicate=deduplicate,
+            progress=lambda done: bar.progress(min(done / max(n, 1), 1.0), text=f"Written {done} of {n}..."),
+        )  # fmt: skip
     except (ValueError, db.StoreError) as exc:
+        bar.empty()
         st.error(f"Nothing was imported: {md_plain(str(exc))}")
         return
+    bar.empty()
     st.session_state["corpus_id"] = result.corpus_id
     duplicates = preview.n_duplicates + result.skipped_duplicates  # left out by the preview, then by the store
     st.success(

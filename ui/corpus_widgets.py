@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import db
-from mrag_core.ingest import ImportPreview
+from mrag_core.workflows.import_stream import ImportReport
 from ui.render import md_plain
 from ui.state import get_model, get_store
 
@@ -55,10 +55,11 @@ def agent_picker(store: db.Store, corpus_id: int, *, key: str, container: Any = 
     return (container or st).selectbox(label, options, key=key, format_func=lambda a: agent_label(a, counts))
 
 
-def show_preview(preview: ImportPreview) -> None:
+def show_preview(preview: ImportReport) -> None:
     """Summary line, the records table (first rows) and the issues table, row by row, each issue located by its file
-    and the row or line in it (``ImportIssue.where``)."""
-    n_err, n_warn = len(preview.errors), len(preview.warnings)
+    and the row or line in it (``ImportIssue.where``). The report counts every record and issue but keeps only the
+    first of each (``mrag_core.workflows.import_stream``): the tables say how many they show."""
+    n_err, n_warn = preview.n_errors, preview.n_warnings
     summary = preview.summary()
     if n_err:
         st.warning(f"{summary}. Rows and files with errors are left out of the import.")
@@ -73,7 +74,7 @@ def show_preview(preview: ImportPreview) -> None:
         ],
         columns=["title", "label", "characters", "part", "source", "text"],
     )  # fmt: skip
-    st.markdown(f"**Documents** ({len(preview.records)}; first {min(len(preview.records), PREVIEW_ROWS)} shown)")
+    st.markdown(f"**Documents** ({preview.n_records}; first {min(preview.n_records, PREVIEW_ROWS)} shown)")
     st.dataframe(records, hide_index=True, width="stretch")
     counts = preview.label_counts()
     if counts:
@@ -81,8 +82,9 @@ def show_preview(preview: ImportPreview) -> None:
         st.caption("Labels: " + ", ".join(f"{md_plain(k) if k else '(none)'}: {v}"
                                           for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
     if preview.issues:
+        shown = "" if len(preview.issues) == preview.n_issues else f"; first {len(preview.issues)} shown"
         st.markdown(f"**Issues** ({n_err} error{'s' if n_err != 1 else ''}, "
-                    f"{n_warn} warning{'s' if n_warn != 1 else ''})")
+                    f"{n_warn} warning{'s' if n_warn != 1 else ''}{shown})")
         issues = pd.DataFrame(
             # where = the file (the archive's name first for a member of one) and the row or line: several files
             # read at once can be told apart; shown as plain text (a dataframe renders no Markdown or HTML)

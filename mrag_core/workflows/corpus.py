@@ -69,6 +69,7 @@ __all__ = [
     "read_upload",
     "same_labels",
     "source_signature",
+    "table_files",
     "unreadable_table",
 ]
 
@@ -180,6 +181,32 @@ def read_upload(
         else:
             previews.append(preview_wikipedia_articles(data, name, max_doc_bytes=None))
     return ImportPreview.combine(previews)
+
+
+def table_files(files: Sequence[tuple[str, bytes]], mapping: ColumnMapping | Sequence[ColumnMapping | None], *,
+                table_format: str | None = None) -> list[Any]:
+    """The uploaded tables as :class:`~mrag_core.workflows.import_stream.TableFile` (read row by row by a
+    :class:`~mrag_core.workflows.import_stream.StreamedImport`), with what :func:`read_upload` makes of each: its
+    format (``table_format`` or guessed from its name) and mapping (one for all, or one per file: None for a table
+    whose columns cannot be read, left out with the error :func:`unreadable_table` words); a file whose format
+    cannot be told is left out with an error."""
+    from mrag_core.workflows.import_stream import TableFile
+
+    per_file = list(mapping) if not isinstance(mapping, ColumnMapping) else [mapping] * len(files)
+    if len(per_file) != len(files):
+        raise ValueError(f"{counted(len(per_file), 'column mapping')} given for {counted(len(files), 'file')}; give "
+                         "one per file.")
+    out: list[Any] = []
+    for (name, data), its in zip(files, per_file):
+        fmt = table_format or guess_format(name)
+        if fmt is None:
+            out.append(TableFile(name, data, "csv", None, ImportIssue.of_file(
+                name, "cannot tell the table format from the file name; choose it explicitly")))
+        elif its is None:
+            out.append(TableFile(name, data, fmt, None, unreadable_table(data, fmt, name).issues[0]))
+        else:
+            out.append(TableFile(name, data, fmt, its))
+    return out
 
 
 def unreadable_table(data: bytes, fmt: str, name: str) -> ImportPreview:
