@@ -3,13 +3,16 @@
 Two steps, matching the UI: :func:`sniff_columns` lists the columns of an upload so the user
 can map them (:func:`suggest_mapping` proposes a mapping), then :func:`read_table` turns every
 row into an :class:`~mrag_core.ingest.records.ImportRecord` or a located
-:class:`~mrag_core.ingest.records.ImportIssue`.
+:class:`~mrag_core.ingest.records.ImportIssue`. :func:`iter_table` gives the same rows one at a time: CSV, JSONL
+and Parquet are read as streams (from bytes or a path on disk, :mod:`mrag_core.ingest.streams`), so a table of any
+size is read in memory for a row; JSON is parsed whole.
 
 Accepted shapes: JSON is a list of objects or ``{"documents": [...]}`` (also ``"records"``,
 ``"data"``, ``"articles"``, ``"items"``); JSONL is one object per line; CSV has a header row and
 its delimiter (``,`` ``;`` tab ``|``) is sniffed; a quoted field that is never closed refuses the
 file, naming the line where it starts (read leniently, it would take in the rest of the file as
-one value); a CSV cell that an export neutralised as a spreadsheet formula (``'=...``) loses that quote
+one value); a row with more values than the header has columns is an error (its values cannot be matched to
+the columns); a CSV cell that an export neutralised as a spreadsheet formula (``'=...``) loses that quote
 (:func:`mrag_core.csv_cells.restore`). bz2/gzip-compressed uploads are decompressed transparently (the authors'
 ``wikipedia_articles_v1.json.bz2`` reads as JSON). Locations are ``"row N"`` (JSON, CSV,
 Parquet; 1-based data rows) or ``"line N"`` (JSONL), in the file the issue's ``source`` names.
@@ -27,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import IO, Any, Literal
 
-from mrag_core.csv_cells import restore
-from mrag_core.ingest.streams import TableData, TextSource, open_binary
 from mrag_core.ingest.records import (
     MAX_DOC_BYTES,
     MAX_TOTAL_BYTES,
@@ -36,18 +37,19 @@ from mrag_core.ingest.records import (
     ImportPreview,
     ImportRecord,
     IngestError,
-    format_bytes,
     in_source,
     normalise_text,
     text_problem,
 )
+from mrag_core.csv_cells import restore
+from mrag_core.ingest.streams import TableData, TextSource, open_binary
 from mrag_core.jsonlines import json_lines, loads
 
 __all__ = [
     "ColumnMapping",
     "TableFormat",
-    "fallback_title",
     "TableRow",
+    "fallback_title",
     "guess_format",
     "iter_table",
     "read_table",
