@@ -26,7 +26,7 @@ deletes the documents in chunks too, so a large leftover does not lock others ou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,7 @@ from db.models import AppMarker, Category, Corpus, Decision, Document, Suggestio
 
 __all__ = [
     "DISCARD_CHUNK",
+    "corpus_texts",
     "ImportLostError",
     "PublishedImport",
     "abandon_import",
@@ -264,3 +265,10 @@ def discard_abandoned_imports(store: Store) -> list[str]:
             discarded.append(name)
     return discarded
 
+
+def corpus_texts(store: Store, corpus_id: int, batch: int = 1000) -> Iterator[str]:
+    """The texts of a corpus' documents (id order), fetched ``batch`` at a time in one read-only transaction: what
+    an import into it de-duplicates against, without every document and its labels in memory at once."""
+    with store.session(readonly=True) as session:
+        yield from session.scalars(select(Document.text).where(Document.corpus_id == corpus_id)
+                                   .order_by(Document.id).execution_options(yield_per=batch))

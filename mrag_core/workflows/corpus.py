@@ -253,9 +253,9 @@ def source_signature(path: str | Path) -> str:
 
 
 def corpus_text_hashes(store: db.Store, corpus_id: int) -> set[str]:
-    """Normalised content hashes (:func:`mrag_core.ingest.content_hash`) of a corpus' texts."""
-    page = db.list_documents(store, corpus_id, limit=None)
-    return {content_hash(d.text) for d in page.items}
+    """Normalised content hashes (:func:`mrag_core.ingest.content_hash`) of a corpus' texts (read a batch at a
+    time: one hash per document is held, not the documents)."""
+    return {content_hash(text) for text in db.corpus_texts(store, corpus_id)}
 
 
 def prepare_import(

@@ -150,3 +150,11 @@ def test_open_store_discards_what_a_killed_import_left(store: Store) -> None:
         with pytest.raises(db.NotFoundError):
             db.get_corpus(again, killed)
         assert db.begin_import(again, "Killed", ME) > 0
+
+
+def test_corpus_texts_reads_every_text_in_batches(store: Store) -> None:
+    news = db.create_corpus(store, "News")
+    texts = [f"text number {i}" for i in range(7)]
+    db.add_documents(store, news.id, [{"text": t} for t in texts])
+    assert list(db.corpus_texts(store, news.id, batch=3)) == texts
+    assert list(db.corpus_texts(store, news.id + 1)) == []
