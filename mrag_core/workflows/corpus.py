@@ -430,9 +430,10 @@ def import_records(
     Labels become categories (created as needed) and import decisions by ``"import"``, except labels the file
     marks as machine suggestions (``label_source = "suggestion"``, as exported), which become suggestions. The
     documents are written in chunks of at most :data:`IMPORT_CHUNK_ROWS` documents (and :data:`IMPORT_CHUNK_BYTES` of
-    text; fewer while writing one takes longer than :data:`CHUNK_TARGET_S`), each in a short transaction of its own, into a corpus nobody else sees (:mod:`db.imports`; a new corpus' name is
-    taken from the start), under the import's lease and heartbeat; other writers (an index build, another import)
-    wait between chunks instead of failing. The last transaction publishes it (a new corpus) or moves it into the
+    text; fewer while writing one takes longer than :data:`CHUNK_TARGET_S`), each in a short transaction of its own,
+    into a corpus nobody else sees (:mod:`db.imports`; a new corpus' name is taken from the start), under the
+    import's lease and heartbeat; other writers (an index build, another import) wait between chunks instead of
+    failing. The last transaction publishes it (a new corpus) or moves it into the
     existing corpus. Any failure, a stop (``cancel``, Ctrl+C, a page stopped: the exception propagates) or a kill
     leaves nothing: the process discards what it wrote, and what a killed process wrote is discarded by the next
     start (``db.open_store``) or import. ``progress(n)`` is called with the documents written so far after each chunk.
