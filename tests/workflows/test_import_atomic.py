@@ -66,6 +66,12 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
+def _ctrl_c_default() -> None:
+    """In the child before it starts: Ctrl+C (SIGINT) as a terminal delivers it, even when the tests run as a
+    background job (whose children inherit SIGINT ignored, so Python would never raise KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stop(proc: subprocess.Popen, how: signal.Signals) -> int:
     proc.send_signal(how)
     try:
@@ -94,7 +100,7 @@ def _after_the_stop(store: db.Store, how: signal.Signals, name: str, corpora_bef
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_a_stopped_import_into_a_new_corpus_leaves_nothing(store: db.Store, how: signal.Signals) -> None:
     proc = subprocess.Popen([sys.executable, "-c", IMPORT_SCRIPT, _url(store), "Big"], cwd=ROOT, env=_env(),
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_default)
     try:
         assert proc.stdout.readline().strip() == "reading"
     finally:
@@ -114,7 +120,7 @@ def test_a_stopped_import_into_an_existing_corpus_leaves_it_as_it_was(store: db.
     db.add_documents(store, news.id, [{"title": "Old", "text": "an old document", "label": "label 1"}])
     before = db.get_corpus(store, news.id)
     proc = subprocess.Popen([sys.executable, "-c", IMPORT_SCRIPT, _url(store), f"#{news.id}"], cwd=ROOT, env=_env(),
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_default)
     try:
         assert proc.stdout.readline().strip() == "reading"
         assert db.get_corpus(store, news.id) == before  # nothing of it shows while it is written
@@ -141,7 +147,7 @@ def test_a_stopped_cli_import_leaves_nothing(store: db.Store, tmp_path: Path, ho
     csv = _big_csv(tmp_path / "big.csv", 60_000)
     proc = subprocess.Popen([sys.executable, "-m", "mrag_core", "import", "--corpus", "Big", "--database", _url(store),
                              str(csv)], cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_ctrl_c_default)
     try:
         deadline = time.monotonic() + 120
         seen_corpus = None
