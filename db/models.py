@@ -95,7 +95,7 @@ class Corpus(Base):
     # Added in revision 0002.
     labels_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    # Added in revision 0008: the process still writing the corpus' import (``host pid N #token``); NULL once
+    # Added in revision 0009: the process still writing the corpus' import (``host pid N #token``); NULL once
     # published. Such a corpus is hidden from listings and lookups (db.imports).
     import_owner: Mapped[str | None] = mapped_column(String(200), nullable=True, default=None)
 

@@ -99,7 +99,7 @@ def test_upgrade_from_0001_keeps_data(empty_url: str) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0008"
+        assert store.schema_revision() == db.head_revision() == "0009"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -277,7 +277,7 @@ def test_upgrade_from_0006_leaves_runs_without_owner_and_interrupted(empty_url: 
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0008"
+        assert store.schema_revision() == db.head_revision() == "0009"
         run = db.get_embedding_run(store, 2)
         assert (run.owner, run.heartbeat_at, run.live) == ("", None, False)
         assert db.claim_embedding_run(store, 2, "box pid 1 #a").live  # resumable at once
@@ -310,21 +310,21 @@ def test_downgrade_to_0001_and_back_keeps_corpora(store: Store) -> None:
     assert [c.name for c in db.list_corpora(store)] == ["survivor"]
 
 
-def test_upgrade_from_0007_keeps_corpora_visible_and_downgrade_drops_unpublished_imports(empty_url: str) -> None:
-    """0008 adds ``corpora.import_owner``: corpora stored before it are finished ones (NULL, listed as before); going
-    back to 0007 deletes corpora an import was still writing (they would turn into finished ones)."""
-    old = _store_at(empty_url, "0007")
+def test_upgrade_from_0008_keeps_corpora_visible_and_downgrade_drops_unpublished_imports(empty_url: str) -> None:
+    """0009 adds ``corpora.import_owner``: corpora stored before it are finished ones (NULL, listed as before); going
+    back to 0008 deletes corpora an import was still writing (they would turn into finished ones)."""
+    old = _store_at(empty_url, "0008")
     _fill_0001(old)  # corpus 1 'Old corpus' with two documents
     _explicit_ids_done(old)
     old.close()
     with db.open_store(empty_url) as store:
-        assert store.schema_revision() == "0008"
+        assert store.schema_revision() == "0009"
         assert [(c.name, c.n_documents) for c in db.list_corpora(store)] == [("Old corpus", 2)]
         hidden = db.begin_import(store, "Half written", "box pid 1 #a")
         db.add_import_documents(store, hidden, "box pid 1 #a", [{"text": "a document"}])
         assert [c.name for c in db.list_corpora(store)] == ["Old corpus"]
         with store.engine.begin() as conn:
-            command.downgrade(alembic_config(conn), "0007")
+            command.downgrade(alembic_config(conn), "0008")
         assert "import_owner" not in {c["name"] for c in inspect(store.engine).get_columns("corpora")}
         with store.engine.connect() as conn:
             assert conn.execute(text("SELECT name FROM corpora")).all() == [("Old corpus",)]

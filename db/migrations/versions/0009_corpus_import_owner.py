@@ -1,7 +1,7 @@
 """Mark a corpus whose import is still being written.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-27
 
 ``import_owner`` on ``corpora``: NULL for a corpus anyone may use; while an import writes its documents in
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | Sequence[str] | None = "0007"
+revision: str = "0009"
+down_revision: str | Sequence[str] | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -32,6 +32,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Undo 0008: corpora still being imported are deleted first (they would turn into finished ones)."""
+    """Undo 0009: corpora still being imported are deleted first (they would turn into finished ones)."""
     op.execute(sa.text("DELETE FROM corpora WHERE import_owner IS NOT NULL"))
     op.drop_column("corpora", "import_owner")
