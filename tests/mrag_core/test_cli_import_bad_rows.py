@@ -63,8 +63,6 @@ def test_bad_titles_and_labels_are_row_issues_and_the_other_rows_import(url: str
     assert "Traceback" not in captured.err and "parameters" not in captured.out + captured.err
     assert captured.out.splitlines() == [
         "read 7 rows: 3 documents to import in 2 categories; 4 errors (left out), 2 warnings",
-        "  ERROR docs.json row 7: the text holds a lone surrogate (U+D800, character 11), which is not a character: "
-        "the file is damaged there; fix or remove it",
         "  WARNING docs.json row 2: 1 NUL character (\\x00) removed from the title: a database cannot store them",
         "  WARNING docs.json row 3: 2 NUL characters (\\x00) removed from the label: a database cannot store them",
         "  ERROR docs.json row 4: the label is 201 characters long, over the 200 a category name may have; "
@@ -72,6 +70,8 @@ def test_bad_titles_and_labels_are_row_issues_and_the_other_rows_import(url: str
         "  ERROR docs.json row 5: the label holds a lone surrogate (U+D800, character 4), which is not a character: "
         "the file is damaged there; fix or remove it",
         "  ERROR docs.json row 6: the title holds a lone surrogate (U+DC80, character 4), which is not a character: "
+        "the file is damaged there; fix or remove it",
+        "  ERROR docs.json row 7: the text holds a lone surrogate (U+D800, character 11), which is not a character: "
         "the file is damaged there; fix or remove it",
         "imported 3 documents into new corpus 'Geo'; next: python -m mrag_core index --corpus 'Geo'",
     ]
