@@ -187,12 +187,12 @@ def _decompressed(data: bytes, name: str) -> bytes:
 def _decompressed_text(data: bytes, name: str, notes: list[str] | None = None) -> str:
     """The text of a (possibly bz2/gzip-compressed) file: UTF-8 (a byte-order mark dropped). With ``notes`` (a
     list), text in another encoding is read as a document import reads it
-    (:func:`mrag_core.ingest.encoding.decode_bytes`: UTF-16 by its byte-order mark or layout, else Windows-1252,
+    (:func:`mrag_core.textio.decode_bytes`: UTF-16 by its byte-order mark or layout, else Windows-1252,
     else Latin-1) and how it was read is appended to ``notes``; without, or for binary content, anything but UTF-8
     raises :class:`BenchmarkFormatError`."""
     data = _decompressed(data, name)
     if notes is not None:
-        from mrag_core.ingest.encoding import decode_bytes
+        from mrag_core.textio import decode_bytes
 
         text, _codec, issues = decode_bytes(data, name)
         if text is None:
@@ -499,7 +499,7 @@ def _csv_query_item(rec: Mapping[str, Any], text_col: str, topic_col: str, fusio
 
 
 def _csv_query_items(text: str, name: str) -> list[tuple[str, Any]]:
-    from mrag_core.ingest.tabular import IngestError, check_csv_quotes
+    from mrag_core.textio import IngestError, check_csv_quotes
 
     delimiter = "\t" if _base_name(name).endswith(".tsv") else ","
     try:  # the reader would read the rest of the file into one query

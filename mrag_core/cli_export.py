@@ -41,15 +41,15 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def write_whole(data: bytes, path: Path) -> None:
-    """Write ``data`` to ``path`` whole or not at all (:func:`mrag_core.export.write_whole`: a temporary file beside
-    it renamed at the end, only over a regular file or at a new path, with the user's umask): an interrupted or
+    """Write ``data`` to ``path`` whole or not at all (:func:`mrag_core.whole_file.write_whole`: a temporary file
+    beside it renamed at the end, only over a regular file or at a new path, with the user's umask): an interrupted or
     failed write leaves an existing ``path`` as it was. Raises :class:`CLIError`."""
-    from mrag_core.export import ExportError
-    from mrag_core.export import write_whole as write_file
+    from mrag_core.whole_file import WriteError
+    from mrag_core.whole_file import write_whole as write_file
 
     try:
         write_file(data, path)
-    except ExportError as exc:
+    except WriteError as exc:
         raise CLIError(str(exc)) from None
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from mrag_core.ingest.benchmarks import preview_topic_layout, preview_wikipedia_articles
 from mrag_core.ingest.chunking import apply_chunking, chunk_by_chars, chunk_by_paragraphs
 from mrag_core.ingest.dedupe import content_hash, dedupe
-from mrag_core.ingest.encoding import decode_bytes
+from mrag_core.textio import decode_bytes
 from mrag_core.ingest.files import read_text_file, read_text_files, read_text_folder, read_text_zip
 from mrag_core.ingest.records import (
     MAX_DOC_BYTES,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mrag_core.ingest.encoding import decode_bytes
+from mrag_core.textio import decode_bytes
 from mrag_core.ingest.records import (
     MAX_DOC_BYTES,
     MAX_TOTAL_BYTES,

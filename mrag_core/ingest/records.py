@@ -12,9 +12,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from mrag_core.names import fold_name
+from mrag_core.textio import ImportIssue, IngestError, Severity
 
 __all__ = [
     "MAX_DOC_BYTES",
@@ -42,14 +42,6 @@ MAX_TOTAL_BYTES: int = 200 * 1024 * 1024
 #: 200 characters (``db.models.Category.name``; ``db.corpora`` refuses a longer one, and with it the whole import).
 MAX_LABEL_CHARS: int = 200
 
-Severity = Literal["error", "warning"]
-
-
-class IngestError(ValueError):
-    """A whole upload cannot be read (e.g. not JSON at all). Message is user-facing."""
-
-
-
 @dataclass(frozen=True)
 class ImportRecord:
     """One document ready to be added to a collection.
@@ -69,37 +61,6 @@ class ImportRecord:
     chunk_index: int | None = None
     chunk_count: int | None = None
     label_is_suggestion: bool = False  # the file marks ``label`` as a machine suggestion (label_source)
-
-
-@dataclass(frozen=True)
-class ImportIssue:
-    """A problem found while reading: ``source`` is the file it is in (``"data.csv"``; a member of an archive
-    as :func:`member_source` names it, ``"notes.zip:physics/a.md"``), ``location`` where in that file
-    (``"row 7"``, ``"line 3"``; empty for the whole file). An issue of no one file (``"upload"``) has only a
-    ``location``; one found after reading (limits, duplicates, labels) is located at its record's ``source``.
-
-    ``error`` means the row/file was not imported; ``warning`` means it was imported but
-    something was guessed or dropped.
-    """
-
-    location: str
-    message: str
-    severity: Severity = "error"
-    source: str = ""
-
-    @classmethod
-    def of_file(cls, source: str, message: str, severity: Severity = "error") -> ImportIssue:
-        """An issue about the whole file ``source`` (no location inside it)."""
-        return cls("", message, severity, source)
-
-    @property
-    def where(self) -> str:
-        """The file and the place in it, as shown to the user: ``"data.csv row 7"``, ``"notes.zip:a.md"``,
-        ``"data.csv"`` (the whole file), ``"row 7"`` (no file named)."""
-        return " ".join(part for part in (self.source, self.location) if part)
-
-    def __str__(self) -> str:
-        return f"{self.severity.upper()} {self.where}: {self.message}"
 
 
 def member_source(archive: str, member: str) -> str:

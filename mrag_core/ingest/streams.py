@@ -5,7 +5,7 @@ needs (a delimiter sniffed from the start, then the rows; a table read for its p
 each time a fresh stream: bz2 / gzip data is decompressed on the fly (refused past the size limit, and naming the
 file when it is corrupt), and text in UTF-8 (with or without a byte-order mark) is decoded on the fly, once its
 whole content has been checked to be valid UTF-8 (one pass that keeps nothing). Any other encoding (UTF-16 / UTF-32,
-a legacy code page) goes through :func:`~mrag_core.ingest.encoding.decode_bytes` as before: the file is decoded
+a legacy code page) goes through :func:`~mrag_core.textio.decode_bytes` as before: the file is decoded
 whole, once, with the same guesses and warnings, and read from that text.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from mrag_core.ingest.encoding import decode_bytes, looks_binary
+from mrag_core.textio import decode_bytes, looks_binary
 from mrag_core.ingest.records import ImportIssue, IngestError, format_bytes
 
 __all__ = ["BLOCK", "TableData", "TextSource", "binary_opener", "open_binary"]
@@ -104,7 +104,7 @@ def _valid_utf8(stream: IO[bytes]) -> bool:
 
 class TextSource:
     """An upload opened as text any number of times (:meth:`open`); ``issues`` says what was guessed about its
-    encoding (as :func:`~mrag_core.ingest.encoding.decode_bytes` words it). Raises IngestError (naming ``name``) when
+    encoding (as :func:`~mrag_core.textio.decode_bytes` words it). Raises IngestError (naming ``name``) when
     the file is too large, binary, or corrupt compressed data."""
 
     def __init__(self, data: TableData, name: str, max_total_bytes: int) -> None:

@@ -24,7 +24,6 @@ import csv
 import io
 import json
 import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -44,6 +43,7 @@ from mrag_core.ingest.records import (
 from mrag_core.csv_cells import restore
 from mrag_core.ingest.streams import TableData, TextSource, open_binary
 from mrag_core.jsonlines import json_lines, loads
+from mrag_core.textio import check_record_quotes
 
 __all__ = [
     "ColumnMapping",
@@ -204,93 +204,6 @@ def _jsonl_rows(src: TextSource) -> Iterator[_Row]:
                     yield loc, None, ImportIssue(loc, f"expected an object, found {_kind(item)}", "error")
 
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_UNCLOSED = 'a quoted field is never closed (a " without its closing ")'
-
-
-def _counted_lines(text: str, read: list[int]) -> Iterator[str]:
-    """The lines of ``text`` as :class:`csv.reader` reads them (a line break of any kind ends one); ``read[0]`` is
-    kept at the number of characters handed out, where the reader's next record starts in ``text``."""
-    offset = 0
-    for line in io.StringIO(text, newline=""):
-        offset += len(line)
-        read[0] = offset
-        yield line
-
-
-_QUOTED = re.compile(r'"[^"]*+(?:""[^"]*+)*+"')  # a quoted value up to its closing quote ("" inside)
-
-
-def _unclosed_quote(raw: str, delimiter: str) -> tuple[int, int | None] | None:
-    """The quote that opens a value of the CSV record ``raw`` (its text as :class:`csv.reader` read it, quotes
-    doubled inside quoted values) and is never properly closed: ``(its offset, None)`` when the value runs to
-    the end of ``raw``, ``(its offset, offset of the quote taken as its closing one)`` when the value spans
-    lines and that quote is followed by more text rather than a delimiter or the end of the line (a stray quote
-    that swallowed the lines up to the next quote, which the lenient reader took as the closing one). None when
-    every quoted value closes. Follows the reader: a quote opens a value only as its first character, and is
-    plain text anywhere else in an unquoted value."""
-    value_end = re.compile(f"[{re.escape(delimiter)}\r\n]")
-
-    def end_of_value(i: int) -> int:
-        m = value_end.search(raw, i)
-        return m.start() if m else len(raw)
-
-    i, n = 0, len(raw)
-    while i < n:
-        if raw[i] == '"':
-            quoted = _QUOTED.match(raw, i)
-            if quoted is None:
-                return i, None
-            closing = quoted.end() - 1
-            after, i = closing + 1, end_of_value(closing + 1)
-            if raw[after:i].strip() and _LINE_BREAK.search(raw, quoted.start(), closing):
-                return quoted.start(), closing
-        else:
-            i = end_of_value(i)
-        if i >= n or raw[i] != delimiter:
-            return None  # the end of the record
-        i += 1
-    return None
-
-
-def _check_quotes(raw: str, first_line: int, delimiter: str, name: str) -> None:
-    """Raise :class:`IngestError` naming the line where a quoted field of the record ``raw`` (read from line
-    ``first_line`` on) starts when it is never closed (see :func:`_unclosed_quote`)."""
-    found = _unclosed_quote(raw, delimiter)
-    if found is None:
-        return
-    opening, closing = found
-
-    def line_of(offset: int) -> int:
-        return first_line + sum(1 for _ in _LINE_BREAK.finditer(raw, 0, offset))
-
-    what = "the rest of the file would be read as one value" if closing is None else \
-        f'the text from there to the " on line {line_of(closing)} would be read as one value'
-    raise IngestError(f"{name}: line {line_of(opening)}: {_UNCLOSED}: {what}")
-
-
-def check_csv_quotes(text: str, delimiter: str, name: str) -> None:
-    """Raise :class:`IngestError` for the first record of the CSV ``text`` with a quoted field that is never
-    closed, naming its line (what :func:`_csv_rows` checks as it reads; for other CSV readers, e.g. query
-    tables). A record the csv module cannot read at all is left to the caller's reader."""
-    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    read = [0]
-    reader = csv.reader(_counted_lines(text, read), delimiter=delimiter)
-    last_start, last_line = 0, 1
-    while True:
-        start_line, start = reader.line_num + 1, read[0]
-        try:
-            next(reader)
-        except StopIteration:
-            break
-        except csv.Error:
-            return
-        last_start, last_line = start, start_line
-        if reader.line_num > start_line:
-            _check_quotes(text[start:read[0]], start_line, delimiter, name)
-    _check_quotes(text[last_start:], last_line, delimiter, name)
-
-
 class _LineFeed:
     """The lines of a text stream as :class:`csv.reader` reads them, keeping those of the record being read
     (:attr:`lines`, emptied by the caller before each record): its raw text, for the quote check."""
@@ -340,7 +253,7 @@ def _csv_table(src: TextSource, name: str) -> _Table:
         except StopIteration:
             raise IngestError(f"{name}: the file is empty") from None
         if reader.line_num > 1:
-            _check_quotes("".join(feed.lines), 1, delimiter, name)
+            check_record_quotes("".join(feed.lines), 1, delimiter, name)
     except BaseException:
         stream.close()
         raise
@@ -365,7 +278,7 @@ def _csv_rows(stream: IO[str], feed: _LineFeed, reader: Any, columns: list[str],
                 raise IngestError(f"{name}: CSV error at line {start_line}: {exc}") from exc
             last_raw, last_line = "".join(feed.lines), start_line
             if reader.line_num > start_line:
-                _check_quotes(last_raw, start_line, delimiter, name)
+                check_record_quotes(last_raw, start_line, delimiter, name)
             if not values or all(not v.strip() for v in values):
                 continue
             n += 1
@@ -374,7 +287,7 @@ def _csv_rows(stream: IO[str], feed: _LineFeed, reader: Any, columns: list[str],
                 yield loc, None, ImportIssue(loc, _too_many_values(len(values), len(columns), start_line), "error")
                 continue
             yield loc, dict(zip(columns, map(restore, values))), None  # formulas neutralised by an export
-        _check_quotes(last_raw + "".join(feed.lines), last_line, delimiter, name)
+        check_record_quotes(last_raw + "".join(feed.lines), last_line, delimiter, name)
 
 
 def _too_many_values(n_values: int, n_columns: int, line: int) -> str:

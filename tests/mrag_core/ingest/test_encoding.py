@@ -1,4 +1,4 @@
-"""Tests for mrag_core.ingest.encoding.decode_bytes on real byte encodings."""
+"""Tests for mrag_core.textio.decode_bytes on real byte encodings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import codecs
 
 import pytest
 
-from mrag_core.ingest.encoding import decode_bytes, looks_binary
+from mrag_core.textio import decode_bytes, looks_binary
 
 TEXT = "Crème brûlée — naïve café, 10 €\nline two"
 

@@ -1,4 +1,8 @@
-"""Turning uploaded bytes into text, saying which encoding was used and what was guessed.
+"""Reading uploaded text, for the engine's benchmark readers and the services' imports alike: turning bytes into
+text (:func:`decode_bytes`), the CSV check for a quoted field never closed (:func:`check_csv_quotes`,
+:func:`check_record_quotes`), and the located problems they report (:class:`ImportIssue`, :class:`IngestError`).
+
+Turning uploaded bytes into text, saying which encoding was used and what was guessed.
 
 Order of attempts: a byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); strict UTF-8;
 BOM-less UTF-16 (detected from the pattern of NUL bytes in ASCII-heavy text, with a warning);
@@ -24,11 +28,62 @@ for Korean: every guess comes with a warning naming the encoding it read.
 from __future__ import annotations
 
 import codecs
+import csv
+import io
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
 
-from mrag_core.ingest.records import ImportIssue
+__all__ = [
+    "CJK_ENCODINGS",
+    "ImportIssue",
+    "IngestError",
+    "Severity",
+    "check_csv_quotes",
+    "check_record_quotes",
+    "cjk_encoding",
+    "decode_bytes",
+    "looks_binary",
+]
 
-__all__ = ["CJK_ENCODINGS", "cjk_encoding", "decode_bytes", "looks_binary"]
+Severity = Literal["error", "warning"]
+
+
+class IngestError(ValueError):
+    """A whole upload cannot be read (e.g. not JSON at all). Message is user-facing."""
+
+
+@dataclass(frozen=True)
+class ImportIssue:
+    """A problem found while reading: ``source`` is the file it is in (``"data.csv"``; a member of an archive
+    as ``member_source`` of the import names it, ``"notes.zip:physics/a.md"``), ``location`` where in that file
+    (``"row 7"``, ``"line 3"``; empty for the whole file). An issue of no one file (``"upload"``) has only a
+    ``location``; one found after reading (limits, duplicates, labels) is located at its record's ``source``.
+
+    ``error`` means the row/file was not imported; ``warning`` means it was imported but
+    something was guessed or dropped.
+    """
+
+    location: str
+    message: str
+    severity: Severity = "error"
+    source: str = ""
+
+    @classmethod
+    def of_file(cls, source: str, message: str, severity: Severity = "error") -> ImportIssue:
+        """An issue about the whole file ``source`` (no location inside it)."""
+        return cls("", message, severity, source)
+
+    @property
+    def where(self) -> str:
+        """The file and the place in it, as shown to the user: ``"data.csv row 7"``, ``"notes.zip:a.md"``,
+        ``"data.csv"`` (the whole file), ``"row 7"`` (no file named)."""
+        return " ".join(part for part in (self.source, self.location) if part)
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper()} {self.where}: {self.message}"
+
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -163,3 +218,90 @@ def decode_bytes(data: bytes, name: str) -> tuple[str | None, str, list[ImportIs
             )
         ]
     raise AssertionError("latin-1 decodes every byte string")  # pragma: no cover
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_UNCLOSED = 'a quoted field is never closed (a " without its closing ")'
+
+
+def _counted_lines(text: str, read: list[int]) -> Iterator[str]:
+    """The lines of ``text`` as :class:`csv.reader` reads them (a line break of any kind ends one); ``read[0]`` is
+    kept at the number of characters handed out, where the reader's next record starts in ``text``."""
+    offset = 0
+    for line in io.StringIO(text, newline=""):
+        offset += len(line)
+        read[0] = offset
+        yield line
+
+
+_QUOTED = re.compile(r'"[^"]*+(?:""[^"]*+)*+"')  # a quoted value up to its closing quote ("" inside)
+
+
+def _unclosed_quote(raw: str, delimiter: str) -> tuple[int, int | None] | None:
+    """The quote that opens a value of the CSV record ``raw`` (its text as :class:`csv.reader` read it, quotes
+    doubled inside quoted values) and is never properly closed: ``(its offset, None)`` when the value runs to
+    the end of ``raw``, ``(its offset, offset of the quote taken as its closing one)`` when the value spans
+    lines and that quote is followed by more text rather than a delimiter or the end of the line (a stray quote
+    that swallowed the lines up to the next quote, which the lenient reader took as the closing one). None when
+    every quoted value closes. Follows the reader: a quote opens a value only as its first character, and is
+    plain text anywhere else in an unquoted value."""
+    value_end = re.compile(f"[{re.escape(delimiter)}\r\n]")
+
+    def end_of_value(i: int) -> int:
+        m = value_end.search(raw, i)
+        return m.start() if m else len(raw)
+
+    i, n = 0, len(raw)
+    while i < n:
+        if raw[i] == '"':
+            quoted = _QUOTED.match(raw, i)
+            if quoted is None:
+                return i, None
+            closing = quoted.end() - 1
+            after, i = closing + 1, end_of_value(closing + 1)
+            if raw[after:i].strip() and _LINE_BREAK.search(raw, quoted.start(), closing):
+                return quoted.start(), closing
+        else:
+            i = end_of_value(i)
+        if i >= n or raw[i] != delimiter:
+            return None  # the end of the record
+        i += 1
+    return None
+
+
+def check_record_quotes(raw: str, first_line: int, delimiter: str, name: str) -> None:
+    """Raise :class:`IngestError` naming the line where a quoted field of the record ``raw`` (read from line
+    ``first_line`` on) starts when it is never closed (see :func:`_unclosed_quote`)."""
+    found = _unclosed_quote(raw, delimiter)
+    if found is None:
+        return
+    opening, closing = found
+
+    def line_of(offset: int) -> int:
+        return first_line + sum(1 for _ in _LINE_BREAK.finditer(raw, 0, offset))
+
+    what = "the rest of the file would be read as one value" if closing is None else \
+        f'the text from there to the " on line {line_of(closing)} would be read as one value'
+    raise IngestError(f"{name}: line {line_of(opening)}: {_UNCLOSED}: {what}")
+
+
+def check_csv_quotes(text: str, delimiter: str, name: str) -> None:
+    """Raise :class:`IngestError` for the first record of the CSV ``text`` with a quoted field that is never
+    closed, naming its line (what the document import's table reader checks as it reads; for other CSV readers,
+    e.g. query tables). A record the csv module cannot read at all is left to the caller's reader."""
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    read = [0]
+    reader = csv.reader(_counted_lines(text, read), delimiter=delimiter)
+    last_start, last_line = 0, 1
+    while True:
+        start_line, start = reader.line_num + 1, read[0]
+        try:
+            next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            return
+        last_start, last_line = start, start_line
+        if reader.line_num > start_line:
+            check_record_quotes(text[start:read[0]], start_line, delimiter, name)
+    check_record_quotes(text[last_start:], last_line, delimiter, name)
