@@ -1,4 +1,4 @@
-"""Memory of a table import: peak RSS of ``python -m mrag_core import`` over the size of the CSV it imports.
+"""Memory of a table import: peak RSS of ``mrag-studio import`` over the size of the CSV it imports.
 
     python bench/import_memory.py [--rows 200000] [--code DIR] [--dry-run]
 
@@ -40,7 +40,7 @@ def write_csv(path: Path, rows: int) -> Path:
 def measure(code: Path, csv: Path, dry_run: bool) -> tuple[float, float]:
     """(peak RSS in MB, seconds) of one CLI import of ``csv`` into a fresh database, run by ``code``'s CLI."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "mrag_core", "import", "--corpus", "Big", "--database",
+        cmd = [sys.executable, "-m", "services", "import", "--corpus", "Big", "--database",
                f"sqlite:///{tmp}/bench.db", str(csv)] + (["--dry-run"] if dry_run else [])
         # a child of its own per measurement: ru_maxrss of RUSAGE_CHILDREN is the largest child so far
         probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "

@@ -9,8 +9,8 @@ Query sets (the model is the default MiniLM, layer -1; exact search, c = 32):
 
 * ``v1 test``: the test half of the v1 queries (``bench/v1_split.json``; the strategy was chosen on the
   other half, ``bench/strategy_search.py``);
-* ``generated``: queries the offline composer (:mod:`mrag_core.querygen.offline`) writes over the v1 documents,
-  planned with :func:`mrag_core.querygen.plan_queries` (seed 33, 12 queries each with 5, 10, 15, 20, 25
+* ``generated``: queries the offline composer (:mod:`services.querygen.offline`) writes over the v1 documents,
+  planned with :func:`services.querygen.plan_queries` (seed 33, 12 queries each with 5, 10, 15, 20, 25
   aspects; nothing stored). Its stories are sentences copied from the documents, which flatters any
   sentence-level strategy;
 * ``demo``: the app's demo corpus (96 documents, 24 queries of 1-6 aspects).
@@ -64,14 +64,14 @@ import torch  # noqa: E402
 
 from mrag_core.benchmark import Article, BenchQuery, load_articles, load_queries, resolve_ground_truth  # noqa: E402
 from mrag_core.corpus_index import CorpusIndex  # noqa: E402
-from mrag_core.demo import load_demo  # noqa: E402
+from services.demo import load_demo  # noqa: E402
 from mrag_core.embedding_cache import cached_embed  # noqa: E402
 from mrag_core.evaluation import prefix_ratios  # noqa: E402
 from mrag_core.extraction import Embeddings, embed_texts  # noqa: E402
 from mrag_core.metrics.weighted import weighted_success_ratio  # noqa: E402
 from mrag_core.models.loader import LoadedModel, load_model  # noqa: E402
-from mrag_core.querygen import DocRef, compose_story, plan_queries  # noqa: E402
-from mrag_core.querygen.story_prompt import Article as StoryArticle  # noqa: E402
+from services.querygen import DocRef, compose_story, plan_queries  # noqa: E402
+from services.querygen.story_prompt import Article as StoryArticle  # noqa: E402
 from mrag_core.sentence_round_robin import (LABEL, STRATEGY_ID, query_parts, sentence_round_robin,  # noqa: E402
                                             sentence_round_robin_many)
 from mrag_core.strategies import mrag_search, split_search, standard_search  # noqa: E402

@@ -3,7 +3,7 @@
 A process that starts or resumes a run *claims* it: in one write transaction it checks that no other
 process runs it now, then stores itself as the run's ``owner`` (:func:`new_owner`: ``host pid N #token``)
 with ``heartbeat_at = now``. While it works, it *beats* (stores ``heartbeat_at = now`` again) every
-:data:`BEAT_EVERY_S` seconds from a background thread (:class:`mrag_core.heartbeat.Heartbeat`); a beat
+:data:`BEAT_EVERY_S` seconds from a background thread (:class:`services.heartbeat.Heartbeat`); a beat
 changes the row only while the run is still ``running`` and still its own.
 
 A run is *live* when its status is ``running`` and its heartbeat is at most :data:`LIVE_WINDOW_S` seconds
@@ -175,7 +175,7 @@ def beat_row(session: Session, model: type[EmbeddingRun] | type[EvalRun], run_id
 
 
 def beat(store: Store, model: type[EmbeddingRun] | type[EvalRun], run_id: int, owner: str) -> bool:
-    """:func:`beat_row` in a transaction of its own (what a :class:`~mrag_core.heartbeat.Heartbeat` calls)."""
+    """:func:`beat_row` in a transaction of its own (what a :class:`~services.heartbeat.Heartbeat` calls)."""
     with store.session() as session:
         return beat_row(session, model, run_id, owner)
 

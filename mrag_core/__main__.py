@@ -2,7 +2,7 @@
 
 import sys
 
-from mrag_core.cli import main
+from services.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

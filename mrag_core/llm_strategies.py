@@ -3,21 +3,21 @@
 Each strategy has an LLM *family* (the expansion it needs) and a search mode:
 
 * ``multi-query`` / ``multi-query-mrag``: the LLM writes ``n_rewrites`` (3-5 recommended) diverse
-  rewrites of the question (:func:`~mrag_core.expansion.rewrite_queries`); every rewrite is searched.
+  rewrites of the question (:func:`~services.expansion.rewrite_queries`); every rewrite is searched.
 * ``hyde`` / ``hyde-mrag``: the LLM writes one hypothetical answer passage
-  (:func:`~mrag_core.expansion.hypothetical_passage`); the passage is searched and, with
+  (:func:`~services.expansion.hypothetical_passage`); the passage is searched and, with
   ``hyde_with_query`` (default True: one invented passage can drift off the question), so is
   the original query.
 * ``intent`` / ``intent-mrag``: the LLM hypothesises ``n_answers`` plausible answers, each
   decomposed into short intent-specific statements (MuISQA,
-  :func:`~mrag_core.expansion.intent_statements`); every statement is searched.
+  :func:`~services.expansion.intent_statements`); every statement is searched.
 
 Search mode: plain names search each text in the standard space (depth ``c``) like Fusion RAG;
 ``-mrag`` names run MRAG voting per text (per-head depth ``c``, top ``c``) like Fusion MRAG.
 The lists are merged by Reciprocal Rank Fusion, ``score(d) = sum_lists 1 / (60 + rank(d))``
 with rank from 1 (:mod:`mrag_core.rrf`), and the first ``k`` are returned.
 
-LLM answers go through :func:`~mrag_core.llm.cache.cached_complete` (key = model, prompt and
+LLM answers go through :func:`~services.llm.cache.cached_complete` (key = model, prompt and
 generation parameters), so a repeated run costs no tokens. An unusable answer or a transport
 failure for one question becomes a failed :class:`ExpansionOutcome` (``error`` set, tokens of a
 rejected answer still counted); it never raises out of :func:`expand_many`.
@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from mrag_core.corpus_index import CorpusIndex
-from mrag_core.expansion import (
+from services.expansion import (
     Expansion,
     ExpansionError,
     hypothetical_passage,
@@ -40,10 +40,10 @@ from mrag_core.expansion import (
     rewrite_queries,
 )
 from mrag_core.extraction import Embeddings
-from mrag_core.llm.breaker import Breaker
-from mrag_core.llm.cache import LLMCache
-from mrag_core.llm.client import LLMCancelled, LLMClient, LLMError, StopFlag
-from mrag_core.llm.concurrency import Outcome, run_concurrent
+from services.llm.breaker import Breaker
+from services.llm.cache import LLMCache
+from services.llm.client import LLMCancelled, LLMClient, LLMError, StopFlag
+from services.llm.concurrency import Outcome, run_concurrent
 from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
 
 __all__ = [
@@ -200,7 +200,7 @@ def expand(client: LLMClient, family: str, question: str, options: LLMOptions = 
     """The expansion of ``question`` for ``family`` (raises ExpansionError / LLMError / ValueError).
 
     ``cancel`` ends the client's retry waits: once it is set, a request waiting to retry raises
-    :class:`~mrag_core.llm.client.LLMCancelled` instead of being sent again (nothing is cached)."""
+    :class:`~services.llm.client.LLMCancelled` instead of being sent again (nothing is cached)."""
     if family == "multi-query":
         return rewrite_queries(client, question, options.n_rewrites, cache, cancel=cancel)
     if family == "hyde":
@@ -214,7 +214,7 @@ def expand_one(client: LLMClient, family: str, question: str, options: LLMOption
                cache: LLMCache | None = None, breaker: Breaker | None = None) -> ExpansionOutcome:
     """:func:`expand` that never raises for a bad answer or a failed request: a failed outcome instead (an
     endpoint-wide failure also trips ``breaker``). The retry waits end when ``breaker``'s cancel event is set.
-    After the user's Stop, :class:`~mrag_core.llm.client.LLMCancelled` propagates (the question stays to do;
+    After the user's Stop, :class:`~services.llm.client.LLMCancelled` propagates (the question stays to do;
     :func:`expand_many` reports it as cancelled). After another request tripped the breaker, the question is a
     failed outcome that was sent (its request got the answer it waits out; ``sent`` stays True, so
     :func:`cost_summary` counts that request), its ``error`` naming the breaker's error."""
@@ -254,7 +254,7 @@ def expand_many(
     one outcome per question in input order. Questions not started when ``cancel`` is set come
     back with ``cancelled=True``. After a request failed in a way every other would too (the
     endpoint unreachable or hanging, the key refused, the model unknown...: see
-    :mod:`mrag_core.llm.breaker`) the questions not sent yet come back failed with ``sent=False``
+    :mod:`services.llm.breaker`) the questions not sent yet come back failed with ``sent=False``
     (``error`` names the first failure), without a request each; one already sent and waiting to retry then
     stops waiting and comes back failed but sent (:func:`expand_one`). ``on_outcome(index, outcome)`` is
     called from the calling thread as each question's request answers (or its cache hit comes back), before

@@ -1,7 +1,7 @@
 """Reader: one query's top-k documents from two strategies go to an LLM with the multi-aspect reader
 prompt; the Standard and MRAG answers are shown side by side with the distinct facts each contains.
 
-Thin page: retrieval is ``mrag_core.workflows.compare`` (every strategy at up to 20 results; the
+Thin page: retrieval is ``services.workflows.compare`` (every strategy at up to 20 results; the
 panel sends the top k), the reading is ``ui.reader_panel``.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 import db
-from mrag_core.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
-from mrag_core.workflows.indexing import query_window, too_small_to_search
+from services.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
+from services.workflows.indexing import query_window, too_small_to_search
 from ui.navigation import page_setup
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker

@@ -11,10 +11,10 @@ import streamlit as st
 
 import db
 from mrag_core.wording import counted
-from mrag_core.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
-from mrag_core.workflows import corpus as cw
-from mrag_core.workflows.import_stream import ImportReport, StreamedImport
-from mrag_core.workflows.server_folders import FolderRefused, resolve_inside
+from services.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
+from services.workflows import corpus as cw
+from services.workflows.import_stream import ImportReport, StreamedImport
+from services.workflows.server_folders import FolderRefused, resolve_inside
 from ui.corpus_manager import manage_corpora
 from ui.corpus_widgets import show_preview
 from ui.navigation import page_setup
@@ -116,7 +116,7 @@ def _mapping_boxes(name: str, columns: list[str], suffix: str, heading: str) -> 
 def _column_mappings(files: list[tuple[str, bytes]], table_format: str | None
                      ) -> tuple[tuple[Mapping | None, ...] | None, list[str]]:
     """Draw the column mapping of the uploaded tables that can be read: one mapping when they all have the same
-    columns, else one per file (each guessed from its own columns, as ``python -m mrag_core import`` does), so each
+    columns, else one per file (each guessed from its own columns, as ``mrag-studio import`` does), so each
     can be corrected. Returns one mapping per file (None for a table that cannot be read: the preview lists it as
     left out, with why, and the others are read and imported, as the CLI does) and why each unreadable table cannot
     be read; the mappings are None when no table can be read."""

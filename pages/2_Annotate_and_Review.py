@@ -13,8 +13,8 @@ import db
 import db.corpora
 from mrag_core.names import fold_name
 from mrag_core.wording import counted
-from mrag_core.workflows import annotation as aw
-from mrag_core.workflows.llm_cache import StoreLLMCache
+from services.workflows import annotation as aw
+from services.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup
 from ui.render import highlight, md_plain
@@ -153,7 +153,7 @@ elif view == "Pre-annotate":
 # --------------------------------------------------------------------------- pre-annotation
 def make_annotator(use_llm: bool) -> aw.Annotator:
     if use_llm:
-        from mrag_core.llm.client import LLMClient
+        from services.llm.client import LLMClient
 
         cfg = llm_config()
         assert cfg is not None
@@ -165,7 +165,7 @@ def make_annotator(use_llm: bool) -> aw.Annotator:
 
 
 def identity(use_llm: bool) -> tuple[str, str]:
-    from mrag_core.annotate import llm_identity, zero_shot_identity
+    from services.annotate import llm_identity, zero_shot_identity
 
     cfg = llm_config()
     return llm_identity(cfg.model) if use_llm and cfg is not None else zero_shot_identity(ZERO_SHOT_MODEL)
@@ -247,7 +247,7 @@ def preannotate_view() -> None:
             summary = aw.preannotate(store, corpus.id, annotator, batch_size=int(batch_size),
                                      progress=progress, undecided_only=undecided_only,
                                      on_summary=tally.append)
-        except db.RunInProgressError as exc:  # another process (python -m mrag_core annotate) holds the corpus
+        except db.RunInProgressError as exc:  # another process (mrag-studio annotate) holds the corpus
             st.session_state.pop("pa_running", None)
             st.error(f"Not started: {md_plain(str(exc))}")  # (Markdown: the corpus name is data)
             return

@@ -9,9 +9,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import db
-from mrag_core.export import EXPORT_FORMATS, file_stem
-from mrag_core.workflows import annotation as aw
-from mrag_core.workflows import corpus as cw
+from services.export import EXPORT_FORMATS, file_stem
+from services.workflows import annotation as aw
+from services.workflows import corpus as cw
 from ui.corpus_widgets import agent_picker
 from ui.navigation import page_setup
 from ui.render import md_plain, plotly_text

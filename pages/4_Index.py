@@ -1,6 +1,6 @@
 """Index: embed a corpus (standard + per-head vectors of one layer) into a persisted run.
 
-Thin page: the work is ``mrag_core.workflows.indexing`` (a background BuildJob; vectors saved per
+Thin page: the work is ``services.workflows.indexing`` (a background BuildJob; vectors saved per
 batch, so a cancelled or interrupted build resumes where it stopped). Head importance chart.
 
 The settings are kept for the session (``persist_state="session"``): back from another page, the page shows
@@ -22,8 +22,8 @@ from mrag_core.backends import BACKENDS
 from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
-from mrag_core.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
-from mrag_core.workflows.server_folders import FolderRefused, resolve_inside
+from services.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
+from services.workflows.server_folders import FolderRefused, resolve_inside
 from ui.navigation import page_setup
 from ui.render import md_plain
 from ui.server_scope import server_folder_access

@@ -3,10 +3,10 @@ ground-truth marks, RSR / CSR / weighted at k, and the per-head evidence behind 
 With an LLM endpoint, the LLM-assisted strategies (Multi-Query, HyDE, intent queries, each also
 with MRAG voting) are extra columns, with their generated texts and token / latency cost.
 
-Thin page: ``mrag_core.workflows.compare`` does the work; the loaded index is cached per run id.
+Thin page: ``services.workflows.compare`` does the work; the loaded index is cached per run id.
 ``st.session_state["compare_query_id"]`` (set by the Evaluation Runs drill-down) preselects that
 query, its query set and corpus, once; ``st.session_state["compare_drilldown"]`` (a
-:class:`~mrag_core.workflows.evaluation_runs.DrillDown`) also opens the run's own index with its voting, c, k and
+:class:`~services.workflows.evaluation_runs.DrillDown`) also opens the run's own index with its voting, c, k and
 strategies, so the numbers match the run's table.
 
 The choices (this page's and the query picker's in ``ui.query_widgets``) are kept for the session
@@ -25,7 +25,7 @@ import db
 from mrag_core.backends import BACKENDS
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
 from mrag_core.voting import VARIANTS
-from mrag_core.workflows.compare import (
+from services.workflows.compare import (
     ALL_STRATEGY_LABELS,
     FUSED_DEPTH_NOTE,
     FUSION_STRATEGIES,
@@ -39,9 +39,9 @@ from mrag_core.workflows.compare import (
     resolve_expansions,
     resolve_subqueries,
 )
-from mrag_core.workflows.evaluation_runs import DrillDown, fused_strategies
-from mrag_core.workflows.indexing import IndexBundle, query_window, too_small_to_search
-from mrag_core.workflows.llm_cache import StoreLLMCache
+from services.workflows.evaluation_runs import DrillDown, fused_strategies
+from services.workflows.indexing import IndexBundle, query_window, too_small_to_search
+from services.workflows.llm_cache import StoreLLMCache
 from ui.compare_layout import (ALL_SIDE_BY_SIDE, DEFAULT_PER_ROW, HEADS_COLUMN, LAYOUTS, categories_line,
                                evidence_columns, evidence_lines, evidence_widths, list_columns, list_rows, list_widths,
                                titles_line)
@@ -273,7 +273,7 @@ if any(s in FUSION_STRATEGIES for s in strategies):
     if cached is None:
         client = None
         if cfg is not None and sub_pref in ("auto", "llm") and not (sub_pref == "auto" and stored_fusion):
-            from mrag_core.llm.client import LLMClient
+            from services.llm.client import LLMClient
 
             client = LLMClient(cfg)
         try:
@@ -299,7 +299,7 @@ if families:
     exp_key = ("exp", query_text, tuple(families), llm_options, cfg.model, cfg.base_url)
     expansions = st.session_state.get("compare_exp_cache", {}).get(exp_key)
     if expansions is None:
-        from mrag_core.llm.client import LLMClient
+        from services.llm.client import LLMClient
 
         with st.spinner("Asking the LLM for the expansions…"), LLMClient(cfg) as client:
             expansions = resolve_expansions(client, query_text, families, llm_cache=StoreLLMCache(store),

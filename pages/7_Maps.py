@@ -17,10 +17,10 @@ from plotly.subplots import make_subplots
 
 import db
 from mrag_core.models.loader import ModelLoadError
-from mrag_core.projection import (METHODS, SpaceMap, ensure_maps, forget_maps_without_model, place_query,
-                                  space_names)
-from mrag_core.workflows.compare import STRATEGY_LABELS, compare, embed_query
-from mrag_core.workflows.indexing import IndexBundle, model_for_run, query_window
+from mrag_core.projection import METHODS, SpaceMap, place_query, space_names
+from services.maps import ensure_maps, forget_maps_without_model
+from services.workflows.compare import STRATEGY_LABELS, compare, embed_query
+from services.workflows.indexing import IndexBundle, model_for_run, query_window
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text

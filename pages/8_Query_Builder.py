@@ -1,6 +1,6 @@
 """Query Builder: generate, write, import, review and export multi-aspect query sets.
 
-Thin page: the work is in :mod:`mrag_core.workflows.querysets`; query sets live in the database.
+Thin page: the work is in :mod:`services.workflows.querysets`; query sets live in the database.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import streamlit as st
 
 import db
 from mrag_core.wording import counted
-from mrag_core.workflows import querysets as qw
+from services.workflows import querysets as qw
 from ui.navigation import page_setup
 from ui.query_widgets import aspect_summary
 from ui.render import md_plain, text_block
@@ -39,7 +39,7 @@ def _client() -> Iterator[Any]:
     if cfg is None:
         yield None
         return
-    from mrag_core.llm.client import LLMClient
+    from services.llm.client import LLMClient
 
     with LLMClient(cfg) as client:
         yield client

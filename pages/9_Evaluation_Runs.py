@@ -1,6 +1,6 @@
 """Evaluation Runs: score strategies on a query set, keep every run, view, compare and export them.
 
-Thin page: the work is in :mod:`mrag_core.workflows.evaluation_runs`; runs live in the database.
+Thin page: the work is in :mod:`services.workflows.evaluation_runs`; runs live in the database.
 
 A run works inside the script run that started it, with this session's cancel event (``_ev_cancel``): any
 rerun of the page (Stop, or any other click) stops it, and the rerun waits until it has stored that it stopped
@@ -22,7 +22,7 @@ import db
 from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.wording import counted
-from mrag_core.workflows import evaluation_runs as er
+from services.workflows import evaluation_runs as er
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
 from ui.render import md_plain, text_block

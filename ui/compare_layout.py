@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from mrag_core.workflows.compare import ResultRow
+from services.workflows.compare import ResultRow
 from ui.render import CELL_PADDING_PX, CHAR_PX, fits_in_cell, full_names_html, ranks_by_name
 
 ALL_SIDE_BY_SIDE = 0

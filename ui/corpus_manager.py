@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import db
-from mrag_core.workflows.corpus import describe_footprint
+from services.workflows.corpus import describe_footprint
 from ui.render import md_plain
 from ui.state import corpus_busy, corpus_label, flash, follow_default, forget_choice, keep_choice, show_flash
 

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import db
-from mrag_core.workflows.import_stream import ImportReport
+from services.workflows.import_stream import ImportReport
 from ui.render import md_plain
 from ui.state import get_model, get_store
 
@@ -58,7 +58,7 @@ def agent_picker(store: db.Store, corpus_id: int, *, key: str, container: Any = 
 def show_preview(preview: ImportReport) -> None:
     """Summary line, the records table (first rows) and the issues table, row by row, each issue located by its file
     and the row or line in it (``ImportIssue.where``). The report counts every record and issue but keeps only the
-    first of each (``mrag_core.workflows.import_stream``): the tables say how many they show."""
+    first of each (``services.workflows.import_stream``): the tables say how many they show."""
     n_err, n_warn = preview.n_errors, preview.n_warnings
     summary = preview.summary()
     if n_err:

@@ -8,7 +8,7 @@ import streamlit as st
 import db
 from ui.navigation import PAGES, page_title
 from ui.render import md_plain
-from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
+from services.demo.store import demo_corpus_id, ensure_demo_corpus
 from ui.state import building_note, ensure_demo, get_store, llm_config
 
 DEMO_STEPS = (

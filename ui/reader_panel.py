@@ -24,9 +24,9 @@ import pandas as pd
 import streamlit as st
 
 import db
-from mrag_core.reader import Answer, FactCount, LocalGenerator, ReaderDoc, ReaderError, RemoteGenerator, count_facts
-from mrag_core.workflows.compare import STRATEGY_LABELS, Comparison
-from mrag_core.workflows.llm_cache import StoreLLMCache
+from services.reader import Answer, FactCount, LocalGenerator, ReaderDoc, ReaderError, RemoteGenerator, count_facts
+from services.workflows.compare import STRATEGY_LABELS, Comparison
+from services.workflows.llm_cache import StoreLLMCache
 from ui.render import highlight, md_plain
 from ui.state import KEEP, clamp_state, follow_default, llm_config
 
@@ -94,7 +94,7 @@ def _generate(store: db.Store, choice: str, cfg: Any, question: str, docs: Seque
               max_tokens: int) -> Answer:
     """One answer from the chosen generator (raises :class:`ReaderError`)."""
     if choice == ENDPOINT:
-        from mrag_core.llm.client import LLMClient
+        from services.llm.client import LLMClient
 
         with LLMClient(cfg) as client:
             return RemoteGenerator(client, StoreLLMCache(store)).answer(question, docs, max_new_tokens=max_tokens)

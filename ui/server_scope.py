@@ -1,17 +1,17 @@
 """Whether this Streamlit session is served on this machine only, and so which server folders it may read
-(:mod:`mrag_core.workflows.server_folders` decides; this module only asks Streamlit)."""
+(:mod:`services.workflows.server_folders` decides; this module only asks Streamlit)."""
 
 from __future__ import annotations
 
 import streamlit as st
 from streamlit import config
 
-from mrag_core.workflows.server_folders import FolderAccess, folder_access, local_only
+from services.workflows.server_folders import FolderAccess, folder_access, local_only
 
 
 def served_locally() -> bool:
     """This session's request came to a server that listens on a loopback address only, from a loopback address,
-    without a proxy's headers (:func:`~mrag_core.workflows.server_folders.local_only`)."""
+    without a proxy's headers (:func:`~services.workflows.server_folders.local_only`)."""
     try:
         headers = list(st.context.headers.keys())
         client_ip = st.context.ip_address

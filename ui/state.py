@@ -13,9 +13,9 @@ from typing import Any, Callable, TypeVar
 import streamlit as st
 
 import db
-from mrag_core.llm.config import LLMConfig
+from services.llm.config import LLMConfig
 from mrag_core.wording import counted
-from mrag_core.workflows.demo import DemoStatus, ensure_demo_corpus
+from services.demo.store import DemoStatus, ensure_demo_corpus
 from ui.render import md_plain
 
 T = TypeVar("T")
@@ -185,9 +185,9 @@ def corpus_busy(corpus_id: int) -> str | None:
         return "an index of it is being built"
     if preannotation_lock(corpus_id).locked():
         return "it is being pre-annotated"
-    from mrag_core.workflows.corpus import work_in_progress
+    from services.workflows.corpus import work_in_progress
 
-    elsewhere = work_in_progress(get_store(), corpus_id)  # e.g. python -m mrag_core index / eval / annotate
+    elsewhere = work_in_progress(get_store(), corpus_id)  # e.g. mrag-studio index / eval / annotate
     return md_plain("; ".join(elsewhere)) if elsewhere else None  # (Markdown: process names are data)
 
 
@@ -288,9 +288,9 @@ def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], *, key: str, 
 
     Kept for the session by the index's identity (:func:`keep_choice`); it moves to the index the Index page
     last showed (``run_id``) when that changes, and to ``target_id`` when given (a drill-down's index). With
-    neither, it opens on :func:`~mrag_core.workflows.indexing.preferred_index` (the deepest layer of the newest
+    neither, it opens on :func:`~services.workflows.indexing.preferred_index` (the deepest layer of the newest
     model's current indexes), not on whichever index was built last."""
-    from mrag_core.workflows.indexing import preferred_index
+    from services.workflows.indexing import preferred_index
 
     by_id = {r.id: r for r in runs}
     shared = st.session_state.get("run_id")
@@ -358,7 +358,7 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
     """The loaded model of an index (embedding run) for embedding queries; warns when the index is
     stale, and stops the page with the reason when the model cannot be loaded."""
     from mrag_core.models.loader import ModelLoadError
-    from mrag_core.workflows.indexing import model_for_run
+    from services.workflows.indexing import model_for_run
 
     stale_index_warning(store, run)
     try:
@@ -374,7 +374,7 @@ def _run_index(run_id: int, identity: str, backend: str, seed: int = 0) -> tuple
     (:func:`db.identity_key`) is in the key because SQLite gives a deleted run's id to the next one. ``seed`` 0:
     the head importance stored with the run; another: its pairs sampled again with that seed (as an evaluation run
     with that seed does)."""
-    from mrag_core.workflows.indexing import load_run_index
+    from services.workflows.indexing import load_run_index
 
     return load_run_index(get_store(), run_id, backend, seed)
 
@@ -384,16 +384,16 @@ def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tupl
                     ) -> tuple[list[str], list[str]]:
     """Labels and titles of a run's documents; ``corpus_state`` (version, labels version, updated_at) changes
     with any label, title or text change, so a relabelled document shows its new category."""
-    from mrag_core.workflows.indexing import document_facts
+    from services.workflows.indexing import document_facts
 
     return document_facts(get_store(), _run_index(run_id, identity, backend)[0])
 
 
 def index_bundle(store: db.Store, run: db.EmbeddingRunInfo, backend: str = "torch", seed: int = 0) -> Any:
-    """The :class:`~mrag_core.workflows.indexing.IndexBundle` of a finished run for Compare, Reader and Maps:
+    """The :class:`~services.workflows.indexing.IndexBundle` of a finished run for Compare, Reader and Maps:
     the search index cached per run, backend and head-importance ``seed`` (0: the importance stored with the
     run), the documents' labels and titles as they are now."""
-    from mrag_core.workflows.indexing import IndexBundle
+    from services.workflows.indexing import IndexBundle
 
     identity = db.identity_key(run)
     corpus = db.get_corpus(store, run.corpus_id)

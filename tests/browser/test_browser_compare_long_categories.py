@@ -55,7 +55,7 @@ def _long_category_corpus(folder) -> None:
     two."""
     import db
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.workflows.indexing import build_embedding_run
     from tests.support.tiny_models import tiny_gpt2_folder
 
     store = db.open_store(f"sqlite:///{folder / 't.db'}")

@@ -35,7 +35,7 @@ def _run(page, run_id: int) -> int:
 
 def test_runs_figures_comparison_and_restart(demo_app_instance, browser_page):
     """On the demo with its index built (a copy of the session's demo index: a run that builds its own index is
-    tested in tests/workflows and tests/ui)."""
+    tested in tests/services/workflows and tests/ui)."""
     app_instance = demo_app_instance
     page = browser_page
     page.set_default_timeout(120_000)

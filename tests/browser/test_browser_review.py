@@ -56,8 +56,8 @@ def test_review_queue_by_keyboard(app_instance, browser_page):
 def test_preannotation_cancelled_mid_run_then_resumed(app_instance, browser_page):
     """Cancel stops the offline pre-annotation of the demo corpus after a stored batch; Resume does the rest."""
     import db
-    from mrag_core.demo import DEMO_CORPUS_NAME
-    from mrag_core.workflows.annotation import zero_shot_identity
+    from services.demo import DEMO_CORPUS_NAME
+    from services.workflows.annotation import zero_shot_identity
     from ui.corpus_widgets import ZERO_SHOT_MODEL
 
     page = browser_page

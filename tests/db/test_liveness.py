@@ -157,7 +157,7 @@ def test_a_run_finished_inside_its_heartbeat_block_does_not_cancel(sqlite_store:
     import threading
     import time
 
-    from mrag_core.heartbeat import Heartbeat
+    from services.heartbeat import Heartbeat
 
     run_id = _make(sqlite_store, kind, owner=MINE)
     cancel = threading.Event()

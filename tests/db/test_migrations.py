@@ -200,7 +200,7 @@ def test_upgrade_from_0003_records_the_text_hash_of_current_vectors(empty_url: s
 
 
 def test_upgrade_from_0004_marks_the_demo_corpus_and_its_query_set(empty_url: str) -> None:
-    from mrag_core.workflows.demo import demo_corpus_id, ensure_demo_corpus
+    from services.demo.store import demo_corpus_id, ensure_demo_corpus
 
     url = empty_url
     old = _store_at(url, "0004")

@@ -86,7 +86,7 @@ def test_cuda_half_precision_load_and_embed(tmp_path: Path) -> None:
     assert cos(a.heads, b.heads).min() > 0.999
     # Stored, each precision makes an index of its own: the float16 build copies nothing from the float32 one.
     import db
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.workflows.indexing import build_embedding_run
 
     with db.open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
         corpus = db.create_corpus(store, "c")

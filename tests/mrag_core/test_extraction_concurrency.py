@@ -18,8 +18,8 @@ import db
 from mrag_core.attention import attention_maps
 from mrag_core.extraction import Embeddings, embed_texts, forward_batch
 from mrag_core.models.loader import load_model
-from mrag_core.workflows.compare import embed_query
-from mrag_core.workflows.indexing import BuildJob, query_window
+from services.workflows.compare import embed_query
+from services.workflows.indexing import BuildJob, query_window
 from tests.support.concurrency import Tally, close, in_processes, in_threads
 from tests.support.embed_worker import embed_in_process
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mrag_core.annotate.types import CategorySpec, fold_name as annotators_fold_name, validate_categories
+from services.annotate.types import CategorySpec, fold_name as annotators_fold_name, validate_categories
 from mrag_core.names import drop_invisible, fold_name, fold_topic, is_invisible
 
 

@@ -21,12 +21,11 @@ from mrag_core.projection import (
     RefitNeeded,
     neighbour_weights,
     default_params,
-    ensure_maps,
     fit_projection,
-    forget_maps_without_model,
     place_query,
     space_vectors,
 )
+from services.maps import ensure_maps, forget_maps_without_model
 
 
 def clustered(n_per: int = 10, d: int = 16, heads: int = 3, seed: int = 0) -> Embeddings:

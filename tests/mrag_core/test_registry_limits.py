@@ -13,7 +13,7 @@ import torch
 from mrag_core.extraction import embed_texts
 from mrag_core.models.loader import load_model, model_from_module
 from mrag_core.models.registry import position_limit
-from mrag_core.workflows.indexing import query_window
+from services.workflows.indexing import query_window
 from tests.support.tiny_models import tiny_bert_folder, tiny_gpt2_folder
 
 torch.set_num_threads(1)

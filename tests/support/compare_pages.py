@@ -19,7 +19,7 @@ def indexed_corpus(name: str, titles: list[str], labels: list[str], model: Path)
     with the tiny model at ``model``, and a query set of one query whose ground truth is the first two documents
     (so k = 2); the corpus id."""
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.workflows.indexing import build_embedding_run
 
     store = db.open_store(os.environ["MRAG_DATABASE_URL"])
     corpus = db.create_corpus(store, name)

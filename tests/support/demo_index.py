@@ -18,8 +18,8 @@ def build_demo_index(path: Path) -> None:
     """The demo corpus, its query set and a finished MiniLM index (layer -1) in a new SQLite file at ``path``."""
     import db
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows.demo import ensure_demo_corpus
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.demo.store import ensure_demo_corpus
+    from services.workflows.indexing import build_embedding_run
 
     store = db.open_store(f"sqlite:///{path}")
     try:

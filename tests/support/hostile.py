@@ -27,8 +27,8 @@ def add_hostile_corpus(store: db.Store, name: str, markup: str) -> HostileCorpus
     documents (:data:`TEXTS`) whose titles and texts carry ``markup``, a query carrying it, a MiniLM index and an
     evaluation run named ``"Run <markup>"`` (standard and MRAG, c = k_max = 4)."""
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows import evaluation_runs as er
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.workflows import evaluation_runs as er
+    from services.workflows.indexing import build_embedding_run
 
     c = db.create_corpus(store, f"Corpus {name}")
     cats = [f"cats {name}", f"earth {name}"]

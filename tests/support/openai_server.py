@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pytest
 
-from mrag_core.llm.config import LLMConfig
+from services.llm.config import LLMConfig
 
 __all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "fake_openai", "is_fusion_request", "last_user_message",
            "scripted"]
@@ -124,8 +124,8 @@ def last_user_message(body: Mapping[str, Any]) -> str:
 
 def is_fusion_request(body: Mapping[str, Any]) -> bool:
     """Whether a request asks for Fusion sub-queries (its prompt begins as
-    :func:`mrag_core.querygen.story_prompt.fusion_messages` writes it), not for a story or anything else."""
-    from mrag_core.querygen.story_prompt import FUSION_PROMPT_START
+    :func:`services.querygen.story_prompt.fusion_messages` writes it), not for a story or anything else."""
+    from services.querygen.story_prompt import FUSION_PROMPT_START
 
     return last_user_message(body).startswith(FUSION_PROMPT_START)
 

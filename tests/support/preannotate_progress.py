@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from mrag_core.workflows import annotation as aw
+from services.workflows import annotation as aw
 
 
 class ProgressWatch:
@@ -32,7 +32,7 @@ class ProgressWatch:
 
 
 def watch_preannotate_progress(monkeypatch: Any) -> ProgressWatch:
-    """Wrap :func:`mrag_core.workflows.annotation.preannotate` (until ``monkeypatch`` undoes it) so that its
+    """Wrap :func:`services.workflows.annotation.preannotate` (until ``monkeypatch`` undoes it) so that its
     ``progress`` reports also reach the returned :class:`ProgressWatch`; the page and the CLI call it through the
     module, so both are watched."""
     watch = ProgressWatch()

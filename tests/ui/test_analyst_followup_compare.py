@@ -17,7 +17,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import evaluation_runs as er  # noqa: E402
 
 EVAL_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "9_Evaluation_Runs.py")
 

@@ -1,6 +1,6 @@
 """Corpus Import: two uploaded tables with different column names. The page guessed one column mapping from the
 first table and applied it to every file, so the second was refused whole ('column ... not found'); each table's
-mapping is now guessed from its own columns (as ``python -m mrag_core import`` does) and shown per file, so each
+mapping is now guessed from its own columns (as ``mrag-studio import`` does) and shown per file, so each
 can be corrected. Tables with the same columns still share one mapping."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Annotate and Review on a corpus imported without labels (plain text files, a ZIP without folders): the page and
-``python -m mrag_core annotate`` said 'add categories first', but no page could add one, and Find similar crashed
+``mrag-studio annotate`` said 'add categories first', but no page could add one, and Find similar crashed
 with KeyError: None when 'Apply label to selected' was pressed (its Label box had no option). Categories are now
 typed on the page (one per line, ``name: description``); a wrong line adds nothing and says which line.
 

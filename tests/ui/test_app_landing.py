@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import db
-from mrag_core.demo import DEMO_CORPUS_NAME, load_demo
+from services.demo import DEMO_CORPUS_NAME, load_demo
 from tests.ui.conftest import ON_EVERY_BACKEND
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import db
-from mrag_core.demo import DEMO_CORPUS_NAME
+from services.demo import DEMO_CORPUS_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 

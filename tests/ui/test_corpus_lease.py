@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from db.models import AppMarker, utcnow
-from mrag_core.workflows.annotation import preannotation_lease
+from services.workflows.annotation import preannotation_lease
 from tests.support.openai_server import fake_openai
 
 IMPORT_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "1_Corpus_Import.py")
@@ -53,8 +53,8 @@ def test_a_category_of_a_corpus_this_app_preannotates_is_not_deleted(fake_openai
     import json
     import threading
 
-    from mrag_core.llm.client import LLMClient
-    from mrag_core.workflows import annotation as aw
+    from services.llm.client import LLMClient
+    from services.workflows import annotation as aw
     from tests.support.openai_server import by_content
 
     review_page = str(Path(__file__).resolve().parents[2] / "pages" / "2_Annotate_and_Review.py")

@@ -17,7 +17,7 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import evaluation_runs as er  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_PAGE = str(ROOT / "pages" / "9_Evaluation_Runs.py")

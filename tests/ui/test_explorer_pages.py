@@ -455,7 +455,7 @@ def test_compare_keeps_the_chosen_c_and_k_for_a_larger_index(built):
     return (the clamped 3 used to stay, and MRAG's results changed silently)."""
     import db
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.workflows.indexing import build_embedding_run
 
     store = db.open_store()
     tiny = db.create_corpus(store, "Zz three documents")  # sorts after the demo: the other tests' default stays
@@ -485,7 +485,7 @@ def test_compare_page_opens_a_drilldown_on_the_runs_index_and_settings(built):
     """The Evaluation Runs drill-down names the run's index and settings: Compare opens on that index (not the
     newest), with exact search, the run's voting, c and k, and the chosen items' strategies."""
     import db
-    from mrag_core.workflows.evaluation_runs import DrillDown
+    from services.workflows.evaluation_runs import DrillDown
 
     store = db.open_store()
     corpus = db.list_corpora(store)[0]
@@ -523,7 +523,7 @@ def test_compare_importance_seed_samples_the_head_importance_again(built):
 
     import db
     from mrag_core.importance import head_importance
-    from mrag_core.workflows.indexing import load_run_embeddings
+    from services.workflows.indexing import load_run_embeddings
     from ui.state import index_bundle
 
     store = db.open_store()
@@ -546,7 +546,7 @@ def test_a_drilldown_whose_index_is_gone_says_which_index_it_shows_instead(built
     and, below, 'Opened from evaluation run #N: its index', on another layer's index. It now names the run's
     settings and the index shown, links to the Index page, and no longer calls that index the run's."""
     import db
-    from mrag_core.workflows.evaluation_runs import DrillDown
+    from services.workflows.evaluation_runs import DrillDown
 
     store = db.open_store()
     corpus = db.list_corpora(store)[0]
@@ -628,7 +628,7 @@ def test_index_page_keeps_its_settings_and_the_running_build_in_view(built, monk
     running build is named with a button that shows it."""
     import threading
 
-    from mrag_core.workflows import indexing
+    from services.workflows import indexing
     from ui.state import build_jobs, get_model, get_store
 
     release = threading.Event()

@@ -1,6 +1,6 @@
 """Corpus Import: one of several uploaded tables cannot be read (a byte-order mark over bytes that are not UTF-8, a
 PNG renamed .csv, a CSV quote never closed). The page refused the whole upload (no preview, no Import button); now,
-as ``python -m mrag_core import`` does, the readable tables are previewed and imported, each unreadable one is
+as ``mrag-studio import`` does, the readable tables are previewed and imported, each unreadable one is
 named with why in the preview's issues (a left-out file: the counts add up, ready + skipped = read) and a warning
 above the mappings, and nothing of it is written."""
 

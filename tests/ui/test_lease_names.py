@@ -1,4 +1,4 @@
-"""Annotate & Review and Query Builder: work another process holds (python -m mrag_core annotate / generate beside
+"""Annotate & Review and Query Builder: work another process holds (mrag-studio annotate / generate beside
 the app) is refused naming the corpus or query set by its name (Markdown-escaped: names are data), its id and when it
 started; it said "Pre-annotation of corpus 3 is running in another process". Nothing is asked or stored."""
 
@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from db.models import AppMarker
-from mrag_core.workflows import querysets as qw
-from mrag_core.workflows.annotation import preannotation_lease
+from services.workflows import querysets as qw
+from services.workflows.annotation import preannotation_lease
 from tests.support.openai_server import fake_openai
 from ui.render import md_plain
 

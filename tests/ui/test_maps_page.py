@@ -53,7 +53,7 @@ def _tiny_model_index(folder: Path, n_docs: int) -> tuple[int, list[int]]:
     """A corpus of ``n_docs`` documents indexed with the tiny GPT-2 in ``folder`` (a real build), and a query set
     of one query whose ground truth is its first two documents; (corpus id, document ids)."""
     from mrag_core.models.loader import load_model
-    from mrag_core.workflows.indexing import build_embedding_run
+    from services.workflows.indexing import build_embedding_run
 
     words = ["the cat sat", "lighthouse tempeh", "the lighthouse", "cat tempeh sat", "sat the cat"]
     store = db.open_store(os.environ["MRAG_DATABASE_URL"])

@@ -12,7 +12,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from mrag_core.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import evaluation_runs as er  # noqa: E402
 from ui.render import md_plain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -70,7 +70,7 @@ def test_the_index_page_offers_no_build_for_an_empty_corpus() -> None:
 def test_home_names_the_demo_index_model_verbatim() -> None:
     """Home wrote the model of the demo's index into Markdown as it was: a local model folder such as
     '/models/**tiny**_[v2](x)' showed in bold with a link."""
-    from mrag_core.demo import DEMO_CORPUS_NAME
+    from services.demo import DEMO_CORPUS_NAME
 
     app = str(PAGES.parent / "app.py")
     no_exceptions(AppTest.from_file(app, default_timeout=TIMEOUT).run())  # loads the demo corpus

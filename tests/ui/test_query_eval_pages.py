@@ -38,7 +38,7 @@ def _store() -> db.Store:
 
 
 def test_evaluation_page_runs_demo_and_lists_it() -> None:
-    """On SQLite only: the run's writes are the workflow's, tested on every backend in tests/workflows
+    """On SQLite only: the run's writes are the workflow's, tested on every backend in tests/services/workflows
     (test_evaluation_runs, the tests marked every_backend)."""
     at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
     assert not at.exception, at.exception
@@ -254,7 +254,7 @@ def test_query_builder_resumes_a_stopped_generation() -> None:
     rest, and the page reruns to report it: no Stop button and no Resume row is left behind."""
     import threading
 
-    from mrag_core.workflows import querysets as qw
+    from services.workflows import querysets as qw
 
     at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus
     assert not at.exception, at.exception
@@ -283,7 +283,7 @@ def test_query_builder_resumes_a_stopped_generation() -> None:
 def test_query_builder_offers_to_ask_again_for_failed_queries() -> None:
     """A generated set whose every plan is stored, one of them failed (the endpoint erred), is listed as unfinished
     with Resume (it was not: the failed row counted as generated); Resume replaces the failed row."""
-    from mrag_core.workflows import querysets as qw
+    from services.workflows import querysets as qw
 
     at = AppTest.from_file(QUERY_PAGE, default_timeout=60).run()  # loads the demo corpus
     store = _store()
@@ -311,7 +311,7 @@ def test_evaluation_page_resumes_a_stopped_run() -> None:
     and the rerun reports it and drops the row (no Stop or Resume button left)."""
     import threading
 
-    from mrag_core.workflows import evaluation_runs as er
+    from services.workflows import evaluation_runs as er
 
     at = AppTest.from_file(EVAL_PAGE, default_timeout=60).run()  # loads the demo corpus
     assert not at.exception, at.exception

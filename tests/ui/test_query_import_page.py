@@ -156,7 +156,7 @@ def test_import_legal_queries_resolve_topics_to_their_documents(store: db.Store)
 def test_export_then_import_keeps_documents_of_one_title_apart_and_flags(store: db.Store) -> None:
     """Two documents titled "Doc 1": a set exported and imported back names the same documents, its flagged
     query flagged with its reason; a titles-only file is not guessed: its query is flagged and the page says so."""
-    from mrag_core.workflows import querysets as qw
+    from services.workflows import querysets as qw
 
     c = db.create_corpus(store, "Twins")
     first, other, second = db.add_documents(store, c.id, [

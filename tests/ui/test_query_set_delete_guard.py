@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import db
-from mrag_core.workflows import querysets as qw
+from services.workflows import querysets as qw
 from ui.render import md_plain
 
 ROOT = Path(__file__).resolve().parents[2]

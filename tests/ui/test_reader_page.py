@@ -19,7 +19,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from mrag_core.reader import count_facts  # noqa: E402
+from services.reader import count_facts  # noqa: E402
 from tests.support.demo_index import copy_demo_index  # noqa: E402
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, scripted  # noqa: E402
 
