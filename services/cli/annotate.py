@@ -20,7 +20,7 @@ import threading
 from typing import Any
 
 from mrag_core.cli_basics import CLIError, fail, positive_int
-from services.cli.common import every_few_seconds, llm_endpoint, named_corpus, stop_on_ctrl_c, store_command
+from services.cli.common import add_database_option, every_few_seconds, llm_endpoint, named_corpus, stop_on_ctrl_c, store_command
 from mrag_core.wording import counted
 
 ZERO_SHOT_MODEL = "minilm"
@@ -38,7 +38,7 @@ def add_annotate_parser(subparsers: Any) -> argparse.ArgumentParser:
     a.add_argument("--undecided-only", action="store_true",
                    help="only documents without a label decision (not those imported with a label)")
     a.add_argument("--batch-size", type=positive_int, default=32, help="documents stored per transaction (32)")
-    a.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(a)
     a.add_argument("--threads", type=int, default=None, help="torch CPU threads (zero-shot)")
     return a
 

@@ -18,7 +18,7 @@ import argparse
 from typing import Any
 
 from mrag_core.cli_basics import fail, text_table
-from services.cli.common import named_corpus, store_command
+from services.cli.common import add_database_option, named_corpus, store_command
 
 
 def add_corpora_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def add_corpora_parser(subparsers: Any) -> argparse.ArgumentParser:
     c.add_argument("--move-to", metavar="CATEGORY", help="with --delete-category: move its labels to this category")
     c.add_argument("--description", help="with --rename: a new description")
     c.add_argument("--yes", action="store_true", help="with --delete or --delete-category: really delete")
-    c.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(c)
     return c
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from mrag_core.cli_basics import add_llm_options, fail, format_table, llm_options_from, positive_int, text_table
 from services.cli.common import (
+    add_database_option,
     every_few_seconds,
     named_corpus,
     print_cost_table,
@@ -73,7 +74,7 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="list the stored runs (of --corpus when given) with their state and exit")
     e.add_argument("--stop", type=int, default=None, metavar="RUN_ID",
                    help="ask the process that runs RUN_ID (the app, another eval) to stop after its current batch")
-    e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(e)
     e.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return e
 
@@ -105,7 +106,7 @@ def same_settings_command(run: Any, corpus_name: str, query_set_name: str) -> st
     query set, model, strategies (voting variants applied) and variant, layer and c as asked for, k_max, w, seed
     and, for LLM strategies, its LLM options."""
     cfg = run.config
-    words = ["python", "-m", "services", "eval", "--corpus", corpus_name, "--query-set", query_set_name,
+    words = ["mrag-studio", "eval", "--corpus", corpus_name, "--query-set", query_set_name,
              "--model", str(cfg.get("model", "minilm")), "--strategies", ",".join(cfg.get("strategies", [])),
              "--variant", str(cfg.get("variant", "importance")),
              f"--layer={int(cfg.get('layer_requested', cfg.get('layer', -1)))}",

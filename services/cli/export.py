@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mrag_core.cli_basics import CLIError, fail
-from services.cli.common import named_corpus, store_command
+from mrag_core.cli_basics import fail, write_whole
+from services.cli.common import add_database_option, named_corpus, store_command
 from services.export import EXPORT_FORMATS
 
 _BY_EXTENSION = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".json": "benchmark"}
@@ -37,21 +37,8 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="benchmark format: leave unlabelled documents out (default: refuse the export)")
     e.add_argument("--query-set", metavar="NAME", default=None,
                    help="write this query set of the corpus instead, as MRAG benchmark query JSON")
-    e.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(e)
     return e
-
-
-def write_whole(data: bytes, path: Path) -> None:
-    """Write ``data`` to ``path`` whole or not at all (:func:`mrag_core.whole_file.write_whole`: a temporary file
-    beside it renamed at the end, only over a regular file or at a new path, with the user's umask): an interrupted or
-    failed write leaves an existing ``path`` as it was. Raises :class:`CLIError`."""
-    from mrag_core.whole_file import WriteError
-    from mrag_core.whole_file import write_whole as write_file
-
-    try:
-        write_file(data, path)
-    except WriteError as exc:
-        raise CLIError(str(exc)) from None
 
 
 @store_command

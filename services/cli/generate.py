@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from mrag_core.cli_basics import fail, positive_int
-from services.cli.common import every_few_seconds, llm_endpoint, named_corpus, stop_on_ctrl_c, store_command
+from services.cli.common import add_database_option, every_few_seconds, llm_endpoint, named_corpus, stop_on_ctrl_c, store_command
 from mrag_core.wording import counted
 
 GENERATORS = ("auto", "llm", "offline")
@@ -49,7 +49,7 @@ def add_generate_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "auto (default): the LLM when one is configured")
     g.add_argument("--fusion", type=int, default=3, metavar="N",
                    help="Fusion sub-queries per query (default 3; 0 for none)")
-    g.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(g)
     return g
 
 

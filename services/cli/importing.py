@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mrag_core.cli_basics import CLIError, positive_int
-from services.cli.common import named_corpus, print_progress, store_command
+from services.cli.common import add_database_option, named_corpus, print_progress, store_command
 from mrag_core.wording import counted
 
 KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
@@ -63,14 +63,14 @@ def add_import_parsers(subparsers: Any) -> None:
     i.add_argument("--keep-duplicates", action="store_true",
                    help="import texts that repeat within the files or are already in the corpus")
     i.add_argument("--dry-run", action="store_true", help="show what would be imported; write nothing")
-    i.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(i)
 
     q = subparsers.add_parser("queries", help="import a benchmark query file as a query set of a stored corpus")
     q.add_argument("path", metavar="PATH", help="queries JSON / JSONL (.bz2 / .gz) of {topics | related, text, "
                                                 "fusion}, or CSV / TSV with text and topics (titles split by |)")
     q.add_argument("--corpus", required=True, help="corpus name")
     q.add_argument("--name", required=True, help="name of the new query set")
-    q.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(q)
 
 
 def _text_folder(path: Path) -> bool:

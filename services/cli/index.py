@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from mrag_core.cli_basics import fail, positive_int, text_table
-from services.cli.common import every_few_seconds, named_corpus, stop_on_ctrl_c, stopped_elsewhere, store_command
+from services.cli.common import add_database_option, every_few_seconds, named_corpus, stop_on_ctrl_c, stopped_elsewhere, store_command
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -33,7 +33,7 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     i.add_argument("--list", action="store_true", help="list the corpus' stored indexes and exit")
     i.add_argument("--device", default="auto", help="auto | cpu | cuda")
     i.add_argument("--half", action="store_true", help="float16 weights on CUDA")
-    i.add_argument("--database", default=None, help="SQLAlchemy URL (default $MRAG_DATABASE_URL or the app's file)")
+    add_database_option(i)
     i.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return i
 

@@ -44,7 +44,8 @@ def _wrong_names(text: str, titles: set[str]) -> list[str]:
 
 
 def _scanned_files() -> list[Path]:
-    files = [p for folder in ("pages", "ui", "mrag_core", "db") for p in sorted((ROOT / folder).rglob("*.py"))]
+    folders = ("pages", "ui", "mrag_core", "services", "db")
+    files = [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
     return files + [ROOT / "app.py", ROOT / "README.md"]
 
 
@@ -65,7 +66,8 @@ def test_the_scan_reads_wrapped_names_lists_and_flags_names_that_are_not_titles(
 def test_every_page_named_in_the_code_and_the_readme_is_a_sidebar_title_or_home() -> None:
     titles = _titles()
     files = _scanned_files()
-    assert {p.relative_to(ROOT).parts[0] for p in files} >= {"pages", "ui", "mrag_core", "db", "app.py", "README.md"}
+    assert {p.relative_to(ROOT).parts[0] for p in files} >= {"pages", "ui", "mrag_core", "services", "db", "app.py",
+                                                             "README.md"}
     wrong = {str(p.relative_to(ROOT)): bad for p in files if (bad := _wrong_names(p.read_text(), titles))}
     assert wrong == {}
     named = {name for p in files for name, plural in _named_pages(p.read_text()) if not plural}

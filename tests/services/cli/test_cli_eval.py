@@ -342,7 +342,7 @@ def test_resume_of_a_finished_run_is_refused_and_names_the_command_of_a_new_one(
     assert (after.status, after.finished_at, after.config) == ("done", run.finished_at, run.config)
     assert db.load_eval_results(store, run.id) == results
     # The command it names starts a new run with the same settings.
-    assert cmd_eval(parser.parse_args(shlex.split(command)[3:] + ["--database", url])) == 0
+    assert cmd_eval(parser.parse_args(shlex.split(command)[1:] + ["--database", url])) == 0
     new = db.list_eval_runs(store)[0]
     assert new.id != run.id and new.seed == 3
     assert {k: new.config[k] for k in ("model", "layer", "layer_requested", "strategies", "variant", "c", "k_max",
