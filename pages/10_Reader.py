@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import db
+from services import storage
 from services.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
 from services.workflows.indexing import query_window, too_small_to_search
 from ui.navigation import page_setup
@@ -28,7 +28,7 @@ st.caption("Retrieval is only half of RAG: send the top-k documents of Standard 
 
 @st.cache_resource(max_entries=128)
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
-    """Query and sub-queries in one forward pass (cached per run, by its db.identity_key, and texts)."""
+    """Query and sub-queries in one forward pass (cached per run, by its storage.identity_key, and texts)."""
     return embed_query(_lm, layer, query, subqueries)
 
 
@@ -53,7 +53,7 @@ if cut := query_window(lm, query_text).note(query_text, run.model_name.split("/"
 
 # --- retrieval (every strategy; Fusion uses the stored sub-queries or one per sentence) ----------
 subqueries, sub_source = resolve_subqueries(query_text, stored_fusion, prefer="stored")
-q_emb, sub_emb, _ = query_embeddings(db.identity_key(run), query_text, tuple(subqueries), lm, run.layer)
+q_emb, sub_emb, _ = query_embeddings(storage.identity_key(run), query_text, tuple(subqueries), lm, run.layer)
 result = compare(bundle, q_emb, sub_emb, strategies=list(STRATEGY_LABELS), k=min(K_MAX, bundle.index.n_docs),
                  ground_truth=ground_truth, query=query_text, subqueries=subqueries, subquery_source=sub_source)
 st.caption(f"Fusion sub-queries: {len(subqueries)}, {SUBQUERY_SOURCES[sub_source]}."

@@ -9,7 +9,7 @@ from pathlib import PurePath
 
 import streamlit as st
 
-import db
+from services import storage
 from mrag_core.wording import counted
 from services.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from services.workflows import corpus as cw
@@ -75,8 +75,8 @@ def _taken_name(name: str) -> str | None:
     """The name of the stored corpus that a new corpus called ``name`` would clash with (the store strips names
     and compares them exactly), or None."""
     try:
-        return db.get_corpus_by_name(store, name).name if name.strip() else None
-    except db.NotFoundError:
+        return cw.get_corpus_by_name(store, name).name if name.strip() else None
+    except storage.NotFoundError:
         return None
 
 
@@ -144,13 +144,13 @@ def _column_mappings(files: list[tuple[str, bytes]], table_format: str | None
 
 def _stream(kind: str, files: list[tuple[str, bytes]], topic_folder: str, mappings: tuple[Mapping | None, ...] | None,
             table_format: str | None, label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
-            existing: db.CorpusInfo | None) -> StreamedImport:
+            existing: storage.CorpusInfo | None) -> StreamedImport:
     """The upload with the import options, to be read as a stream (its preview, then its import): tables row by row
     (never a list of every row), the other kinds from their cached previews. Raises ValueError (bad chunking)."""
     if chunking is not None:
         chunking.validate()
     hashes = cw.corpus_text_hashes(store, existing.id) if existing is not None and deduplicate else set()
-    labels = [c.name for c in db.list_categories(store, existing.id)] if existing is not None else []
+    labels = [c.name for c in cw.list_categories(store, existing.id)] if existing is not None else []
     options = {"chunking": chunking, "deduplicate": deduplicate, "existing_hashes": hashes, "existing_labels": labels}
     if kind == "table" and not topic_folder and mappings is not None:
         cm = [ColumnMapping(*m) if m is not None else None for m in mappings]
@@ -169,7 +169,7 @@ def _report(kind: str, files: tuple[tuple[str, bytes], ...], topic_folder: str, 
     """The preview of the upload with these options: every count, the first records and issues (small, whatever the
     upload's size). ``signature`` (a folder's file sizes and times) and ``target`` (the corpus' id and versions)
     read it again when they change."""
-    existing = db.get_corpus(store, target[0]) if target is not None else None
+    existing = cw.get_corpus(store, target[0]) if target is not None else None
     return _stream(kind, list(files), topic_folder, mappings, table_format, label_from_folder, chunking, deduplicate,
                    existing).report()
 
@@ -177,7 +177,7 @@ def _report(kind: str, files: tuple[tuple[str, bytes], ...], topic_folder: str, 
 def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder: str,
                         mappings: tuple[Mapping | None, ...] | None, table_format: str | None,
                         label_from_folder: bool, chunking: cw.ChunkOptions | None, deduplicate: bool,
-                        existing: db.CorpusInfo | None, new_name: str, name_taken: bool) -> None:
+                        existing: storage.CorpusInfo | None, new_name: str, name_taken: bool) -> None:
     """Section 3: the preview of what would be imported with these options, and the import button (disabled
     while the new corpus' name is ``name_taken``). The import reads the upload again as a stream and writes it in
     chunks nobody sees until the last one publishes them (a closed tab or a stopped page leaves nothing half-way)."""
@@ -204,7 +204,7 @@ def _preview_and_import(kind: str, files: list[tuple[str, bytes]], topic_folder:
             new_name=new_name if existing is None else None, deduplicate=deduplicate,
             progress=lambda done: bar.progress(min(done / max(n, 1), 1.0), text=f"Written {done} of {n}..."),
         )  # fmt: skip
-    except (ValueError, db.StoreError) as exc:
+    except (ValueError, storage.StoreError) as exc:
         bar.empty()
         st.error(f"Nothing was imported: {md_plain(str(exc))}")
         return
@@ -296,7 +296,7 @@ elif chunk_mode.startswith("Paragraphs"):
 deduplicate = o2.checkbox("Skip duplicate texts (within the upload and already in the corpus)", value=True,
                           key="imp_dedupe")
 target = o2.radio("Import into", ["A new corpus", "An existing corpus"], key="imp_target", horizontal=True)
-existing: db.CorpusInfo | None = None
+existing: storage.CorpusInfo | None = None
 new_name = ""
 name_taken = False
 target_ready = True
@@ -310,7 +310,7 @@ if target == "A new corpus":
         o2.error(f"A corpus called '{md_plain(taken)}' exists: choose it as the target ('An existing corpus') to "
                  "add to it, or pick another name.")
 else:
-    corpora = db.list_corpora(store)
+    corpora = cw.list_corpora(store)
     if corpora:
         # kept by id: the shown "(N docs)" changes with each import, and Streamlit would fall back to the first
         existing = keep_choice("Corpus", corpora, key="imp_existing", ident=lambda c: c.id, container=o2,

@@ -9,8 +9,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-import db
-import db.corpora
+from services import storage
+from services.workflows import corpus as cw
+from services.workflows import review
 from mrag_core.names import fold_name
 from mrag_core.wording import counted
 from services.workflows import annotation as aw
@@ -29,7 +30,7 @@ reviewer = reviewer_name()
 corpus = corpus_picker()
 if corpus is None:
     st.stop()
-categories = db.list_categories(store, corpus.id)
+categories = cw.list_categories(store, corpus.id)
 cat_by_name = {c.name: c for c in categories}
 ANY = "(any)"
 
@@ -55,7 +56,7 @@ def categories_form(expanded: bool) -> None:
             return
     try:
         added = aw.add_categories(store, corpus.id, text)
-    except (ValueError, db.StoreError) as exc:
+    except (ValueError, storage.StoreError) as exc:
         st.error(f"No category was added: {md_plain(str(exc))}")
         return
     st.session_state["ar_cat_nonce"] = nonce + 1
@@ -92,7 +93,7 @@ def manage_categories() -> None:
     with st.expander("Rename, merge or delete a category", expanded=bool(clashes)):
         default = next((i for i, c in enumerate(categories) if c.name in {b for _, b in clashes}), 0)
         name = st.selectbox("Category", [c.name for c in categories], index=default, key=f"ar_cat_pick_{nonce}")
-        usage = db.category_usage(store, cat_by_name[name].id)
+        usage = cw.category_usage(store, cat_by_name[name].id)
         st.session_state["ar_cat_seen"] = (usage.category.id, usage.labels_version)
         expected = seen[1] if seen is not None and seen[0] == usage.category.id else usage.labels_version
         in_use = bool(usage.n_labelled or usage.n_decisions or usage.n_suggestions)
@@ -130,7 +131,7 @@ def manage_categories() -> None:
         else:
             message = aw.delete_category(store, corpus.id, name, move_to=move_to, confirm=confirmed,
                                          expected_labels_version=expected)
-    except (ValueError, db.StoreError) as exc:
+    except (ValueError, storage.StoreError) as exc:
         st.error(f"Nothing was changed: {md_plain(str(exc))}")
         return
     st.session_state["ar_cat_nonce"] = nonce + 1
@@ -200,7 +201,7 @@ def preannotate_view() -> None:
             if lock.acquire(timeout=600):
                 lock.release()
     agent, version = identity(use_llm)
-    undecided = db.undecided_documents(store, corpus.id)
+    undecided = review.undecided_documents(store, corpus.id)
     undecided_only = False
     if 0 < undecided < corpus.n_documents:  # some documents have a label decision (imported or human), some not
         undecided_only = st.radio(
@@ -209,14 +210,14 @@ def preannotate_view() -> None:
                                       f"All {corpus.n_documents} (e.g. to compare the annotator with the labels "
                                       "on the Agreement and Export page)"))
     pool = undecided if undecided_only else corpus.n_documents
-    todo = db.documents_without_suggestion(store, corpus.id, agent, version, undecided_only=undecided_only)
+    todo = review.documents_without_suggestion(store, corpus.id, agent, version, undecided_only=undecided_only)
     st.write(f"**{len(todo)}** of {counted(pool, 'document')} still {'needs' if len(todo) == 1 else 'need'} a "
              f"suggestion from `{agent}` (`{version}`). Suggestions are proposals: they become labels only when you "
              "accept them.")
     batch_size = st.number_input("Batch size (stored after each batch)", 1, 512, 32, key="pa_batch", **KEEP)
     c1, c2 = st.columns(2)
     # Resume once this annotator has stored anything here, failed suggestions too (the stop message says Resume)
-    tried = any((a.agent, a.model_version) == (agent, version) for a in db.suggestion_agents(store, corpus.id))
+    tried = any((a.agent, a.model_version) == (agent, version) for a in review.suggestion_agents(store, corpus.id))
     label = ("Start pre-annotation" if len(todo) == pool and not tried else f"Resume ({len(todo)} left)" if todo
              else "All documents have a suggestion")
     start = c1.button(label, type="primary", disabled=not todo, key="pa_start")
@@ -247,11 +248,11 @@ def preannotate_view() -> None:
             summary = aw.preannotate(store, corpus.id, annotator, batch_size=int(batch_size),
                                      progress=progress, undecided_only=undecided_only,
                                      on_summary=tally.append)
-        except db.RunInProgressError as exc:  # another process (mrag-studio annotate) holds the corpus
+        except storage.RunInProgressError as exc:  # another process (mrag-studio annotate) holds the corpus
             st.session_state.pop("pa_running", None)
             st.error(f"Not started: {md_plain(str(exc))}")  # (Markdown: the corpus name is data)
             return
-        except (ValueError, db.StoreError) as exc:
+        except (ValueError, storage.StoreError) as exc:
             st.session_state.pop("pa_running", None)
             st.error(f"Pre-annotation stopped: {md_plain(str(exc))}")
             return
@@ -284,7 +285,7 @@ def save_decision(doc_id: int, mode: str, shown_suggestion: tuple[int, int] | No
     if mode == "skip":
         st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
         return
-    doc = db.get_document(store, doc_id)
+    doc = cw.get_document(store, doc_id)
     if mode == "accept":
         if shown_suggestion is None:
             flash("error", "This document has no suggestion to accept; choose a label instead.")
@@ -299,10 +300,10 @@ def save_decision(doc_id: int, mode: str, shown_suggestion: tuple[int, int] | No
     suggestion_id = shown_suggestion[0] if shown_suggestion is not None and shown_suggestion[1] == category_id else None
     name = next(c.name for c in categories if c.id == category_id)
     try:
-        db.decide_label(store, doc_id, category_id, st.session_state.get("reviewer", "reviewer"),
-                        expected_version=seen.get(doc_id, doc.version), suggestion_id=suggestion_id,
-                        note=st.session_state.get(f"rv_note_{doc_id}", "") or "")
-    except db.VersionConflictError as exc:
+        review.decide_label(store, doc_id, category_id, st.session_state.get("reviewer", "reviewer"),
+                            expected_version=seen.get(doc_id, doc.version), suggestion_id=suggestion_id,
+                            note=st.session_state.get(f"rv_note_{doc_id}", "") or "")
+    except storage.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
         flash("error", f"Not saved: {md_plain(str(exc))} Your label was not applied; nothing was overwritten.")
         return
@@ -317,16 +318,16 @@ def edit_document(doc_id: int) -> None:
     seen: dict[int, int] = st.session_state.setdefault("rv_seen", {})
     title = st.session_state.get(f"rv_edit_title_{doc_id}", "")
     text = st.session_state.get(f"rv_edit_text_{doc_id}", "")
-    before = db.get_document(store, doc_id)
+    before = cw.get_document(store, doc_id)
     try:
-        row = db.update_document(store, doc_id, title=title.strip(), text=text,
+        row = cw.update_document(store, doc_id, title=title.strip(), text=text,
                                  expected_version=seen.get(doc_id, before.version),
                                  editor=st.session_state.get("reviewer", "reviewer"))
-    except db.VersionConflictError as exc:
+    except storage.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
         flash("error", f"Not saved: {md_plain(str(exc))}")
         return
-    except (db.InvalidInputError, db.DuplicateError) as exc:
+    except (storage.InvalidInputError, storage.DuplicateError) as exc:
         flash("error", f"Not saved: {md_plain(str(exc))}")
         return
     seen[doc_id] = row.version
@@ -344,12 +345,12 @@ def delete_document(doc_id: int) -> None:
     queue: list[int] = st.session_state.get("rv_queue", [])
     seen: dict[int, int] = st.session_state.setdefault("rv_seen", {})
     try:
-        gone = db.delete_document(store, doc_id, expected_version=seen.get(doc_id))
-    except db.VersionConflictError as exc:
+        gone = cw.delete_document(store, doc_id, expected_version=seen.get(doc_id))
+    except storage.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
         flash("error", f"Not deleted: {md_plain(str(exc))}")
         return
-    except db.NotFoundError:
+    except storage.NotFoundError:
         flash("info", "This document was already deleted.")
         return
     seen.pop(doc_id, None)
@@ -360,7 +361,7 @@ def delete_document(doc_id: int) -> None:
     st.session_state["rv_doc"] = aw.next_in_queue(queue, doc_id)
 
 
-def edit_or_delete(doc: db.DocumentRow) -> None:
+def edit_or_delete(doc: storage.DocumentRow) -> None:
     """The review queue's expander to correct a document's title and text, or delete it."""
     # Keyed: stays open when a message above it comes or goes (an unkeyed expander is rebuilt closed).
     with st.expander("Edit or delete this document", key=f"rv_edit_open_{doc.id}", on_change="rerun"):
@@ -368,7 +369,7 @@ def edit_or_delete(doc: db.DocumentRow) -> None:
             st.text_input("Title", doc.title, key=f"rv_edit_title_{doc.id}")
             st.text_area("Text", doc.text, height=260, key=f"rv_edit_text_{doc.id}")
             st.form_submit_button("Save changes", on_click=edit_document, args=(doc.id,))
-        queries = db.ground_truth_queries(store, doc.id)
+        queries = cw.ground_truth_queries(store, doc.id)
         impact = (f"; it is ground truth of {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}, which lose it "
                   "and are flagged" if queries else "")
         sure = st.checkbox(f"Delete this document with its labels and vectors{impact}. This cannot be undone.",
@@ -404,7 +405,7 @@ def filters(prefix: str) -> dict[str, Any]:
 
 def review_view() -> None:
     kwargs = filters("rv")
-    queue = db.review_queue(store, corpus.id, **kwargs)
+    queue = review.review_queue(store, corpus.id, **kwargs)
     st.session_state["rv_queue"] = queue
     if not queue:
         st.info("No document matches these filters.")
@@ -479,7 +480,8 @@ def bulk_view() -> None:
     only_unreviewed = c2.checkbox("Only documents without a human decision", value=True, key="bk_unrev", **KEEP)
     pretick = c3.slider("Pre-tick rows with confidence at least", 0.0, 1.01, 1.01, 0.05, key="bk_pretick",
                         help="1.01 = tick nothing", **KEEP)
-    ids = db.review_queue(store, corpus.id, agent=agent_name, model_version=agent_version, unreviewed=only_unreviewed)
+    ids = review.review_queue(store, corpus.id, agent=agent_name, model_version=agent_version,
+                              unreviewed=only_unreviewed)
     if not ids:
         st.info("No document matches.")
         return
@@ -506,7 +508,7 @@ def bulk_view() -> None:
     if st.button(f"Accept selected ({len(chosen)})", type="primary", disabled=not chosen, key="bk_accept"):
         try:
             result = aw.accept_rows(store, chosen, reviewer)
-        except db.StoreError as exc:
+        except storage.StoreError as exc:
             st.error(f"Nothing was accepted: {md_plain(str(exc))}")
             return
         msg = f"Accepted {len(result.new_versions)} suggestion{'s' if len(result.new_versions) != 1 else ''}."
@@ -522,7 +524,7 @@ def bulk_view() -> None:
 
 # --------------------------------------------------------------------------- find similar
 def similar_view() -> None:
-    docs = db.list_documents(store, corpus.id, limit=None).items
+    docs = cw.list_documents(store, corpus.id, limit=None).items
     if not docs:
         st.info("This corpus has no documents.")
         return
@@ -533,8 +535,8 @@ def similar_view() -> None:
     if not st.toggle(f"Embed the corpus with {ZERO_SHOT_MODEL} (cached on disk)", key="fs_on"):
         st.caption("Turn on to compute the embeddings (a few seconds the first time).")
         return
-    fresh = db.get_corpus(store, corpus.id)
-    emb_ids, emb = corpus_embeddings(fresh.id, fresh.version, db.identity_key(fresh))
+    fresh = cw.get_corpus(store, corpus.id)
+    emb_ids, emb = corpus_embeddings(fresh.id, fresh.version, storage.identity_key(fresh))
     spaces: list[Any] = ["standard", *range(emb.n_heads)]
     c1, c2 = st.columns(2)
     space = c1.selectbox("Space", spaces, key="fs_space",

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import db
+from services.workflows import review
 from services.export import EXPORT_FORMATS, file_stem
 from services.workflows import annotation as aw
 from services.workflows import corpus as cw
@@ -25,7 +25,8 @@ store, corpus = open_corpus_page()
 # --------------------------------------------------------------------------- agreement
 st.subheader("Suggestion vs human decision")
 agent = agent_picker(store, corpus.id, key="ag_agent")
-agreement = db.agreement(store, corpus.id, agent=agent[0] if agent else None, model_version=agent[1] if agent else None)
+agreement = review.agreement(store, corpus.id, agent=agent[0] if agent else None,
+                             model_version=agent[1] if agent else None)
 if agreement.n == 0:
     st.info("Nothing to compare yet: agreement needs documents that have both a machine suggestion and a human "
             "decision (labels that came with the import count as decisions). Run pre-annotation first.")

@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-import db
+from services import storage
+from services.workflows import indexing
 from mrag_core.backends import BACKENDS
 from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
@@ -64,7 +65,7 @@ def show_build(model: str, layer: int, pooling: str) -> None:
                              default_mark("index_layer"): model, default_mark("index_pooling"): model})
 
 
-def importance_figure(run: db.EmbeddingRunInfo) -> go.Figure | None:
+def importance_figure(run: storage.EmbeddingRunInfo) -> go.Figure | None:
     imp = run_importance(run)
     if imp is None:
         return None
@@ -157,7 +158,7 @@ def job_panel() -> None:
 def consume(job: BuildJob) -> None:
     """Turn a finished job into a message shown once."""
     build_jobs().pop(key, None)
-    if isinstance(job.error, db.RunInProgressError):  # another process started on this run just before
+    if isinstance(job.error, storage.RunInProgressError):  # another process started on this run just before
         flash("index_message", "info", md_plain(str(job.error)))
     elif job.error is not None:
         flash("index_message", "error", f"The build failed: {md_plain(str(job.error))}")
@@ -193,20 +194,20 @@ def start(rebuild: bool = False) -> None:
 @st.fragment(run_every=2.0)
 def building_elsewhere(run_id: int) -> None:
     """An index another process builds (the CLI, another server): its stored progress, until it ends."""
-    info = db.get_embedding_run(store, run_id)
+    info = indexing.get_embedding_run(store, run_id)
     if not info.live:
         st.rerun(scope="app")
     where = info.process
-    asked = db.embedding_stop_requested(store, info.id)
+    asked = indexing.embedding_stop_requested(store, info.id)
     st.info(f"Index #{info.id} is being built by another process ({md_plain(where)}). This page follows it and "
             "shows the index when it is done." + (" Asked to stop: it stops after its current batch." if asked else ""))
     st.button("Stop that build", key="index_stop_elsewhere", disabled=asked,
-              on_click=db.request_embedding_stop, args=(store, info.id),  # before the rerun that shows it
+              on_click=indexing.request_embedding_stop, args=(store, info.id),  # before the rerun that shows it
               help="asks the process that builds it to stop after its current batch (within a few seconds); the "
                    "vectors it saved are kept and the build can be resumed")
     frac = info.n_saved / info.n_docs if info.n_docs else 0.0
     st.progress(min(frac, 1.0), text=f"Embedded {info.n_saved} / {info.n_docs} documents · last heard from "
-                                     f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago")
+                                     f"{storage.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago")
 
 
 if state == "building":
@@ -225,7 +226,7 @@ elif state == "partial":
         start()
         st.rerun()
 elif state == "stale":
-    kept = db.unchanged_documents(store, run.id)
+    kept = indexing.unchanged_documents(store, run.id)
     st.warning(f"Index #{run.id} is stale: the corpus changed since it was built (documents added, edited or "
                "deleted). Retrieval would use outdated vectors.")
     todo = corpus.n_documents - kept
@@ -282,7 +283,7 @@ if stored:
                            f"vectors and maps ({freed:.1f} MB); this cannot be undone", key="index_delete_sure")
         if st.button("Delete", key="index_delete_go", disabled=not sure):
             for i in chosen_ids:
-                db.delete_embedding_run(store, i)
+                indexing.delete_embedding_run(store, i)
             if st.session_state.get("run_id") in chosen_ids:
                 st.session_state.pop("run_id", None)
             for k in ("index_delete_ids", "index_delete_sure"):

@@ -21,7 +21,10 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-import db
+from services import storage
+from services.workflows import corpus as cw
+from services.workflows import queries as query_store
+from services.workflows import stored_runs as run_store
 from mrag_core.backends import BACKENDS
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
 from mrag_core.voting import VARIANTS
@@ -62,7 +65,7 @@ st.caption("One query, several retrieval strategies, side by side. The query and
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
                      expansions: tuple[tuple[str, tuple[str, ...]], ...], _lm, layer: int):  # noqa: ANN001
     """Query, sub-queries and every expansion text in one forward pass (cached per run, by its
-    db.identity_key, and texts)."""
+    storage.identity_key, and texts)."""
     return embed_query_and_texts(_lm, layer, query, subqueries, {f: list(t) for f, t in expansions})
 
 
@@ -78,9 +81,9 @@ def consume_drilldown() -> tuple[tuple[int, int] | None, DrillDown | None]:
     if qid is None:
         return None, None
     try:
-        q = db.get_query(get_store(), int(qid))
-        qs_info = db.get_query_set(get_store(), q.query_set_id)
-    except (db.NotFoundError, ValueError, TypeError):
+        q = query_store.get_query(get_store(), int(qid))
+        qs_info = query_store.get_query_set(get_store(), q.query_set_id)
+    except (storage.NotFoundError, ValueError, TypeError):
         st.warning(f"Query #{qid} from the drill-down no longer exists.")
         return None, None
     if ss.get("corpus_id") != qs_info.corpus_id:
@@ -164,10 +167,10 @@ if drilled is not None:
     own_index = drilled.embedding_run_id is not None and drilled.embedding_run_id == run.id
     if not own_index:
         try:
-            cfg_run = db.get_eval_run(store, drilled.run_id).config
+            cfg_run = run_store.get_eval_run(store, drilled.run_id).config
             searched = (f"{md_plain(str(cfg_run.get('model', '?')))} layer {cfg_run.get('layer', '?')}, "
                         f"{cfg_run.get('pooling', '?')} pooling")
-        except db.NotFoundError:
+        except storage.NotFoundError:
             searched = "its model and layer"
         st.warning(f"Evaluation run #{drilled.run_id} searched an index ({searched}) that no longer exists, and no "
                    f"finished index of those settings does: this page shows index #{run.id} (layer {run.layer}) "
@@ -190,7 +193,7 @@ if calibrated := index.calibration_lines():
 picked = query_picker(store, corpus.id, key="compare", preselect=drilldown)
 query_text, stored_fusion, ground_truth = picked.text, picked.fusion, picked.ground_truth
 if ground_truth:
-    gt_docs = db.get_documents(store, ground_truth)
+    gt_docs = cw.get_documents(store, ground_truth)
     st.caption(f"Ground truth: {len(gt_docs)} document(s), one per aspect")
     st.dataframe(pd.DataFrame({"title": [d.title for d in gt_docs], "category": [d.label or "" for d in gt_docs]}),
                  hide_index=True, key="compare_gt")
@@ -311,7 +314,7 @@ if families:
             st.error(f"{FAMILY_LABELS[fam]}: {md_plain(outcome.error or 'failed')}. Its strategies are left out.")
     llm_strategies = [s for s in llm_strategies if expansions[family_of(s)].ok]
 exp_texts = tuple((f, o.texts) for f, o in expansions.items() if o.ok)
-q_emb, sub_emb, exp_emb, _ = query_embeddings(db.identity_key(run), query_text, tuple(subqueries), exp_texts, lm,
+q_emb, sub_emb, exp_emb, _ = query_embeddings(storage.identity_key(run), query_text, tuple(subqueries), exp_texts, lm,
                                               run.layer)
 result = compare(bundle, q_emb, sub_emb, strategies=[*strategies, *llm_strategies], k=int(k), c=int(c),
                  variant=variant, ground_truth=ground_truth, query=query_text, subqueries=subqueries,

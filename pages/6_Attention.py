@@ -11,7 +11,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-import db
+from services.workflows import corpus as cw
 from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
@@ -77,7 +77,7 @@ if source == "A corpus document":
     corpus = corpus_picker()
     if corpus is None:
         st.stop()
-    docs = db.list_documents(store, corpus.id, limit=None).items
+    docs = cw.list_documents(store, corpus.id, limit=None).items
     if not docs:
         st.info("This corpus has no documents.")
         st.stop()

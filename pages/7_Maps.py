@@ -15,7 +15,8 @@ import streamlit as st
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-import db
+from services import maps as map_store
+from services import storage
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import METHODS, SpaceMap, place_query, space_names
 from services.maps import ensure_maps, forget_maps_without_model
@@ -133,9 +134,9 @@ if run.n_saved < 3:
             "Corpus Import page and update the index.")
     st.stop()
 names = space_names(run.n_heads)
-stored = {p.space for p in db.list_projections(store, run.id) if p.method == method and p.seed == seed}
+stored = {p.space for p in map_store.list_projections(store, run.id) if p.method == method and p.seed == seed}
 todo = [s for s in names if s not in stored]
-go_key = f"maps_go_{db.identity_key(run)}_{seed}"  # not the id alone: a rebuilt index may get a deleted one's id
+go_key = f"maps_go_{storage.identity_key(run)}_{seed}"  # not the id alone: a rebuilt index may get a deleted one's id
 if todo and method == "umap" and not st.session_state.get(go_key):
     st.info(f"{len(todo)} of {len(names)} UMAP maps are not computed yet for this index. They are computed once and "
             "stored; the first UMAP run in a process spends ~30 s compiling.")

@@ -11,7 +11,10 @@ from typing import Any
 
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import corpus as cw
+from services.workflows import queries as query_store
+from services.workflows import stored_runs as run_store
 from mrag_core.wording import counted
 from services.workflows import querysets as qw
 from ui.navigation import page_setup
@@ -62,17 +65,17 @@ def _show_set(query_set_id: int) -> None:
     preselect_choice("qb_rev_set", query_set_id)
 
 
-def _set_label(qs: db.QuerySetInfo) -> str:
+def _set_label(qs: storage.QuerySetInfo) -> str:
     """A query set as the Review & export box shows it: ``name (N queries, source)``."""
     return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')}, {qs.source})"
 
 
-def _doc_label(doc: db.DocumentRow) -> str:
+def _doc_label(doc: storage.DocumentRow) -> str:
     """A ground-truth document as the page names it: ``title · category`` (titles can repeat across categories)."""
     return f"{doc.title} · {doc.label or '(unlabeled)'}"
 
 
-def _query_label(row: db.QueryRow) -> str:
+def _query_label(row: storage.QueryRow) -> str:
     """A query as the editor's box shows it: ``#id [status] start of the text``."""
     return f"#{row.id} [{row.status}] {row.text[:80] or '(no text)'}"
 
@@ -102,7 +105,7 @@ def _report(rep: qw.GenerationReport) -> None:
         st.success(f"Query set ready: {msg}.")
 
 
-query_sets = db.list_query_sets(store, corpus.id)
+query_sets = query_store.list_query_sets(store, corpus.id)
 tab_gen, tab_hand, tab_import, tab_review = st.tabs(["Generate", "Write by hand", "Import", "Review & export"])
 
 # --------------------------------------------------------------------------- generate
@@ -174,7 +177,7 @@ with tab_hand:
     text = st.text_area("Query text", key="qb_hand_text", height=120)
     search = st.text_input("Search the corpus for ground-truth documents", key="qb_hand_search")
     if search.strip():
-        page = db.list_documents(store, corpus.id, search=search.strip(), limit=20)
+        page = cw.list_documents(store, corpus.id, search=search.strip(), limit=20)
         st.caption(f"{counted(page.total, 'match', 'matches')}; showing {len(page.items)}")
         for d in page.items:
             cols = st.columns([5, 1])
@@ -194,11 +197,11 @@ with tab_hand:
             else:
                 row = qw.add_manual_query(store, next(q.id for q in query_sets if q.name == target), text=text,
                                           ground_truth=list(picks))
-        except (qw.QuerySetError, db.StoreError) as exc:
+        except (qw.QuerySetError, storage.StoreError) as exc:
             st.error(md_plain(str(exc)))
         else:
             picks.clear()
-            set_name = db.get_query_set(store, row.query_set_id).name
+            set_name = query_store.get_query_set(store, row.query_set_id).name
             flash("qb_hand_flash", "success", f"Query #{row.id} added to '{md_plain(set_name)}' ({row.status}"
                   f"{': ' + md_plain(row.error) if row.error else ''}).")
             st.session_state["qb_hand_made_set"] = set_name
@@ -233,7 +236,7 @@ with tab_import:
 # --------------------------------------------------------------------------- review
 with tab_review:
     show_flash("qb_flash")
-    query_sets = db.list_query_sets(store, corpus.id)
+    query_sets = query_store.list_query_sets(store, corpus.id)
     if not query_sets:
         st.info("No query set in this corpus yet.")
     else:
@@ -244,13 +247,13 @@ with tab_review:
         frame = qw.review_frame(store, qs.id)
         counts = frame["status"].value_counts().to_dict() if len(frame) else {}
         st.write(f"{counts.get('ok', 0)} ok · {counts.get('flagged', 0)} flagged · {counts.get('failed', 0)} failed")
-        if summary := aspect_summary(db.list_queries(store, qs.id)):
+        if summary := aspect_summary(query_store.list_queries(store, qs.id)):
             st.write(summary)
         st.dataframe(frame, hide_index=True, width="stretch")
         st.download_button("Export as MRAG benchmark JSON", data=lambda: qw.export_benchmark_json(store, qs.id),
                            file_name=qw.export_file_name(qs.name), mime="application/json", key="qb_export")
 
-        problems = [q for q in db.list_queries(store, qs.id) if q.status != "ok"]
+        problems = [q for q in query_store.list_queries(store, qs.id) if q.status != "ok"]
         if problems:
             st.subheader("Flagged and failed queries")
             for q in problems[:25]:
@@ -271,14 +274,14 @@ with tab_review:
                         else:
                             st.info(f"Now {new.status}{': ' + md_plain(new.error) if new.error else ''}.")
 
-        rows = db.list_queries(store, qs.id)
+        rows = query_store.list_queries(store, qs.id)
         if not rows:
             st.info("This query set has no query yet: write one by hand or import a query file.")
         else:
             st.subheader("Edit a query")
             # The box shows the query's text and status, which Save changes: follow the query's id.
             q = keep_choice("Query", rows, key="qb_edit_q", ident=lambda r: r.id, format_func=_query_label)
-            docs = db.get_documents(store, q.ground_truth)
+            docs = cw.get_documents(store, q.ground_truth)
             new_text = st.text_area("Text", value=q.text, key=f"qb_edit_text_{q.id}")
             keep = st.multiselect("Ground truth", [d.id for d in docs], default=[d.id for d in docs],
                                   format_func=lambda i: next(_doc_label(d) for d in docs if d.id == i),
@@ -286,7 +289,7 @@ with tab_review:
             extra = st.text_input("Add a document (search)", key=f"qb_edit_search_{q.id}")
             add_ids: list[int] = []
             if extra.strip():
-                found = db.list_documents(store, corpus.id, search=extra.strip(), limit=20).items
+                found = cw.list_documents(store, corpus.id, search=extra.strip(), limit=20).items
                 add_ids = st.multiselect("Documents to add", [d.id for d in found], key=f"qb_edit_add_{q.id}",
                                          format_func=lambda i: next(_doc_label(d) for d in found if d.id == i))
             c1, c2 = st.columns(2)
@@ -297,20 +300,20 @@ with tab_review:
                     st.error(md_plain(str(exc)))
                 else:
                     st.success(f"Saved: {saved.status}{' - ' + md_plain(saved.error) if saved.error else ''}.")
-            used = db.runs_with_results_for(store, q.id)
+            used = query_store.runs_with_results_for(store, q.id)
             sure_q = c2.checkbox(f"Delete query #{q.id}" + (
                 f": its results leave {len(used)} stored evaluation run{'s' if len(used) != 1 else ''} "
                 f"(#{', #'.join(map(str, used))}), whose figures then cover the other queries only" if used else ""),
                 key=f"qb_edit_del_sure_{q.id}")
             if c2.button("Delete query", key=f"qb_edit_del_{q.id}", disabled=not sure_q):
                 try:
-                    db.delete_query(store, q.id)
-                except db.NotFoundError:
+                    query_store.delete_query(store, q.id)
+                except storage.NotFoundError:
                     pass  # deleted meanwhile: the rerun shows the set as it is
                 flash("qb_flash", "success", f"Deleted query #{q.id}.")
                 st.rerun()
         with st.expander("Delete this query set", key=f"qb_del_set_open_{qs.id}", on_change="rerun"):
-            runs_on_set = db.list_eval_runs(store, query_set_id=qs.id)
+            runs_on_set = run_store.list_eval_runs(store, query_set_id=qs.id)
             busy = "; ".join(qw.set_work_in_progress(store, qs.id))
             if busy:
                 st.info(f"This query set cannot be deleted while {md_plain(busy)}. Stop that work or wait until it "
@@ -321,8 +324,8 @@ with tab_review:
                 "cannot be undone", key=f"qb_del_set_sure_{qs.id}", disabled=bool(busy))
             if st.button("Delete query set", key="qb_del_set", disabled=not sure_set or bool(busy)) and not busy:
                 try:
-                    db.delete_query_set(store, qs.id)
-                except db.NotFoundError:
+                    query_store.delete_query_set(store, qs.id)
+                except storage.NotFoundError:
                     pass
                 flash("qb_flash", "success", f"Deleted query set '{md_plain(qs.name)}'.")
                 st.rerun()

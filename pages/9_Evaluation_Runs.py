@@ -18,7 +18,9 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import queries as query_store
+from services.workflows import stored_runs as run_store
 from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.wording import counted
@@ -52,7 +54,7 @@ def stop_this_sessions_runs() -> list[int]:
 
 stopped_now = stop_this_sessions_runs()
 store, corpus = open_corpus_page()
-query_sets = db.list_query_sets(store, corpus.id)
+query_sets = query_store.list_query_sets(store, corpus.id)
 qs_names = {q.id: q.name for q in query_sets}
 llm_cfg = llm_config()
 BASE_STRATEGIES = [s for s, spec in NAMED_STRATEGIES.items() if not spec.llm]
@@ -91,7 +93,7 @@ STOP_HELP = "stops after the current batch; saved results are kept and the run c
 def _report_runs(ids: list[int]) -> None:
     """One line per run (status and results stored) and its warning, if any; the last is viewed."""
     for rid in ids:
-        info = db.get_eval_run(store, rid)
+        info = run_store.get_eval_run(store, rid)
         status = er.status_label(info)
         if info.status == "done":
             st.success(f"Run #{rid} {status}: {info.n_results} results stored.")
@@ -104,7 +106,7 @@ def _report_runs(ids: list[int]) -> None:
         ss["ev_view_run"] = ids[-1]
 
 
-def _run_label(r: db.EvalRunInfo, escape: Callable[[str], str] = str) -> str:
+def _run_label(r: storage.EvalRunInfo, escape: Callable[[str], str] = str) -> str:
     """``#id name · query set · model Llayer · status``; ``escape`` (``md_plain`` inside Markdown) is applied to
     the user's names."""
     cfg = r.config
@@ -146,20 +148,20 @@ def _resume(key: str, work: Callable[[Any, Any], list[int]]) -> None:
 def follow_elsewhere(run_ids: list[int]) -> None:
     """Runs another process works on (the CLI, another server on this database): their stored progress, and
     the page again once one of them has ended."""
-    infos = [db.get_eval_run(store, rid) for rid in run_ids]
+    infos = [run_store.get_eval_run(store, rid) for rid in run_ids]
     if not all(i.live for i in infos):
         st.rerun(scope="app")
     for info in infos:
         expected = int(info.config.get("n_queries", 0)) * len(info.config.get("strategies", []))
         where = info.process
-        asked = db.eval_stop_requested(store, info.id)
+        asked = run_store.eval_stop_requested(store, info.id)
         cols = st.columns([5, 1])
         cols[0].caption(f"#{info.id} is running elsewhere ({md_plain(where)}): {info.n_results}"
                         f"{f' of {expected}' if expected else ''} results stored, last heard from "
-                        f"{db.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago."
+                        f"{storage.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago."
                         + (" Asked to stop: it stops after its current batch." if asked else ""))
         cols[1].button("Stop", key=f"ev_stop_elsewhere_{info.id}", disabled=asked,
-                       on_click=db.request_eval_stop, args=(store, info.id),  # before the rerun that shows it
+                       on_click=run_store.request_eval_stop, args=(store, info.id),  # before the rerun that shows it
                        help="asks the process that runs it to stop after its current batch (within a few "
                             "seconds); its saved results are kept and the run can be resumed")
 
@@ -261,7 +263,7 @@ with tab_run:
 
     open_sweeps = [p for p in er.sweep_plans(store, corpus.id) if not p.finished]
     in_open_sweeps = {r.id for p in open_sweeps for r in p.runs}
-    unfinished = [r for r in db.list_eval_runs(store, corpus_id=corpus.id)
+    unfinished = [r for r in run_store.list_eval_runs(store, corpus_id=corpus.id)
                   if r.status != "done" and r.id not in in_open_sweeps]
     active = er.active_runs()
     if unfinished or open_sweeps:
@@ -269,7 +271,7 @@ with tab_run:
         labels = {r.id: er.status_label(r) for r in [*unfinished, *(r for p in open_sweeps for r in p.runs)]}
         if "interrupted" in labels.values():
             st.caption("interrupted: stored as running, but no process has worked on it for "
-                       f"{db.LIVE_WINDOW_S:.0f} s (the server or the command line stopped meanwhile); Resume "
+                       f"{storage.LIVE_WINDOW_S:.0f} s (the server or the command line stopped meanwhile); Resume "
                        "continues it.")
         elsewhere = sorted(rid for rid, label in labels.items() if label == "running elsewhere")
         if elsewhere:
@@ -295,7 +297,7 @@ with tab_run:
                     llm_config=llm_cfg)])
 
 # --------------------------------------------------------------------------- runs and views
-runs = db.list_eval_runs(store, corpus_id=corpus.id)
+runs = run_store.list_eval_runs(store, corpus_id=corpus.id)
 with tab_view:
     if not runs:
         st.info("No evaluation run for this corpus yet.")
@@ -411,7 +413,7 @@ with tab_view:
             if running_now:
                 st.caption("This run is running now: stop it (here, or where it runs) before deleting it.")
             if st.button(f"Delete run #{chosen.id}", key="ev_delete", disabled=running_now):
-                db.delete_eval_run(store, chosen.id)
+                run_store.delete_eval_run(store, chosen.id)
                 st.session_state.pop("ev_view_run", None)
                 st.rerun()
 

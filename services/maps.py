@@ -15,7 +15,7 @@ from mrag_core import projection
 from mrag_core.extraction import Embeddings
 from mrag_core.projection import SpaceMap, stored_reducer
 
-__all__ = ["ensure_maps", "forget_maps_without_model", "load_or_fit"]
+__all__ = ["ensure_maps", "forget_maps_without_model", "list_projections", "load_or_fit"]
 
 
 def load_or_fit(store: db.Store, run_id: int, space: str, method: str, *, emb: Embeddings | None = None,
@@ -80,3 +80,11 @@ def ensure_maps(store: db.Store, run_id: int, method: str = "pca", *, spaces: Se
         if progress is not None:
             progress(i + 1, len(names))
     return out
+
+
+# --------------------------------------------------------------------------- the store, for the pages
+
+
+def list_projections(store: db.Store, run_id: int) -> list[db.ProjectionInfo]:
+    """The stored maps of an index (space, method, seed, whether each has its model) (:func:`db.list_projections`)."""
+    return db.list_projections(store, run_id)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import corpus as cw
 from services.workflows.corpus import describe_footprint
 from ui.render import md_plain
 from ui.state import corpus_busy, corpus_label, flash, follow_default, forget_choice, keep_choice, show_flash
@@ -26,14 +27,14 @@ def _forget(corpus_id: int) -> None:
     forget_choice("cm_corpus")
 
 
-def manage_corpora(store: db.Store) -> None:
+def manage_corpora(store: storage.Store) -> None:
     """Draw the corpora table, the rename form and the guarded delete."""
     show_flash(FLASH_KEY)
-    corpora = db.list_corpora(store)
+    corpora = cw.list_corpora(store)
     if not corpora:
         st.caption("No corpus yet.")
         return
-    feet = db.corpus_footprints(store)
+    feet = cw.corpus_footprints(store)
     st.dataframe(pd.DataFrame([{
         "corpus": c.name, "documents": c.n_documents, "categories": c.n_categories,
         "query sets": feet[c.id].n_query_sets, "queries": feet[c.id].n_queries, "indexes": feet[c.id].n_indexes,
@@ -59,8 +60,8 @@ def manage_corpora(store: db.Store) -> None:
         description = st.text_area("Description", key=f"cm_desc_{corpus.id}")
         if st.form_submit_button("Save name and description"):
             try:
-                renamed = db.rename_corpus(store, corpus.id, name, description=description)
-            except (db.DuplicateError, db.InvalidInputError, db.NotFoundError) as exc:
+                renamed = cw.rename_corpus(store, corpus.id, name, description=description)
+            except (storage.DuplicateError, storage.InvalidInputError, storage.NotFoundError) as exc:
                 st.error(f"Not saved: {md_plain(str(exc))}")
             else:
                 flash(FLASH_KEY, "success", f"Saved corpus '{md_plain(renamed.name)}'.")
@@ -74,8 +75,8 @@ def manage_corpora(store: db.Store) -> None:
                        key=f"cm_delete_sure_{corpus.id}", disabled=bool(busy))
     if st.button("Delete corpus", key=f"cm_delete_{corpus.id}", disabled=not sure or bool(busy)):
         try:
-            db.delete_corpus(store, corpus.id)
-        except db.NotFoundError:
+            cw.delete_corpus(store, corpus.id)
+        except storage.NotFoundError:
             flash(FLASH_KEY, "info", f"Corpus '{md_plain(corpus.name)}' was already deleted.")
         else:
             flash(FLASH_KEY, "success", f"Deleted corpus '{md_plain(corpus.name)}': {what}.")

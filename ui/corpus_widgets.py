@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import corpus as cw
+from services.workflows import review
 from services.workflows.import_stream import ImportReport
 from ui.render import md_plain
 from ui.state import get_model, get_store
@@ -31,7 +33,7 @@ def reviewer_name() -> str:
 AgentKey = tuple[str, str]
 
 
-def agent_label(agent: AgentKey | None, counts: dict[AgentKey, db.AgentInfo]) -> str:
+def agent_label(agent: AgentKey | None, counts: dict[AgentKey, storage.AgentInfo]) -> str:
     """``"zero-shot:minilm · v1 (12 suggestions, 1 failed)"``; ``"(any)"`` for None."""
     if agent is None:
         return "(any)"
@@ -45,11 +47,11 @@ def agent_label(agent: AgentKey | None, counts: dict[AgentKey, db.AgentInfo]) ->
     return text
 
 
-def agent_picker(store: db.Store, corpus_id: int, *, key: str, container: Any = None,
+def agent_picker(store: storage.Store, corpus_id: int, *, key: str, container: Any = None,
                  label: str = "Suggestion agent") -> AgentKey | None:
     """Selectbox over the (agent, model version) pairs that made suggestions on this corpus
-    (``db.suggestion_agents``: one GROUP BY, no scan of the suggestions); None means any agent."""
-    agents = db.suggestion_agents(store, corpus_id)
+    (``review.suggestion_agents``: one GROUP BY, no scan of the suggestions); None means any agent."""
+    agents = review.suggestion_agents(store, corpus_id)
     counts = {(a.agent, a.model_version): a for a in agents}
     options: list[AgentKey | None] = [None, *counts]
     return (container or st).selectbox(label, options, key=key, format_func=lambda a: agent_label(a, counts))
@@ -97,10 +99,10 @@ def show_preview(preview: ImportReport) -> None:
 @st.cache_resource(show_spinner="Embedding the corpus with minilm...", max_entries=4)
 def corpus_embeddings(corpus_id: int, corpus_version: int, identity: str) -> tuple[list[int], Any]:
     """(document ids, Embeddings) of the corpus with minilm (disk-cached; one entry per version; ``identity``,
-    :func:`db.identity_key`, because SQLite gives a deleted corpus' id to the next one)."""
+    :func:`storage.identity_key`, because SQLite gives a deleted corpus' id to the next one)."""
     from mrag_core.embedding_cache import cached_embed
 
     store = get_store()
-    docs = db.list_documents(store, corpus_id, limit=None).items
+    docs = cw.list_documents(store, corpus_id, limit=None).items
     emb, _hit = cached_embed(get_model(ZERO_SHOT_MODEL), [f"{d.title}\n{d.text}" if d.title else d.text for d in docs])
     return [d.id for d in docs], emb

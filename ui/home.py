@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-import db
-from ui.navigation import PAGES, page_title
+from services import storage
+from services.workflows import corpus as cw
+from services.workflows import indexing
+from services.workflows import queries as query_store
+from ui.page_list import PAGES, page_title
 from ui.render import md_plain
 from services.demo.store import demo_corpus_id, ensure_demo_corpus
 from ui.state import building_note, ensure_demo, get_store, llm_config
@@ -27,16 +30,16 @@ def home() -> None:
 
     try:
         ensure_demo()
-    except db.StoreError as exc:
+    except storage.StoreError as exc:
         st.error(f"The database could not be prepared: {md_plain(str(exc))}")
         st.stop()
 
     store = get_store()
-    corpora = db.list_corpora(store)
+    corpora = cw.list_corpora(store)
     cols = st.columns(3)
     cols[0].metric("Corpora", len(corpora))
     cols[1].metric("Documents", sum(c.n_documents for c in corpora))
-    cols[2].metric("Query sets", len(db.list_query_sets(store)))
+    cols[2].metric("Query sets", len(query_store.list_query_sets(store)))
 
     cfg = llm_config()
     if cfg is None:
@@ -48,7 +51,7 @@ def home() -> None:
 
     st.subheader("Start here")
     demo_id = demo_corpus_id(store)  # looked up each time: it may have been renamed or deleted since the start
-    demo_runs = db.list_embedding_runs(store, demo_id, status="done") if demo_id is not None else []
+    demo_runs = indexing.list_embedding_runs(store, demo_id, status="done") if demo_id is not None else []
     if demo_id is None:
         st.info("The demo corpus was deleted. Restore it to follow the steps below: 96 original articles in 12 "
                 "categories and 24 multi-aspect queries, as on first start; your own corpora are not touched.")
@@ -56,10 +59,10 @@ def home() -> None:
             try:
                 with st.spinner("Restoring the demo corpus..."):
                     ensure_demo_corpus(store, restore=True)
-            except db.DuplicateError as exc:
+            except storage.DuplicateError as exc:
                 st.error(f"Not restored: {md_plain(str(exc))} Rename that corpus first (Corpus Import, "
                          "Manage corpora).")
-            except db.StoreError as exc:
+            except storage.StoreError as exc:
                 st.error(f"Not restored: {md_plain(str(exc))}")
             else:
                 ensure_demo.clear()

@@ -10,39 +10,19 @@ sidebar would list the entry point as "app" instead of "Home".
 
 from __future__ import annotations
 
-from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from ui.page_list import APP_NAME, PAGES, page_title
+
 if TYPE_CHECKING:
     from streamlit.navigation.page import StreamlitPage
-
-APP_NAME = "MRAG Studio"
-
-# Every page in pages/, in the sidebar's order: (file, what it does).
-PAGES = [
-    ("pages/1_Corpus_Import.py", "JSON / JSONL / CSV, folders and ZIPs of text, benchmark formats"),
-    ("pages/2_Annotate_and_Review.py", "LLM or offline pre-annotation, then human correction"),
-    ("pages/3_Agreement_and_Export.py", "agreement; JSONL, CSV, Parquet, benchmark JSON"),
-    ("pages/4_Index.py", "embed a corpus once (standard, per-head, split) and see head importance"),
-    ("pages/5_Compare.py", "one query through every strategy side by side, with per-head evidence"),
-    ("pages/6_Attention.py", "attention heatmaps of one document or query"),
-    ("pages/7_Maps.py", "UMAP / PCA maps of each head space; select points to filter documents"),
-    ("pages/8_Query_Builder.py", "generated, hand-written and imported multi-aspect query sets"),
-    ("pages/9_Evaluation_Runs.py", "stored runs, the paper's figures, significance, layer sweeps"),
-    ("pages/10_Reader.py", "an LLM answers one query from two strategies' documents"),
-]
-
-
-def page_title(path: str) -> str:
-    """A page's title from its file name, as Streamlit names it: "pages/4_Index.py" -> "Index"."""
-    return PurePath(path).stem.split("_", 1)[1].replace("_", " ")
 
 
 def declare_navigation() -> StreamlitPage:
     """Declare the app's pages (Home first, the default) and return the one the URL asks for."""
-    from ui.home import home  # the landing page's own module imports PAGES from here
+    from ui.home import home
 
     return st.navigation([st.Page(home, title="Home", default=True)]
                          + [st.Page(path, title=page_title(path)) for path, _ in PAGES])
@@ -52,13 +32,12 @@ def run_page(page: StreamlitPage) -> None:
     """Run the chosen page. A store error the page did not handle itself (another writer held the
     database past the busy timeout, a row someone else deleted meanwhile) ends the page with its
     message, escaped, instead of a traceback; nothing of the failed write was kept (one transaction)."""
-    import db
-
+    from services import storage
     from ui.render import md_plain
 
     try:
         page.run()
-    except db.StoreError as exc:
+    except storage.StoreError as exc:
         st.error(md_plain(str(exc)))
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import queries as query_store
 from mrag_core.wording import counted
 from ui.state import KEEP, keep_choice, preselect_choice
 
@@ -20,15 +21,15 @@ class PickedQuery:
     text: str = ""
     fusion: list[str] = field(default_factory=list)
     ground_truth: list[int] = field(default_factory=list)
-    row: db.QueryRow | None = None
+    row: storage.QueryRow | None = None
 
 
-def aspects_label(q: db.QueryRow) -> str:
+def aspects_label(q: storage.QueryRow) -> str:
     """A query as the picker shows it: ``[2 aspects] start of its text``."""
     return f"[{counted(q.n_aspects, 'aspect')}] {q.text[:110]}"
 
 
-def query_set_label(qs: db.QuerySetInfo) -> str:
+def query_set_label(qs: storage.QuerySetInfo) -> str:
     """A query set as the picker shows it: ``name (N queries)``."""
     return f"{qs.name} ({counted(qs.n_queries, 'query', 'queries')})"
 
@@ -37,7 +38,7 @@ ALL_ASPECTS = "all"
 NO_QUERY_SET = "This corpus has no query set yet: build one on the Query Builder page, or type the text instead."
 
 
-def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
+def aspect_counts(queries: list[storage.QueryRow]) -> dict[int, int]:
     """How many of ``queries`` have each number of aspects, by increasing number of aspects."""
     counts: dict[int, int] = {}
     for q in queries:
@@ -45,7 +46,7 @@ def aspect_counts(queries: list[db.QueryRow]) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
-def aspect_summary(queries: list[db.QueryRow]) -> str:
+def aspect_summary(queries: list[storage.QueryRow]) -> str:
     """How many usable (not failed) queries each number of aspects has, in one line for the Query Builder's review:
     ``By number of aspects: 1 query with 1 aspect · 2 queries with 3 aspects (1 failed query not counted)``;
     empty for no query."""
@@ -58,13 +59,13 @@ def aspect_summary(queries: list[db.QueryRow]) -> str:
             + (f" ({counted(failed, 'failed query', 'failed queries')} not counted)" if failed else ""))
 
 
-def most_aspects_index(queries: list[db.QueryRow]) -> int:
+def most_aspects_index(queries: list[storage.QueryRow]) -> int:
     """Position of the first query with the most aspects (0 for an empty list): the picker's default, since a
     query touching many topics is where Standard RAG and MRAG differ."""
     return max(range(len(queries)), key=lambda i: (queries[i].n_aspects, -i), default=0)
 
 
-def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool) -> list[db.QueryRow]:
+def _filter_by_aspects(col, queries: list[storage.QueryRow], *, key: str, reset: bool) -> list[storage.QueryRow]:
     """An "Aspects" select in ``col`` (all, or one number of aspects of the set) and the queries it keeps.
     ``reset``: back to all (a drill-down must find its query). A choice the current set lacks falls back to
     all; one whose count changed (a query added) stays (:func:`ui.state.keep_choice`)."""
@@ -79,8 +80,8 @@ def _filter_by_aspects(col, queries: list[db.QueryRow], *, key: str, reset: bool
     return queries if wanted == ALL_ASPECTS else [q for q in queries if q.n_aspects == wanted]
 
 
-def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect: tuple[int, int] | None = None,
-                        stop: bool = True) -> db.QueryRow | None:
+def stored_query_picker(store: storage.Store, corpus_id: int, *, key: str, preselect: tuple[int, int] | None = None,
+                        stop: bool = True) -> storage.QueryRow | None:
     """The query set, an "Aspects" filter and the query (keys ``{key}_qs``, ``{key}_aspects``,
     ``{key}_query``); returns the chosen query. ``preselect`` = (query set id, query id) selects that
     query (the evaluation drill-down), the filter back on all; otherwise the first query with the most
@@ -89,7 +90,7 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
 
     The boxes show counts and texts that change (a query added or edited elsewhere); each follows its item's
     identity (:func:`ui.state.keep_choice`), so a rerun never silently moves to another set or query."""
-    sets = db.list_query_sets(store, corpus_id)
+    sets = query_store.list_query_sets(store, corpus_id)
     if not sets:
         return _nothing_to_pick(NO_QUERY_SET, stop)
     if preselect is not None:
@@ -97,7 +98,7 @@ def stored_query_picker(store: db.Store, corpus_id: int, *, key: str, preselect:
     set_col, aspects_col = st.columns([3, 1])
     qs = keep_choice("Query set", sets, key=f"{key}_qs", ident=lambda s: s.id, format_func=query_set_label,
                      container=set_col, **KEEP)
-    queries = [q for q in db.list_queries(store, qs.id) if q.status != "failed" and q.text.strip()]
+    queries = [q for q in query_store.list_queries(store, qs.id) if q.status != "failed" and q.text.strip()]
     if not queries:
         return _nothing_to_pick("This query set has no query with a text.", stop)
     queries = _filter_by_aspects(aspects_col, queries, key=f"{key}_aspects", reset=preselect is not None)
@@ -116,7 +117,7 @@ def _nothing_to_pick(message: str, stop: bool) -> None:
     return None
 
 
-def query_picker(store: db.Store, corpus_id: int, *, key: str,
+def query_picker(store: storage.Store, corpus_id: int, *, key: str,
                  preselect: tuple[int, int] | None = None) -> PickedQuery:
     """Radio "From a query set" / "Type a query" and the widgets behind it (keys start with ``key``): for a
     stored query, :func:`stored_query_picker` (which stops the page when there is nothing to pick) and the

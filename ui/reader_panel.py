@@ -23,7 +23,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import corpus as cw
 from services.reader import Answer, FactCount, LocalGenerator, ReaderDoc, ReaderError, RemoteGenerator, count_facts
 from services.workflows.compare import STRATEGY_LABELS, Comparison
 from services.workflows.llm_cache import StoreLLMCache
@@ -53,10 +54,10 @@ def local_generator() -> LocalGenerator:
     return LocalGenerator()
 
 
-def comparison_lists(store: db.Store, comparison: Comparison) -> dict[str, list[ReaderDoc]]:
+def comparison_lists(store: storage.Store, comparison: Comparison) -> dict[str, list[ReaderDoc]]:
     """Per strategy key, the comparison's top-k rows as reader documents (texts fetched from the store)."""
     ids = sorted({r.doc_id for o in comparison.outcomes.values() for r in o.rows})
-    texts = {d.id: d.text for d in db.get_documents(store, ids)}
+    texts = {d.id: d.text for d in cw.get_documents(store, ids)}
     return {key: [ReaderDoc(r.title, r.category, texts.get(r.doc_id, "")) for r in outcome.rows]
             for key, outcome in comparison.outcomes.items()}
 
@@ -90,7 +91,7 @@ def _remember(store_key: str, key: str, answer: Answer) -> None:
         kept.pop(next(iter(kept)))
 
 
-def _generate(store: db.Store, choice: str, cfg: Any, question: str, docs: Sequence[ReaderDoc],
+def _generate(store: storage.Store, choice: str, cfg: Any, question: str, docs: Sequence[ReaderDoc],
               max_tokens: int) -> Answer:
     """One answer from the chosen generator (raises :class:`ReaderError`)."""
     if choice == ENDPOINT:
@@ -126,7 +127,7 @@ def _show_answer(answer: Answer, facts: FactCount, other: FactCount | None, key:
 
 
 def reader_panel(
-    store: db.Store,
+    store: storage.Store,
     question: str,
     lists: Mapping[str, Sequence[ReaderDoc]],
     *,

@@ -12,7 +12,9 @@ from typing import Any, Callable, TypeVar
 
 import streamlit as st
 
-import db
+from services import storage
+from services.workflows import corpus as cw
+from services.workflows import indexing
 from services.llm.config import LLMConfig
 from mrag_core.wording import counted
 from services.demo.store import DemoStatus, ensure_demo_corpus
@@ -63,7 +65,7 @@ KEEP = {"persist_state": "session"}
 drops the value of a widget that a run does not draw, e.g. while another page is shown)."""
 
 
-def corpus_label(c: db.CorpusInfo) -> str:
+def corpus_label(c: storage.CorpusInfo) -> str:
     """A corpus as the select boxes show it: ``name (N docs)``."""
     return f"{c.name} ({counted(c.n_documents, 'doc')})"
 
@@ -141,9 +143,9 @@ def clamp_state(key: str, low: int, high: int) -> None:
 
 
 @st.cache_resource(show_spinner="Opening the database...")
-def get_store() -> db.Store:
+def get_store() -> storage.Store:
     """The app's store: ``$MRAG_DATABASE_URL`` or the default SQLite file (migrated to head)."""
-    return db.open_store()
+    return storage.open_store()
 
 
 @st.cache_resource(show_spinner="Loading the demo corpus...")
@@ -207,9 +209,9 @@ def llm_config() -> LLMConfig | None:
         return None
 
 
-def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInfo | None:
+def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> storage.CorpusInfo | None:
     """A select box of corpora; the choice is shared across pages via ``st.session_state[key]``."""
-    corpora = db.list_corpora(get_store())
+    corpora = cw.list_corpora(get_store())
     if not corpora:
         st.info("No corpus yet: import one on the Corpus Import page.")
         return None
@@ -218,20 +220,20 @@ def corpus_picker(key: str = "corpus_id", label: str = "Corpus") -> db.CorpusInf
     index = ids.index(current) if current in ids else 0
     chosen = st.selectbox(label, corpora, index=index, format_func=corpus_label, key=f"_{key}_select")
     st.session_state[key] = chosen.id
-    return db.get_corpus(get_store(), chosen.id)  # fresh counts and versions, never a stale option object
+    return cw.get_corpus(get_store(), chosen.id)  # fresh counts and versions, never a stale option object
 
 
-def open_store_page() -> db.Store:
+def open_store_page() -> storage.Store:
     """Every page's start: the store with the demo corpus loaded, or a clear error and stop."""
     try:
         ensure_demo()
-    except db.StoreError as exc:
+    except storage.StoreError as exc:
         st.error(f"The database could not be prepared: {md_plain(str(exc))}")
         st.stop()
     return get_store()
 
 
-def open_corpus_page() -> tuple[db.Store, db.CorpusInfo]:
+def open_corpus_page() -> tuple[storage.Store, storage.CorpusInfo]:
     """:func:`open_store_page` plus the shared corpus choice (stops when there is no corpus)."""
     store = open_store_page()
     corpus = corpus_picker()
@@ -240,11 +242,11 @@ def open_corpus_page() -> tuple[db.Store, db.CorpusInfo]:
     return store, corpus
 
 
-def building_note(store: db.Store, corpus_id: int) -> str | None:
+def building_note(store: storage.Store, corpus_id: int) -> str | None:
     """What is being built for a corpus without a finished index: its builds that some process runs now
     (``running`` with a fresh heartbeat), with how far each got, e.g. ``index #3 (minilm, layer 5) is being
     built: 40 of 96 documents embedded``; None when nothing is."""
-    live = [r for r in db.list_embedding_runs(store, corpus_id, status="running") if r.live]
+    live = [r for r in indexing.list_embedding_runs(store, corpus_id, status="running") if r.live]
     if not live:
         return None
     parts = [f"#{r.id} ({md_plain(r.model_name.split('/')[-1])}, layer {r.layer}): {r.n_saved} of "
@@ -252,10 +254,10 @@ def building_note(store: db.Store, corpus_id: int) -> str | None:
     return f"{'An index is' if len(live) == 1 else 'Indexes are'} being built, {'; '.join(parts)}"
 
 
-def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.EmbeddingRunInfo]:
+def finished_runs_or_stop(store: storage.Store, corpus: storage.CorpusInfo) -> list[storage.EmbeddingRunInfo]:
     """The corpus' finished embedding runs; with none, a link to the Index page and stop (saying so when a
     build is under way, see :func:`building_note`)."""
-    runs = db.list_embedding_runs(store, corpus.id, status="done")
+    runs = indexing.list_embedding_runs(store, corpus.id, status="done")
     if not runs:
         building = building_note(store, corpus.id)
         if building:
@@ -268,7 +270,7 @@ def finished_runs_or_stop(store: db.Store, corpus: db.CorpusInfo) -> list[db.Emb
     return runs
 
 
-def index_label(run: db.EmbeddingRunInfo, stale: bool = False) -> str:
+def index_label(run: storage.EmbeddingRunInfo, stale: bool = False) -> str:
     """An index (embedding run) as the pickers name it: ``#2 · minilm · layer 5 · mean pooling · 1251 docs``,
     with ``· float16`` for a run not in float32 and ``· stale`` when the corpus changed since it was built."""
     precision = "" if run.precision == "float32" else f" · {run.precision}"
@@ -276,14 +278,15 @@ def index_label(run: db.EmbeddingRunInfo, stale: bool = False) -> str:
             f"{run.n_saved} docs" + (" · stale" if stale else ""))
 
 
-def index_labeler(store: db.Store, runs: list[db.EmbeddingRunInfo]) -> Callable[[db.EmbeddingRunInfo], str]:
+def index_labeler(store: storage.Store, runs: list[storage.EmbeddingRunInfo]
+                  ) -> Callable[[storage.EmbeddingRunInfo], str]:
     """A ``format_func`` for a picker of ``runs``: :func:`index_label`, staleness looked up once."""
-    stale = {r.id for r in runs if db.is_stale(store, r)}
+    stale = {r.id for r in runs if indexing.is_stale(store, r)}
     return lambda run: index_label(run, run.id in stale)
 
 
-def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], *, key: str, container: Any = None,
-                 target_id: int | None = None) -> db.EmbeddingRunInfo:
+def index_picker(store: storage.Store, runs: list[storage.EmbeddingRunInfo], *, key: str, container: Any = None,
+                 target_id: int | None = None) -> storage.EmbeddingRunInfo:
     """The "Index (embedding run)" box of Compare, Maps and Reader (``runs``: the corpus' finished indexes).
 
     Kept for the session by the index's identity (:func:`keep_choice`); it moves to the index the Index page
@@ -301,10 +304,10 @@ def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], *, key: str, 
     if target_id in by_id:
         target = by_id[target_id]
     if target is not None:
-        preselect_choice(key, db.identity_key(target))
-    stale = {r.id for r in runs if db.is_stale(store, r)}
+        preselect_choice(key, storage.identity_key(target))
+    stale = {r.id for r in runs if indexing.is_stale(store, r)}
     default = preferred_index(runs, stale)
-    return keep_choice("Index (embedding run)", runs, key=key, ident=db.identity_key,
+    return keep_choice("Index (embedding run)", runs, key=key, ident=storage.identity_key,
                        format_func=lambda run: index_label(run, run.id in stale), container=container,
                        index=runs.index(default), **KEEP)
 
@@ -312,7 +315,7 @@ def index_picker(store: db.Store, runs: list[db.EmbeddingRunInfo], *, key: str, 
 LOCAL_MODEL = "Local folder…"  # the Index page's model choice for a folder path
 
 
-def index_page_choices(run: db.EmbeddingRunInfo) -> dict[str, Any]:
+def index_page_choices(run: storage.EmbeddingRunInfo) -> dict[str, Any]:
     """The Index page's widget values that select ``run``'s settings: model (a registry name, or a local
     folder by path), layer and pooling, plus the marks :func:`follow_default` compares, so the page keeps
     them rather than resetting layer and pooling to the model's defaults."""
@@ -328,23 +331,23 @@ def index_page_choices(run: db.EmbeddingRunInfo) -> dict[str, Any]:
     return choices
 
 
-def open_index_page_for(run: db.EmbeddingRunInfo) -> None:
+def open_index_page_for(run: storage.EmbeddingRunInfo) -> None:
     """Go to the Index page with ``run``'s corpus and settings selected (there: its state and Update)."""
     st.session_state["corpus_id"] = run.corpus_id
     st.session_state.update(index_page_choices(run))
     st.switch_page("pages/4_Index.py")
 
 
-def stale_index_warning(store: db.Store, run: db.EmbeddingRunInfo) -> None:
+def stale_index_warning(store: storage.Store, run: storage.EmbeddingRunInfo) -> None:
     """When the corpus changed since ``run`` was built: a warning, and a button to the Index page on its settings."""
-    if db.is_stale(store, run):
+    if indexing.is_stale(store, run):
         st.warning(f"Index #{run.id} is stale: the corpus changed since it was built. Update it on the Index page "
                    "(only new or edited documents are embedded).")
         if st.button(f"Update index #{run.id} on the Index page", key=f"stale_update_{run.id}"):
             open_index_page_for(run)
 
 
-def model_unavailable_message(run: db.EmbeddingRunInfo, exc: Exception) -> str:
+def model_unavailable_message(run: storage.EmbeddingRunInfo, exc: Exception) -> str:
     """Plain text (escape it for Markdown) for an index whose model ``exc`` says could not be loaded: the reason,
     then what to do: restore the model folder at the path the index was built from (``run.model_path``, else its
     model name), or build an index with another model on the Index page."""
@@ -354,7 +357,7 @@ def model_unavailable_message(run: db.EmbeddingRunInfo, exc: Exception) -> str:
             "its vectors, not the model), or build an index with another model on the Index page.")
 
 
-def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
+def run_model_or_stop(store: storage.Store, run: storage.EmbeddingRunInfo) -> Any:
     """The loaded model of an index (embedding run) for embedding queries; warns when the index is
     stale, and stops the page with the reason when the model cannot be loaded."""
     from mrag_core.models.loader import ModelLoadError
@@ -371,7 +374,7 @@ def run_model_or_stop(store: db.Store, run: db.EmbeddingRunInfo) -> Any:
 @st.cache_resource(show_spinner="Loading the index…", max_entries=4)
 def _run_index(run_id: int, identity: str, backend: str, seed: int = 0) -> tuple[list[int], Any]:
     """A finished run's ``(document ids, CorpusIndex)``: its vectors never change, so it is kept; ``identity``
-    (:func:`db.identity_key`) is in the key because SQLite gives a deleted run's id to the next one. ``seed`` 0:
+    (:func:`storage.identity_key`) is in the key because SQLite gives a deleted run's id to the next one. ``seed`` 0:
     the head importance stored with the run; another: its pairs sampled again with that seed (as an evaluation run
     with that seed does)."""
     from services.workflows.indexing import load_run_index
@@ -389,14 +392,14 @@ def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tupl
     return document_facts(get_store(), _run_index(run_id, identity, backend)[0])
 
 
-def index_bundle(store: db.Store, run: db.EmbeddingRunInfo, backend: str = "torch", seed: int = 0) -> Any:
+def index_bundle(store: storage.Store, run: storage.EmbeddingRunInfo, backend: str = "torch", seed: int = 0) -> Any:
     """The :class:`~services.workflows.indexing.IndexBundle` of a finished run for Compare, Reader and Maps:
     the search index cached per run, backend and head-importance ``seed`` (0: the importance stored with the
     run), the documents' labels and titles as they are now."""
     from services.workflows.indexing import IndexBundle
 
-    identity = db.identity_key(run)
-    corpus = db.get_corpus(store, run.corpus_id)
+    identity = storage.identity_key(run)
+    corpus = cw.get_corpus(store, run.corpus_id)
     ids, index = _run_index(run.id, identity, backend, int(seed))
     labels, titles = _document_facts(run.id, identity, backend,
                                      (corpus.version, corpus.labels_version, corpus.updated_at.isoformat()))

@@ -55,6 +55,20 @@ from services.ingest import (
 )
 
 __all__ = [
+    "list_corpora",
+    "get_corpus",
+    "get_corpus_by_name",
+    "list_categories",
+    "list_documents",
+    "get_documents",
+    "get_document",
+    "update_document",
+    "delete_document",
+    "rename_corpus",
+    "delete_corpus",
+    "corpus_footprints",
+    "category_usage",
+    "ground_truth_queries",
     "SOURCE_KINDS",
     "ChunkOptions",
     "ImportResult",
@@ -578,3 +592,114 @@ def export_documents(
 # Re-exported for the page (so it needs a single import for errors).
 ExportError = exporter.ExportError
 __all__ += ["ExportError", "IngestError"]
+
+
+# --------------------------------------------------------------------------- the store, for the pages
+
+
+def list_corpora(store: db.Store) -> list[db.CorpusInfo]:
+    """The stored corpora, by name (:func:`db.list_corpora`)."""
+    return db.list_corpora(store)
+
+
+def get_corpus(store: db.Store, corpus_id: int) -> db.CorpusInfo:
+    """The corpus ``corpus_id`` with its counts and version (raises ``NotFoundError``) (:func:`db.get_corpus`)."""
+    return db.get_corpus(store, corpus_id)
+
+
+def get_corpus_by_name(store: db.Store, name: str) -> db.CorpusInfo:
+    """The corpus called ``name`` (raises ``NotFoundError``) (:func:`db.get_corpus_by_name`)."""
+    return db.get_corpus_by_name(store, name)
+
+
+def list_categories(store: db.Store, corpus_id: int) -> list[db.CategoryInfo]:
+    """The categories of a corpus (:func:`db.list_categories`)."""
+    return db.list_categories(store, corpus_id)
+
+
+def list_documents(
+    store: db.Store,
+    corpus_id: int,
+    *,
+    category_id: int | None = None,
+    unlabeled: bool = False,
+    search: str | None = None,
+    top_level_only: bool = False,
+    offset: int = 0,
+    limit: int | None = 50,
+) -> db.DocumentPage:
+    """A page of a corpus' documents (by category, unlabelled, a search, top-level only) (:func:`db.list_documents`)."""
+    return db.list_documents(
+        store,
+        corpus_id,
+        category_id=category_id,
+        unlabeled=unlabeled,
+        search=search,
+        top_level_only=top_level_only,
+        offset=offset,
+        limit=limit,
+    )
+
+
+def get_documents(store: db.Store, document_ids: Sequence[int]) -> list[db.DocumentRow]:
+    """The documents ``document_ids``, in that order (missing ones left out) (:func:`db.get_documents`)."""
+    return db.get_documents(store, document_ids)
+
+
+def get_document(store: db.Store, document_id: int) -> db.DocumentRow:
+    """The document ``document_id`` (raises ``NotFoundError``) (:func:`db.get_document`)."""
+    return db.get_document(store, document_id)
+
+
+def update_document(
+    store: db.Store,
+    document_id: int,
+    *,
+    title: str | None = None,
+    text: str | None = None,
+    source: str | None = None,
+    expected_version: int | None = None,
+    editor: str | None = None,
+) -> db.DocumentRow:
+    """Edit a document's title, text or source (``expected_version`` guards against a lost edit)
+    (:func:`db.update_document`)."""
+    return db.update_document(
+        store,
+        document_id,
+        title=title,
+        text=text,
+        source=source,
+        expected_version=expected_version,
+        editor=editor,
+    )
+
+
+def delete_document(store: db.Store, document_id: int, *, expected_version: int | None = None) -> db.DocumentDeletion:
+    """Delete a document (``expected_version`` guards against deleting an edited one) (:func:`db.delete_document`)."""
+    return db.delete_document(store, document_id, expected_version=expected_version)
+
+
+def rename_corpus(store: db.Store, corpus_id: int, new_name: str, description: str | None = None) -> db.CorpusInfo:
+    """Rename a corpus (and change its description) (:func:`db.rename_corpus`)."""
+    return db.rename_corpus(store, corpus_id, new_name, description)
+
+
+def delete_corpus(store: db.Store, corpus_id: int) -> None:
+    """Delete a corpus with everything stored for it (:func:`db.delete_corpus`)."""
+    return db.delete_corpus(store, corpus_id)
+
+
+def corpus_footprints(store: db.Store) -> dict[int, db.CorpusFootprint]:
+    """Per corpus id: its query sets, queries, indexes and runs (what deleting it removes)
+    (:func:`db.corpus_footprints`)."""
+    return db.corpus_footprints(store)
+
+
+def category_usage(store: db.Store, category_id: int) -> db.CategoryUsage:
+    """Where a category is used: documents, suggestions, ground truth (:func:`db.category_usage`)."""
+    return db.category_usage(store, category_id)
+
+
+def ground_truth_queries(store: db.Store, document_id: int) -> list[int]:
+    """The ids of the queries whose ground truth holds the document (:func:`db.ground_truth_queries`)."""
+    return db.ground_truth_queries(store, document_id)

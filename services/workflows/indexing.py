@@ -440,3 +440,46 @@ class BuildJob:
     def wait(self, timeout: float | None = None) -> bool:
         self._thread.join(timeout)
         return self.finished
+
+
+# --------------------------------------------------------------------------- the store, for the pages
+
+
+def list_embedding_runs(
+    store: db.Store,
+    corpus_id: int | None = None,
+    status: str | None = None,
+) -> list[db.EmbeddingRunInfo]:
+    """The indexes (embedding runs) of a corpus, or of all, optionally of one status
+    (:func:`db.list_embedding_runs`)."""
+    return db.list_embedding_runs(store, corpus_id, status)
+
+
+def get_embedding_run(store: db.Store, run_id: int) -> db.EmbeddingRunInfo:
+    """The index (embedding run) ``run_id`` (raises ``NotFoundError``) (:func:`db.get_embedding_run`)."""
+    return db.get_embedding_run(store, run_id)
+
+
+def delete_embedding_run(store: db.Store, run_id: int) -> None:
+    """Delete an index with its vectors and maps (:func:`db.delete_embedding_run`)."""
+    return db.delete_embedding_run(store, run_id)
+
+
+def request_embedding_stop(store: db.Store, run_id: int) -> bool:
+    """Ask a running index build to stop (wherever it runs); True when asked now (:func:`db.request_embedding_stop`)."""
+    return db.request_embedding_stop(store, run_id)
+
+
+def embedding_stop_requested(store: db.Store, run_id: int) -> bool:
+    """Whether a stop was asked of the index build ``run_id`` (:func:`db.embedding_stop_requested`)."""
+    return db.embedding_stop_requested(store, run_id)
+
+
+def unchanged_documents(store: db.Store, run_id: int) -> int:
+    """How many of the index's documents are unchanged since it was built (:func:`db.unchanged_documents`)."""
+    return db.unchanged_documents(store, run_id)
+
+
+def is_stale(store: db.Store, run: db.EmbeddingRunInfo | int) -> bool:
+    """Whether the corpus changed since the index was built (:func:`db.is_stale`)."""
+    return db.is_stale(store, run)

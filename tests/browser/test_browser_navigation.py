@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui.navigation import PAGES, page_title
+from ui.page_list import PAGES, page_title
 
 pytestmark = pytest.mark.browser
 

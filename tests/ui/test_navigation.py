@@ -8,7 +8,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from ui.navigation import PAGES, page_title
+from ui.page_list import PAGES, page_title
 
 ROOT = Path(__file__).resolve().parents[2]
 

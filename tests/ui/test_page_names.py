@@ -1,4 +1,4 @@
-"""Page names in user-facing text are the sidebar's titles (``ui.navigation.PAGES``) or Home.
+"""Page names in user-facing text are the sidebar's titles (``ui.page_list.PAGES``) or Home.
 
 Every "the <Name> page" and "the <Name>, <Name> and <Name> pages" in the raw text of every ``.py`` file under
 ``pages/``, ``ui/``, ``mrag_core/`` and ``db/``, of ``app.py`` and of ``README.md`` (strings, docstrings, CLI help
@@ -20,7 +20,7 @@ _NAMED = re.compile(r"\bthe\s+((?:" + _WORD + r"\s+)*?[A-Z]\w*)\s+(pages?)\b")
 
 
 def _titles() -> set[str]:
-    from ui.navigation import PAGES, page_title
+    from ui.page_list import PAGES, page_title
 
     return {page_title(path) for path, _ in PAGES} | {"Home"}
 
@@ -81,7 +81,7 @@ def test_the_readme_page_list_names_every_page_once_by_its_title() -> None:
 
 
 def test_every_page_heading_is_its_sidebar_title() -> None:
-    from ui.navigation import PAGES, page_title
+    from ui.page_list import PAGES, page_title
 
     for path, _ in PAGES:
         headings = [node.args[0].value for node in ast.walk(ast.parse((ROOT / path).read_text()))

@@ -171,7 +171,7 @@ def _corpus_picker_page() -> None:
 
 
 def test_corpus_picker_without_a_corpus_names_the_import_page_in_the_sidebar(fresh_env) -> None:
-    from ui.navigation import PAGES, page_title
+    from ui.page_list import PAGES, page_title
 
     at = AppTest.from_function(_corpus_picker_page, default_timeout=60).run()  # fresh_env: an empty database
     assert not at.exception, [e.value for e in at.exception]
