@@ -37,8 +37,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from mrag_core.backends import FaissIndex, build_index  # noqa: E402
-from mrag_core.corpus_index import vote_functions  # noqa: E402
 from mrag_core.benchmark import load_articles  # noqa: E402
+from mrag_core.corpus_index import vote_functions  # noqa: E402
 from mrag_core.extraction import embed_texts  # noqa: E402
 from mrag_core.hnsw_tuning import first_reaching, recall_at, voted_lists  # noqa: E402
 from mrag_core.importance import head_importance  # noqa: E402

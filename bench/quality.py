@@ -64,17 +64,22 @@ import torch  # noqa: E402
 
 from mrag_core.benchmark import Article, BenchQuery, load_articles, load_queries, resolve_ground_truth  # noqa: E402
 from mrag_core.corpus_index import CorpusIndex  # noqa: E402
-from services.demo import load_demo  # noqa: E402
 from mrag_core.embedding_cache import cached_embed  # noqa: E402
 from mrag_core.evaluation import prefix_ratios  # noqa: E402
 from mrag_core.extraction import Embeddings, embed_texts  # noqa: E402
 from mrag_core.metrics.weighted import weighted_success_ratio  # noqa: E402
 from mrag_core.models.loader import LoadedModel, load_model  # noqa: E402
+from mrag_core.sentence_round_robin import (  # noqa: E402
+    LABEL,
+    STRATEGY_ID,
+    query_parts,
+    sentence_round_robin,
+    sentence_round_robin_many,
+)
+from mrag_core.strategies import mrag_search, split_search, standard_search  # noqa: E402
+from services.demo import load_demo  # noqa: E402
 from services.querygen import DocRef, compose_story, plan_queries  # noqa: E402
 from services.querygen.story_prompt import Article as StoryArticle  # noqa: E402
-from mrag_core.sentence_round_robin import (LABEL, STRATEGY_ID, query_parts, sentence_round_robin,  # noqa: E402
-                                            sentence_round_robin_many)
-from mrag_core.strategies import mrag_search, split_search, standard_search  # noqa: E402
 
 SETTINGS = ((5, 5), (10, 10), (10, 20), (15, 15), (20, 20), (25, 25))
 STRATEGIES = ("standard", "mrag", "split", "recommended")

@@ -26,8 +26,8 @@ from sqlalchemy.orm import Session
 from db._common import LIKE_ESCAPE, like_pattern, name_order, require, sha256_hex
 from db._labels import latest_decision, latest_suggestion, version_conflict
 from db.engine import Store
+from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError, process_of
 from db.liveness import LeaseRef, refuse_while_leased
-from db.errors import DuplicateError, InvalidInputError, NotFoundError, StoreError, VersionConflictError, process_of
 from db.models import (
     Category,
     Corpus,

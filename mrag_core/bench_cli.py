@@ -21,8 +21,17 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from mrag_core.cli_basics import (CLIError, add_llm_options, check_output_file, fail, format_table, llm_options_from,
-                                  positive_int, silence_stdout, write_whole)
+from mrag_core.cli_basics import (
+    CLIError,
+    add_llm_options,
+    check_output_file,
+    fail,
+    format_table,
+    llm_options_from,
+    positive_int,
+    silence_stdout,
+    write_whole,
+)
 from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, authors_file_layout, authors_layout, summarize
 from mrag_core.llm_strategies import LLMOptions, is_llm_strategy
 from mrag_core.wording import counted

@@ -30,12 +30,12 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from mrag_core.backends import Hits
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.strategies import head_hits, mrag_search, split_hits, split_search, standard_search
 from mrag_core.voting import reciprocal_rank_fusion, vote_hits
-from mrag_core.backends import Hits
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import numpy as np
-
 from mrag_core.backends import Hits
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings

@@ -10,11 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 from services import storage
-from services.workflows.compare import SUBQUERY_SOURCES, STRATEGY_LABELS, compare, embed_query, resolve_subqueries
+from services.workflows.compare import STRATEGY_LABELS, SUBQUERY_SOURCES, compare, embed_query, resolve_subqueries
 from services.workflows.indexing import query_window, too_small_to_search
 from ui.navigation import page_setup
-from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.query_widgets import query_picker
+from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import md_plain
 from ui.state import finished_runs_or_stop, index_bundle, index_picker, open_corpus_page, run_model_or_stop
 

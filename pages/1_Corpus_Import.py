@@ -9,8 +9,8 @@ from pathlib import PurePath
 
 import streamlit as st
 
-from services import storage
 from mrag_core.wording import counted
+from services import storage
 from services.ingest import ColumnMapping, ImportPreview, IngestError, sniff_columns, suggest_mapping
 from services.workflows import corpus as cw
 from services.workflows.import_stream import ImportReport, StreamedImport

@@ -9,12 +9,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from services import storage
-from services.workflows import corpus as cw
-from services.workflows import review
 from mrag_core.names import fold_name
 from mrag_core.wording import counted
+from services import storage
 from services.workflows import annotation as aw
+from services.workflows import corpus as cw
+from services.workflows import review
 from services.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup

@@ -8,10 +8,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from services.workflows import review
 from services.export import EXPORT_FORMATS, file_stem
 from services.workflows import annotation as aw
 from services.workflows import corpus as cw
+from services.workflows import review
 from ui.corpus_widgets import agent_picker
 from ui.navigation import page_setup
 from ui.render import md_plain, plotly_text

@@ -17,19 +17,28 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from services import storage
-from services.workflows import indexing
 from mrag_core.backends import BACKENDS
 from mrag_core.extraction import POOLINGS
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
+from services import storage
+from services.workflows import indexing
 from services.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
 from services.workflows.server_folders import FolderRefused, resolve_inside
 from ui.navigation import page_setup
 from ui.render import md_plain
 from ui.server_scope import server_folder_access
-from ui.state import (KEEP, LOCAL_MODEL, build_jobs, default_mark, flash, follow_default, get_model, open_corpus_page,
-                      show_flash)
+from ui.state import (
+    KEEP,
+    LOCAL_MODEL,
+    build_jobs,
+    default_mark,
+    flash,
+    follow_default,
+    get_model,
+    open_corpus_page,
+    show_flash,
+)
 
 page_setup(__file__, "🧭")
 st.title("Index")

@@ -21,13 +21,13 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
+from mrag_core.backends import BACKENDS
+from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
+from mrag_core.voting import VARIANTS
 from services import storage
 from services.workflows import corpus as cw
 from services.workflows import queries as query_store
 from services.workflows import stored_runs as run_store
-from mrag_core.backends import BACKENDS
-from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
-from mrag_core.voting import VARIANTS
 from services.workflows.compare import (
     ALL_STRATEGY_LABELS,
     FUSED_DEPTH_NOTE,
@@ -45,15 +45,36 @@ from services.workflows.compare import (
 from services.workflows.evaluation_runs import DrillDown, fused_strategies
 from services.workflows.indexing import IndexBundle, query_window, too_small_to_search
 from services.workflows.llm_cache import StoreLLMCache
-from ui.compare_layout import (ALL_SIDE_BY_SIDE, DEFAULT_PER_ROW, HEADS_COLUMN, LAYOUTS, categories_line,
-                               evidence_columns, evidence_lines, evidence_widths, list_columns, list_rows, list_widths,
-                               titles_line)
+from ui.compare_layout import (
+    ALL_SIDE_BY_SIDE,
+    DEFAULT_PER_ROW,
+    HEADS_COLUMN,
+    LAYOUTS,
+    categories_line,
+    evidence_columns,
+    evidence_lines,
+    evidence_widths,
+    list_columns,
+    list_rows,
+    list_widths,
+    titles_line,
+)
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
 from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text, shortened
-from ui.state import (KEEP, choose_number, finished_runs_or_stop, get_store, index_bundle, index_picker, kept_number,
-                      llm_config, open_corpus_page, run_model_or_stop)
+from ui.state import (
+    KEEP,
+    choose_number,
+    finished_runs_or_stop,
+    get_store,
+    index_bundle,
+    index_picker,
+    kept_number,
+    llm_config,
+    open_corpus_page,
+    run_model_or_stop,
+)
 
 page_setup(__file__, "🧭")
 st.title("Compare")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from services.workflows import corpus as cw
 from mrag_core.attention import DEFAULT_MAX_TOKENS, attention_maps
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.wording import counted
+from services.workflows import corpus as cw
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import md_plain, plotly_text

@@ -15,18 +15,27 @@ import streamlit as st
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from services import maps as map_store
-from services import storage
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import METHODS, SpaceMap, place_query, space_names
+from services import maps as map_store
+from services import storage
 from services.maps import ensure_maps, forget_maps_without_model
 from services.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from services.workflows.indexing import IndexBundle, model_for_run, query_window
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text
-from ui.state import (KEEP, finished_runs_or_stop, follow_default, get_model, index_bundle, index_picker,
-                      model_unavailable_message, open_corpus_page, stale_index_warning)
+from ui.state import (
+    KEEP,
+    finished_runs_or_stop,
+    follow_default,
+    get_model,
+    index_bundle,
+    index_picker,
+    model_unavailable_message,
+    open_corpus_page,
+    stale_index_warning,
+)
 
 page_setup(__file__, "🧭")
 st.title("Maps")

@@ -11,12 +11,12 @@ from typing import Any
 
 import streamlit as st
 
+from mrag_core.wording import counted
 from services import storage
 from services.workflows import corpus as cw
 from services.workflows import queries as query_store
-from services.workflows import stored_runs as run_store
-from mrag_core.wording import counted
 from services.workflows import querysets as qw
+from services.workflows import stored_runs as run_store
 from ui.navigation import page_setup
 from ui.query_widgets import aspect_summary
 from ui.render import md_plain, text_block

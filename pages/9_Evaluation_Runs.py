@@ -18,17 +18,17 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from services import storage
-from services.workflows import queries as query_store
-from services.workflows import stored_runs as run_store
 from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.wording import counted
+from services import storage
 from services.workflows import evaluation_runs as er
+from services.workflows import queries as query_store
+from services.workflows import stored_runs as run_store
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
-from ui.render import md_plain, text_block
 from ui.query_widgets import query_set_label
+from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
 from ui.state import KEEP, get_model, keep_choice, kept_number, llm_config, open_corpus_page
 from ui.strategy_colors import strategy_style

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mrag_core import whole_file
-from services.csv_cells import neutralise
 from mrag_core.whole_file import WriteError
+from services.csv_cells import neutralise
 
 __all__ = [
     "EXPORT_COLUMNS",

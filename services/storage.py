@@ -11,6 +11,7 @@ from typing import Any
 
 import db
 from db import (  # the store's record types and errors, as they are
+    LIVE_WINDOW_S,
     AgentInfo,
     BusyError,
     CategoryInfo,
@@ -20,7 +21,6 @@ from db import (  # the store's record types and errors, as they are
     EmbeddingRunInfo,
     EvalRunInfo,
     InvalidInputError,
-    LIVE_WINDOW_S,
     NotFoundError,
     QueryRow,
     QuerySetInfo,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from services import storage
+from services.demo.store import demo_corpus_id, ensure_demo_corpus
 from services.workflows import corpus as cw
 from services.workflows import indexing
 from services.workflows import queries as query_store
 from ui.page_list import PAGES, page_title
 from ui.render import md_plain
-from services.demo.store import demo_corpus_id, ensure_demo_corpus
 from ui.state import building_note, ensure_demo, get_store, llm_config
 
 DEMO_STEPS = (

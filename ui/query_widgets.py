@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from mrag_core.wording import counted
 from services import storage
 from services.workflows import queries as query_store
-from mrag_core.wording import counted
 from ui.state import KEEP, keep_choice, preselect_choice
 
 

@@ -24,8 +24,8 @@ import pandas as pd
 import streamlit as st
 
 from services import storage
-from services.workflows import corpus as cw
 from services.reader import Answer, FactCount, LocalGenerator, ReaderDoc, ReaderError, RemoteGenerator, count_facts
+from services.workflows import corpus as cw
 from services.workflows.compare import STRATEGY_LABELS, Comparison
 from services.workflows.llm_cache import StoreLLMCache
 from ui.render import highlight, md_plain

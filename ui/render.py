@@ -6,7 +6,6 @@ import html
 import re
 from collections.abc import Iterable
 
-
 TITLES_BELOW_TOOLBAR = 64
 """Top margin (px) of a Plotly figure with subplot titles: Plotly draws its toolbar (modebar, about 28 px high) in
 the figure's top right corner while the pointer is over the chart, and a subplot title sits in the 20 px just above

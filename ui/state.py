@@ -12,12 +12,12 @@ from typing import Any, Callable, TypeVar
 
 import streamlit as st
 
+from mrag_core.wording import counted
 from services import storage
+from services.demo.store import DemoStatus, ensure_demo_corpus
+from services.llm.config import LLMConfig
 from services.workflows import corpus as cw
 from services.workflows import indexing
-from services.llm.config import LLMConfig
-from mrag_core.wording import counted
-from services.demo.store import DemoStatus, ensure_demo_corpus
 from ui.render import md_plain
 
 T = TypeVar("T")

@@ -97,8 +97,9 @@ def store_command(command: Callable[[argparse.Namespace, Any], int]) -> Callable
 
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
-        import db
         from sqlalchemy.exc import DBAPIError
+
+        import db
 
         try:
             store = open_cli_store(args.database)

@@ -24,6 +24,8 @@ import threading
 from typing import Any
 
 from mrag_core.cli_basics import add_llm_options, fail, format_table, llm_options_from, positive_int, text_table
+from mrag_core.evaluation import NAMED_STRATEGIES, summarize
+from mrag_core.llm_strategies import LLMOptions
 from services.cli.common import (
     add_database_option,
     every_few_seconds,
@@ -33,8 +35,6 @@ from services.cli.common import (
     stopped_elsewhere,
     store_command,
 )
-from mrag_core.evaluation import NAMED_STRATEGIES, summarize
-from mrag_core.llm_strategies import LLMOptions
 
 DEFAULT_EVAL_STRATEGIES = "standard,mrag"
 

@@ -45,9 +45,9 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
 def cmd_export(args: argparse.Namespace, store: Any) -> int:
     """Export a corpus or a query set; returns the exit status (0 written, 2 bad input)."""
     import db
+    from mrag_core.wording import counted
     from services.workflows import corpus as cw
     from services.workflows import querysets as qw
-    from mrag_core.wording import counted
 
     corpus = named_corpus(store, args.corpus)
     path = Path(args.path)

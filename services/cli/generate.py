@@ -18,8 +18,15 @@ import threading
 from typing import Any
 
 from mrag_core.cli_basics import fail, positive_int
-from services.cli.common import add_database_option, every_few_seconds, llm_endpoint, named_corpus, stop_on_ctrl_c, store_command
 from mrag_core.wording import counted
+from services.cli.common import (
+    add_database_option,
+    every_few_seconds,
+    llm_endpoint,
+    named_corpus,
+    stop_on_ctrl_c,
+    store_command,
+)
 
 GENERATORS = ("auto", "llm", "offline")
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from mrag_core.cli_basics import CLIError, positive_int
-from services.cli.common import add_database_option, named_corpus, print_progress, store_command
 from mrag_core.wording import counted
+from services.cli.common import add_database_option, named_corpus, print_progress, store_command
 
 KINDS = ("auto", "table", "zip", "wikipedia", "topics", "text")
 TEXT_SUFFIXES = (".txt", ".md")

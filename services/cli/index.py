@@ -17,7 +17,14 @@ import threading
 from typing import Any
 
 from mrag_core.cli_basics import fail, positive_int, text_table
-from services.cli.common import add_database_option, every_few_seconds, named_corpus, stop_on_ctrl_c, stopped_elsewhere, store_command
+from services.cli.common import (
+    add_database_option,
+    every_few_seconds,
+    named_corpus,
+    stop_on_ctrl_c,
+    stopped_elsewhere,
+    store_command,
+)
 
 
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -15,10 +15,10 @@ Post-processing: :func:`apply_chunking` (with :func:`chunk_by_chars`,
 
 from __future__ import annotations
 
+from mrag_core.textio import decode_bytes
 from services.ingest.benchmarks import preview_topic_layout, preview_wikipedia_articles
 from services.ingest.chunking import apply_chunking, chunk_by_chars, chunk_by_paragraphs
 from services.ingest.dedupe import content_hash, dedupe
-from mrag_core.textio import decode_bytes
 from services.ingest.files import read_text_file, read_text_files, read_text_folder, read_text_zip
 from services.ingest.records import (
     MAX_DOC_BYTES,

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 from mrag_core.benchmark import BenchmarkFormatError
+from mrag_core.topic_layout import TopicDataset, load_topic_layout, parse_topic_layout
 from services.ingest.files import safe_zip_members
 from services.ingest.records import (
     MAX_DOC_BYTES,
@@ -28,7 +29,6 @@ from services.ingest.records import (
     member_source,
 )
 from services.ingest.tabular import ColumnMapping, read_table
-from mrag_core.topic_layout import TopicDataset, load_topic_layout, parse_topic_layout
 
 __all__ = [
     "WIKIPEDIA_MAPPING",

@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import IO, Any, Literal
 
+from mrag_core.jsonlines import json_lines, loads
+from mrag_core.textio import check_record_quotes
+from services.csv_cells import restore
 from services.ingest.records import (
     MAX_DOC_BYTES,
     MAX_TOTAL_BYTES,
@@ -40,10 +43,7 @@ from services.ingest.records import (
     normalise_text,
     text_problem,
 )
-from services.csv_cells import restore
 from services.ingest.streams import TableData, TextSource, open_binary
-from mrag_core.jsonlines import json_lines, loads
-from mrag_core.textio import check_record_quotes
 
 __all__ = [
     "ColumnMapping",
@@ -348,7 +348,8 @@ def _open_table(data: TableData | TextSource, fmt: str, name: str, max_total_byt
     if fmt == "json":  # read whole (json.loads); each row with the issue _json_rows found for it
         rows = _json_rows(src.read(), name)
         found = {issue.location: issue for issue in rows.issues}
-        table = _Table(rows.columns, [], ((loc, row, found.get(loc) if row is None else None) for loc, row in rows.rows))
+        table = _Table(rows.columns, [],
+                       ((loc, row, found.get(loc) if row is None else None) for loc, row in rows.rows))
     else:
         table = (_csv_table if fmt == "csv" else _jsonl_table)(src, name)
     table.issues[:0] = src.issues

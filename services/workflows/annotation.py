@@ -15,14 +15,15 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
 
 import db
 from db.errors import this_process
+from mrag_core.wording import counted
 from services.annotate import (
     AnnotationDoc,
     CategorySpec,
@@ -37,7 +38,6 @@ from services.heartbeat import holding_lease
 from services.llm.breaker import Breaker
 from services.llm.cache import LLMCache
 from services.llm.client import LLMClient
-from mrag_core.wording import counted
 
 __all__ = [
     "Annotator",

@@ -26,7 +26,6 @@ import numpy as np
 
 from mrag_core.evaluation import set_ratios
 from mrag_core.extraction import Embeddings, embed_texts
-from services.llm.concurrency import run_concurrent
 from mrag_core.llm_strategies import (
     LLM_STRATEGIES,
     LLM_STRATEGY_LABELS,
@@ -35,7 +34,6 @@ from mrag_core.llm_strategies import (
     family_of,
     llm_search,
 )
-from services.llm_strategies import ExpansionOutcome, expand_one
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.models.loader import LoadedModel
 from mrag_core.strategies import (
@@ -46,6 +44,8 @@ from mrag_core.strategies import (
     split_search,
     standard_search,
 )
+from services.llm.concurrency import run_concurrent
+from services.llm_strategies import ExpansionOutcome, expand_one
 from services.workflows.indexing import IndexBundle
 
 STRATEGY_LABELS: dict[str, str] = {

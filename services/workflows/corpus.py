@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import db
-from services.annotate.types import fold_name
-from services.heartbeat import Heartbeat
 from mrag_core.wording import counted
 from services import export as exporter
+from services.annotate.types import fold_name
+from services.heartbeat import Heartbeat
 from services.ingest import (
     MAX_DOC_BYTES,
     ColumnMapping,

@@ -63,7 +63,6 @@ import pandas as pd
 import db
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
-from services.heartbeat import Heartbeat
 from mrag_core.evaluation import (
     NAMED_STRATEGIES,
     EvaluationCancelled,
@@ -76,7 +75,6 @@ from mrag_core.evaluation import (
     evaluate,
 )
 from mrag_core.extraction import ExtractionCancelled
-from services.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
 from mrag_core.llm_strategies import (
     LLM_FAMILIES,
     LLMOptions,
@@ -86,9 +84,11 @@ from mrag_core.llm_strategies import (
     family_of,
     is_llm_strategy,
 )
-from services.llm_strategies import ExpansionOutcome, expand_many
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.significance import holm_adjust, paired_test, significance_mark
+from services.heartbeat import Heartbeat
+from services.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
+from services.llm_strategies import ExpansionOutcome, expand_many
 from services.workflows import indexing
 
 ProgressFn = Callable[[str, int, int], None]

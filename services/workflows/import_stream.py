@@ -26,8 +26,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.annotate.types import fold_name
-from services.ingest import ColumnMapping, ImportIssue, ImportPreview, ImportRecord, IngestError, apply_chunking, \
-    check_records, content_hash
+from services.ingest import (
+    ColumnMapping,
+    ImportIssue,
+    ImportPreview,
+    ImportRecord,
+    IngestError,
+    apply_chunking,
+    check_records,
+    content_hash,
+)
 from services.ingest.dedupe import _same_text
 from services.ingest.records import MAX_DOC_BYTES
 from services.ingest.streams import TableData, TextSource

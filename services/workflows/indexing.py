@@ -25,10 +25,10 @@ from typing import Callable, NamedTuple
 import db
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import POOLINGS, Embeddings, embed_texts, tokenize
-from services.heartbeat import Heartbeat
 from mrag_core.importance import HeadImportance, head_importance
 from mrag_core.models.loader import LoadedModel
 from mrag_core.wording import counted
+from services.heartbeat import Heartbeat
 
 ProgressFn = Callable[[int, int, float | None], None]
 UNLABELED = "(unlabeled)"

@@ -3,7 +3,6 @@ is :mod:`services.workflows.querysets`)."""
 
 from __future__ import annotations
 
-
 import db
 
 __all__ = [

@@ -36,11 +36,12 @@ from mrag_core.benchmark import (
     read_query_rows,
     resolve_ground_truth,
 )
+from mrag_core.names import fold_topic
+from mrag_core.wording import counted
 from services.export import file_stem
 from services.heartbeat import holding_lease
-from services.llm.breaker import Breaker
 from services.ingest.benchmarks import topic_of_source
-from mrag_core.names import fold_topic
+from services.llm.breaker import Breaker
 from services.querygen import (
     OFFLINE_GENERATOR,
     DocRef,
@@ -56,7 +57,6 @@ from services.querygen import (
     regenerate_one,
 )
 from services.querygen.generate import fusion_failure_reason, llm_generator, split_fusion_reason, written_by_llm
-from mrag_core.wording import counted
 
 ProgressFn = Callable[[int, int], None]
 DEFAULT_BATCH = 8

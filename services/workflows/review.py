@@ -3,7 +3,6 @@ suggestions still to make, the decided labels and their agreement with the sugge
 
 from __future__ import annotations
 
-
 import db
 
 __all__ = [

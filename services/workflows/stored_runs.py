@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import db
 
 __all__ = [

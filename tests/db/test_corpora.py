@@ -12,7 +12,6 @@ import db
 import db.corpora
 from db import Store
 
-
 # --------------------------------------------------------------------------- corpora
 
 

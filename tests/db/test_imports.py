@@ -60,7 +60,7 @@ def test_an_import_is_hidden_until_published(store: Store, count_rows: Callable[
     assert [c.name for c in db.list_corpora(store)] == ["News"]
     assert count_rows("app_markers") == 0  # the lease is gone
     labels = db.effective_labels(store, hidden)
-    assert sorted(l.category for l in labels.values()) == ["x", "x"]
+    assert sorted(lab.category for lab in labels.values()) == ["x", "x"]
 
 
 def test_a_duplicate_without_dedupe_names_the_document_and_writes_nothing_of_its_chunk(store: Store) -> None:

@@ -10,10 +10,10 @@ import torch
 
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.evaluation import (
+    AUTHORS_FILE_NAMES,
     EvaluationCancelled,
     QueryCase,
     aspect_groups,
-    AUTHORS_FILE_NAMES,
     authors_file_layout,
     authors_layout,
     evaluate,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.annotate.types import CategorySpec, fold_name as annotators_fold_name, validate_categories
 from mrag_core.names import drop_invisible, fold_name, fold_topic, is_invisible
+from services.annotate.types import CategorySpec, validate_categories
+from services.annotate.types import fold_name as annotators_fold_name
 
 
 @pytest.mark.parametrize("name", [

@@ -19,9 +19,9 @@ from mrag_core.projection import (
     NeighbourReducer,
     Reducer,
     RefitNeeded,
-    neighbour_weights,
     default_params,
     fit_projection,
+    neighbour_weights,
     place_query,
     space_vectors,
 )

@@ -10,7 +10,13 @@ from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
 from mrag_core.importance import HeadImportance
 from mrag_core.sentence_round_robin import (
-    ALIAS, STRATEGY_ID, PartHit, query_parts, round_robin, sentence_round_robin, sentence_round_robin_many,
+    ALIAS,
+    STRATEGY_ID,
+    PartHit,
+    query_parts,
+    round_robin,
+    sentence_round_robin,
+    sentence_round_robin_many,
 )
 from mrag_core.strategies import SpaceHit
 

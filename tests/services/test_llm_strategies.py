@@ -12,9 +12,9 @@ import torch
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.evaluation import NAMED_STRATEGIES, QueryCase, evaluate, set_ratios
 from mrag_core.importance import HeadImportance
+from mrag_core.llm_strategies import LLM_STRATEGIES, LLMOptions, cost_summary, families_for, family_of, llm_search
 from services.llm.cache import MemoryCache
 from services.llm.client import LLMClient
-from mrag_core.llm_strategies import LLM_STRATEGIES, LLMOptions, cost_summary, families_for, family_of, llm_search
 from services.llm_strategies import expand_many
 from tests.support.angles import angle_embeddings
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai, last_user_message

@@ -14,10 +14,10 @@ BARRIER_TIMEOUT_S = 120.0
 
 def embed_in_process(barrier: Any, query_texts: list[str], doc_texts: list[str], rounds: int
                      ) -> dict[str, list[tuple[Any, Any]]]:
-    """``{"queries": [...], "docs": [...]}``: per round, the (standard, heads) arrays of ``query_texts`` (embedded
-    as queries, one at a time) and of ``doc_texts`` (as documents, in batches of 2), each list made by its own thread. Every round but
-    the last embeds; the last goes through the cache (written by whichever process gets there first, read by the
-    others)."""
+    """``{"queries": [...], "docs": [...]}``: per round, the (standard, heads) arrays of ``query_texts`` (embedded as
+    queries, one at a time) and of ``doc_texts`` (as documents, in batches of 2), each list made by its own thread.
+    Every round but the last embeds; the last goes through the cache (written by whichever process gets there first,
+    read by the others)."""
     import threading
 
     import torch

@@ -41,8 +41,8 @@ import pytest
 
 from services.llm.config import LLMConfig
 
-__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "fake_openai", "is_fusion_request", "last_user_message",
-           "scripted"]
+__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "fake_openai", "is_fusion_request",
+           "last_user_message", "scripted"]
 
 FAKE_MODEL = "fake-model"
 

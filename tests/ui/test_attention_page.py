@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.tiny_models import BERT_LONG_TEXT, tiny_bert_folder
 from tests.support.apptest import no_exceptions
+from tests.support.tiny_models import BERT_LONG_TEXT, tiny_bert_folder
 
 pytestmark = pytest.mark.usefixtures("fresh_env")
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "6_Attention.py")

@@ -496,7 +496,7 @@ def test_review_queue_edits_and_deletes_a_document() -> None:
     assert (doc.title, doc.text, doc.version) == ("Match report (fixed)", "The match ended with a late goal.", 2)
     assert db.get_corpus(store, corpus.id).version == version + 1
     assert "indexes are stale" in at.success[0].value
-    assert at.subheader[0].value == "Match report \(fixed\)"  # shown as text, markdown-escaped
+    assert at.subheader[0].value == r"Match report \(fixed\)"  # shown as text, markdown-escaped
     _submit(at, "Accept suggestion")  # the label decision uses the edited document's version
     assert db.effective_label(store, ids[0]).category == "sport"
     # an empty text or another document's text is refused, and nothing changes

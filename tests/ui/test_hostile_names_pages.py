@@ -95,8 +95,9 @@ def injections(at: AppTest) -> list[tuple[str, str, list[str]]]:
 def hostile(tmp_path_factory) -> Iterator[dict[str, int]]:
     """A store with one corpus of hostile names, an index, a query set and a named evaluation run of it, and a
     one-document corpus with a hostile name (for the Evaluation page's refusal); the ids by name."""
-    import db
     import torch
+
+    import db
 
     with module_env(tmp_path_factory, "hostile") as tmp:
         torch.set_num_threads(1)

@@ -57,11 +57,11 @@ def test_follow_default_resets_only_when_its_owner_changes() -> None:
 def _counted_select(keep: bool) -> None:
     """Corpora shown as "name (n docs)", whose counts change between runs (an import), chosen with or without
     keep_choice; writes the chosen corpus' name."""
+    from types import SimpleNamespace
+
     import streamlit as st
 
     from ui.state import keep_choice
-
-    from types import SimpleNamespace
 
     counts = st.session_state.get("counts", {"A": 1, "B": 2, "C": 3})
     corpora = [SimpleNamespace(name=name, n=n) for name, n in counts.items()]  # fresh objects each run, as from the db

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import db
-from services.cli.main import main
 from services.cli.importing import guess_kind
+from services.cli.main import main
 
 
 def _titles_texts(url: str, name: str) -> list[tuple[str, str, str | None]]:

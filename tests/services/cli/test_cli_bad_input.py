@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import db
-from services.cli.main import main
 from mrag_core.models.loader import ModelLoadError, load_model
+from services.cli.main import main
 from tests.support.mini_corpus import MINI_DOCS, mini_store
 
 

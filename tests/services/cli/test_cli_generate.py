@@ -16,7 +16,6 @@ from services.cli.main import main  # noqa: E402
 from services.workflows import querysets as qw  # noqa: E402
 from tests.support.mini_corpus import MINI_DOCS, mini_store  # noqa: E402
 
-
 MORE_DOCS = [
     {"title": "Venus", "text": "Venus is wrapped in thick clouds of acid. Its surface is hotter than an oven.",
      "label": "space"},

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import db
-from services.cli.main import main
 from services.cli.importing import guess_kind
+from services.cli.main import main
 from tests.support.mini_corpus import MINI_DOCS
+
 
 @pytest.fixture
 def url(tmp_path: Path) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 import db
 from services.cli.main import main
 
-ROWS = [("東京", "東京は日本の首都で、大きな都市です。", "地理"), ("物理", "量子力学は小さな粒子の振る舞いを説明する理論です。", "科学")]
+ROWS = [("東京", "東京は日本の首都で、大きな都市です。", "地理"),
+        ("物理", "量子力学は小さな粒子の振る舞いを説明する理論です。", "科学")]
 
 
 def _run(url: str, *argv: str) -> int:

@@ -14,9 +14,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
 import services.workflows.indexing as indexing  # noqa: E402
-from services.cli.main import build_parser, main  # noqa: E402
 from services.cli.index import run_settings  # noqa: E402
+from services.cli.main import build_parser, main  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
+
 
 @pytest.fixture
 def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:

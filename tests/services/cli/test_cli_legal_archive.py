@@ -13,8 +13,8 @@ import pytest
 
 import db
 from mrag_core.benchmark import BenchmarkFormatError
-from services.cli.main import main
 from mrag_core.topic_layout import load_topic_layout
+from services.cli.main import main
 
 DOCS = {
     "contract": {"breach": ["A seller failed to deliver the goods on time.", "The buyer refused to pay after a late "

@@ -81,7 +81,8 @@ def test_empty_and_plain_text_are_not_binary() -> None:
     assert decode_bytes(b"", "e.txt") == ("", "utf-8", [])
 
 
-JAPANESE = "title,text,label\n東京,東京は日本の首都で、大きな都市です。,地理\n物理,量子力学は小さな粒子の振る舞いを説明する理論です。,科学\n"
+JAPANESE = ("title,text,label\n東京,東京は日本の首都で、大きな都市です。,地理\n"
+            "物理,量子力学は小さな粒子の振る舞いを説明する理論です。,科学\n")
 
 
 @pytest.mark.parametrize("text,codec,shown", [

@@ -66,7 +66,8 @@ def test_rows_come_before_the_whole_file_is_read(tmp_path: Path) -> None:
         "file would be read as one value"]
 
 
-@pytest.mark.parametrize("pack", [bz2.compress, gzip.compress, lambda b: b"\xef\xbb\xbf" + b], ids=["bz2", "gzip", "bom"])
+@pytest.mark.parametrize("pack", [bz2.compress, gzip.compress, lambda b: b"\xef\xbb\xbf" + b],
+                         ids=["bz2", "gzip", "bom"])
 def test_compressed_and_bom_tables_read_from_disk_as_from_bytes(tmp_path: Path, pack) -> None:  # noqa: ANN001
     raw = _csv(tmp_path / "t.csv", 50).read_bytes()
     packed = tmp_path / "t.csv.pack"

@@ -10,11 +10,11 @@ from typing import Callable
 
 import pytest
 
+from mrag_core.llm_strategies import cost_summary
 from services.annotate import AnnotationDoc, CategorySpec, annotate_documents
 from services.llm.breaker import Breaker
 from services.llm.cache import MemoryCache
 from services.llm.client import LLMClient, LLMError
-from mrag_core.llm_strategies import cost_summary
 from services.llm_strategies import expand_many
 from services.querygen.generate import generate_queries
 from services.querygen.sampling import QueryPlan

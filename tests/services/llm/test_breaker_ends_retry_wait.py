@@ -13,15 +13,15 @@ from typing import Callable
 
 import pytest
 
+from mrag_core.llm_strategies import cost_summary
 from services.annotate import AnnotationDoc, CategorySpec, annotate_documents
 from services.llm.breaker import Breaker
 from services.llm.cache import MemoryCache
 from services.llm.client import LLMCancelled, LLMClient, LLMError
-from mrag_core.llm_strategies import cost_summary
 from services.llm_strategies import expand_many
 from services.querygen.generate import generate_queries
-from services.querygen.story_prompt import FUSION_PROMPT_START
 from services.querygen.sampling import QueryPlan
+from services.querygen.story_prompt import FUSION_PROMPT_START
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, fake_openai
 
 __all__ = ["fake_openai"]

@@ -12,11 +12,11 @@ from typing import Callable, Iterator
 import pytest
 
 import db
+from mrag_core.llm_strategies import LLM_FAMILIES
 from services.annotate import AnnotationDoc, CategorySpec, annotate_documents
 from services.expansion import rewrite_queries
 from services.llm.cache import MemoryCache
 from services.llm.client import LLMCancelled, LLMClient, LLMError
-from mrag_core.llm_strategies import LLM_FAMILIES
 from services.llm_strategies import expand, expand_many
 from services.querygen.generate import generate_queries
 from services.querygen.sampling import QueryPlan

@@ -8,7 +8,8 @@ from services.querygen.checks import missing_titles
 from services.querygen.offline import MAX_SENTENCE_CHARS, compose_story, split_sentences
 from services.querygen.story_prompt import Article
 
-TOKYO = "東京は日本の首都である。" + "人口が多い大都市で、多くの企業が集まっている。" * 2000 + "「東京タワー」は有名だ！本当？"
+TOKYO = ("東京は日本の首都である。" + "人口が多い大都市で、多くの企業が集まっている。" * 2000
+         + "「東京タワー」は有名だ！本当？")
 
 
 def test_japanese_sentences_are_split_at_their_full_stops() -> None:

@@ -181,8 +181,8 @@ def test_llm_subqueries_through_fake_endpoint(tmp_path):
 
 
 def test_llm_strategies_side_by_side(setup, lm, monkeypatch):
-    from services.llm.client import LLMClient
     from mrag_core.llm_strategies import LLM_STRATEGIES
+    from services.llm.client import LLMClient
     from services.workflows.compare import embed_query_and_texts, resolve_expansions
     from services.workflows.llm_cache import StoreLLMCache
     from tests.support.openai_server import FakeOpenAIServer, Reply, by_content

@@ -20,8 +20,6 @@ from services.workflows import corpus as cw
 from services.workflows.llm_cache import StoreLLMCache
 from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
 
-
-
 CSV = (
     "title,body,topic\n"
     "Goal,The striker scored a late goal in the football match,sport\n"
@@ -402,9 +400,9 @@ def test_preannotate_only_documents_without_a_label_decision(store: db.Store, sm
 
 
 def test_preannotate_real_minilm_on_demo_subset(store: db.Store) -> None:
-    from services.demo import load_demo
     from mrag_core.extraction import embed_texts
     from mrag_core.models.loader import load_model
+    from services.demo import load_demo
 
     demo = load_demo()
     c = db.create_corpus(store, "Demo subset")

@@ -27,7 +27,8 @@ CSV = (
     "Known,A text the corpus holds already,sport\n"
     "Long," + "word " * 500 + ",history\n"
 ).encode()
-JSONL = b'{"title": "J1", "text": "A line of JSON", "label": "sport"}\nnot json\n{"title": "J2", "text": "Boil the pasta in salted water"}\n'
+JSONL = (b'{"title": "J1", "text": "A line of JSON", "label": "sport"}\nnot json\n'
+         b'{"title": "J2", "text": "Boil the pasta in salted water"}\n')
 
 
 def _streamed(tmp_path: Path, chunking: cw.ChunkOptions | None, existing: set[str], labels: list[str]

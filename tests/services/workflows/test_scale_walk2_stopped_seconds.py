@@ -21,7 +21,6 @@ import db  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
 from tests.support.mini_corpus import add_sky_and_food  # noqa: E402
 
-
 LOAD_S, EMBED_S = 7.0, 3.0  # seconds that loading the index and one embedding call take on the run's clock
 
 
