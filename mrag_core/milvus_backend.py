@@ -39,6 +39,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -254,6 +255,8 @@ def delete_ids(client: Any, name: str, ids: Iterable[int]) -> int:
 def stored_hashes(client: Any, name: str, batch: int = 10_000) -> dict[int, str]:
     """``{document id: vhash}`` of every row of the collection."""
     out: dict[int, str] = {}
+    # Milvus Lite has no AllocTimestamp: the iterator says so at WARNING, with a traceback, and goes on without
+    logging.getLogger("pymilvus.client.iterator.query_iterator").setLevel(logging.ERROR)
     it = client.query_iterator(name, batch_size=batch, filter=f"{PK} >= {-2**62}", output_fields=[PK, HASH])
     try:
         while True:
