@@ -229,6 +229,16 @@ def create_collection(client: Any, name: str, views: Iterable[View], index_type:
     client.load_collection(name)
 
 
+def settle(client: Any, name: str, index_type: str) -> None:
+    """Flush what was written; for HNSW, release and load the collection so that every segment's graph is built
+    before the next search (Milvus Lite builds them in the background otherwise, and searches unbuilt segments
+    exhaustively, which a calibration would take for the graph's recall)."""
+    client.flush(name)
+    if index_type == "HNSW":
+        client.release_collection(name)
+        client.load_collection(name)
+
+
 def set_properties(client: Any, name: str, properties: Mapping[str, str]) -> None:
     client.alter_collection_properties(name, properties={k: str(v) for k, v in properties.items()})
 
@@ -470,7 +480,7 @@ def build_milvus_index(vectors: np.ndarray, backend: str = "milvus", metric: str
     for part in batches(n):
         ids = np.arange(part.start, part.stop, dtype=np.int64)
         client.insert(name, [{PK: int(i), HASH: "", view.field: packed[i]} for i in ids])
-    client.flush(name)
+    settle(client, name, MILVUS_KINDS[backend])
     index = MilvusSpaces(client, name, view, n, metric, index_type)
     dropper = weakref.finalize(index, _drop_quietly, client, name)
     dropper.atexit = not (config or scratch_config()).is_lite  # a Lite folder goes with its process

@@ -346,6 +346,30 @@ def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: i
     return ids, CorpusIndex.build(emb, backend=backend, seed=seed, head_importance_override=stored)
 
 
+def search_backends() -> tuple[str, ...]:
+    """The search backends a page offers: the in-process ones, and the Milvus ones when ``MRAG_MILVUS_URI`` is set."""
+    from mrag_core.backends import BACKENDS, IN_PROCESS
+    from mrag_core.milvus_backend import MilvusUnavailableError, config_from_env
+
+    try:
+        return BACKENDS if config_from_env() is not None else IN_PROCESS
+    except MilvusUnavailableError:  # a malformed URI: the Milvus backends are offered and say what is wrong
+        return BACKENDS
+
+
+def serving_backend(store: db.Store, run: db.EmbeddingRunInfo) -> str:
+    """The backend a finished run is searched with where none is chosen (Maps, the Reader, evaluation runs, Compare's
+    default): ``milvus`` (exact) when ``MRAG_MILVUS_URI`` is set and the run's collections are ready, so the vectors
+    stay out of this process; else ``torch``. Raises MilvusUnavailableError when the Milvus named cannot be used."""
+    from mrag_core.milvus_backend import config_from_env
+
+    if config_from_env() is None:
+        return "torch"
+    from mrag_core.workflows.milvus_sync import collection_state
+
+    return "milvus" if collection_state(store, run, "milvus") == "ready" else "torch"
+
+
 def too_small_to_search(run: db.EmbeddingRunInfo) -> str | None:
     """Why a finished ``run`` cannot be searched, in words (it holds fewer than :data:`MIN_SEARCH_DOCS`
     documents: :func:`load_run_index` would refuse it), or None when it can."""
@@ -417,13 +441,18 @@ def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
 
 
 class BuildJob:
-    """:func:`build_embedding_run` on a background thread, observable and cancellable.
+    """:func:`build_embedding_run` on a background thread, observable and cancellable; with ``milvus`` (a Milvus
+    backend) then :func:`~mrag_core.workflows.milvus_sync.sync_run_collections` (``stage`` ``milvus``).
 
     The UI starts one, then polls :attr:`done`, :attr:`total`, :attr:`eta_s`, :attr:`finished`;
     :meth:`cancel` stops it between batches. ``result`` or ``error`` is set when it ends.
     """
 
-    def __init__(self, store: db.Store, corpus_id: int, lm: LoadedModel, **kwargs: object) -> None:
+    def __init__(self, store: db.Store, corpus_id: int, lm: LoadedModel, *, milvus: str | None = None,
+                 **kwargs: object) -> None:
+        self.milvus = milvus  # a Milvus backend: then its collections are built (or updated, resumed) too
+        self.stage = "embedding"
+        self.milvus_result: object | None = None
         self.cancel_event = threading.Event()
         self.done = 0
         self.total = 0
@@ -444,8 +473,16 @@ class BuildJob:
 
     def _work(self) -> None:
         try:
-            self.result = build_embedding_run(*self._args, progress=self._progress, cancel=self.cancel_event,
-                                              **self._kwargs)  # type: ignore[arg-type]
+            result = build_embedding_run(*self._args, progress=self._progress, cancel=self.cancel_event,
+                                         **self._kwargs)  # type: ignore[arg-type]
+            if self.milvus and result.status == "done":
+                from mrag_core.workflows.milvus_sync import sync_run_collections
+
+                self.stage, self.done, self.total, self.eta_s = "milvus", 0, result.run.n_saved, None
+                self.milvus_result = sync_run_collections(
+                    self._args[0], result.run.id, self.milvus, cancel=self.cancel_event,
+                    progress=lambda done, total: self._progress(done, total, None))
+            self.result = result
         except BaseException as exc:  # noqa: BLE001 - reported to the UI
             self.error = exc
 

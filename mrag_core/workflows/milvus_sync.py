@@ -118,8 +118,10 @@ def collection_state(store: db.Store, run: Any, backend: str) -> str:
     present = [client.has_collection(n) for n in names]
     if not any(present):
         return "missing"
-    ready = all(present) and all(mb.properties(client, n).get(mb.STATE) == "ready"
-                                 and mb.properties(client, n).get(mb.N_DOCS) == str(run.n_saved) for n in names)
+    if not all(present):
+        return "building"
+    props = [mb.properties(client, n) for n in names]
+    ready = all(p.get(mb.STATE) == "ready" and p.get(mb.N_DOCS) == str(run.n_saved) for p in props)
     return "ready" if ready else "building"
 
 
@@ -127,6 +129,8 @@ def _adopt(store: db.Store, client: Any, ns: str, run: Any, backend: str, names:
     """Rename the collections of the newest earlier run of the same settings to ``names`` (its vectors are mostly
     this run's: only the changed documents are then written); returns that run's id, or None."""
     for earlier_id in db.reuse_candidates(store, run.id):
+        if earlier_id > run.id:
+            continue  # a newer run's collections stay its own
         try:
             earlier = db.get_embedding_run(store, earlier_id)
         except db.NotFoundError:
@@ -203,7 +207,7 @@ def sync_run_collections(store: db.Store, run_id: int, backend: str = "milvus", 
             if progress is not None:
                 progress(min(start + batch_size, len(ids)), len(ids))
         for v in VIEWS:
-            client.flush(names[v])
+            mb.settle(client, names[v], index_type)
         calibration: dict[str, str] = {v: "" for v in VIEWS}
         if index_type == "HNSW" and len(ids) >= 2:
             calibration = _calibrate(store, client, run, names, layouts, ids, target_recall)
