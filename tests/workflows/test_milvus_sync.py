@@ -208,3 +208,12 @@ def test_an_unreachable_milvus_is_one_clear_error(store, corpus, lm, monkeypatch
         load_corpus_index(store, run.id, backend="milvus")
     with pytest.raises(mb.MilvusUnavailableError):
         milvus_sync.sync_run_collections(store, run.id)
+
+
+def test_an_older_run_does_not_take_a_newer_runs_collections(store, corpus, lm):
+    first = build_embedding_run(store, corpus, lm).run
+    second = build_embedding_run(store, corpus, lm, rebuild=True).run  # same settings, newer
+    milvus_sync.sync_run_collections(store, second.id)
+    res = milvus_sync.sync_run_collections(store, first.id)
+    assert (res.adopted_from, res.written) == (None, 23)  # built anew
+    assert milvus_sync.collection_state(store, second, "milvus") == "ready"
