@@ -188,3 +188,10 @@ def test_a_lite_folder_open_in_another_process_says_how_to_share_it(tmp_path):
     finally:
         holder.stdin.close()
         holder.wait(30)
+
+
+def test_the_backend_imports_no_app_store_or_llm_module():
+    code = ("import sys, mrag_core.milvus_backend; "
+            "print([m for m in ('streamlit', 'sqlalchemy', 'db', 'openai') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr[-1000:]
