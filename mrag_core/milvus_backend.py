@@ -29,6 +29,10 @@ and re-sorted by score, then by the smaller id; when a run of equal scores reach
 fetched, that query is fetched again twice as deep, so the answer is the others' answer (ties by id).
 ``milvus-hnsw`` builds an HNSW graph per field; ``efSearch`` is calibrated per space and per vote as
 ``faiss-hnsw`` does (:mod:`mrag_core.hnsw_tuning`), and one packed request uses the largest of its spaces'.
+Caveat: a packed field's graph links documents by their whole packed vector, while a block query scores one
+block, so a head's neighbours are not the graph's and a recall target needs a larger ``efSearch`` than a graph
+per head would (the calibration finds it; ``bench/scale.py`` at 1M documents with a fixed ``efSearch`` of 128:
+Standard recall@32 0.93, MRAG's 0.29). For exact answers use ``milvus`` (FLAT).
 
 Thread safety: a :class:`MilvusSpaces` keeps nothing per query; the client (gRPC) is shared by threads.
 No Streamlit, SQL or LLM imports here; the store side is :mod:`mrag_core.workflows.milvus_sync`.
