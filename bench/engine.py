@@ -17,8 +17,12 @@
   floor of that backend's ratio).
 * eval_seconds: all 250 benchmark queries x 5 strategies x k = 1..32 from cached embeddings
   (target < 5 s).
+* milvus_latency_ratio_100k: the same MRAG over Standard latency on Milvus Lite (embedded, ``milvus``: FLAT,
+  exact) at 100,000 documents (target <= 2.0), with the build throughput in documents per second and, for
+  information, the ratio when each head is its own request (``--milvus-only``: just these lines).
 
-Ends with one line: ``RESULT extraction_ratio=X latency_ratio_10k=X latency_ratio_100k=X eval_seconds=X``.
+Ends with one line: ``RESULT extraction_ratio=X latency_ratio_10k=X latency_ratio_100k=X eval_seconds=X
+milvus_latency_ratio_100k=X``.
 """
 
 from __future__ import annotations
@@ -231,20 +235,69 @@ def eval_seconds() -> float:
     return out.timings["evaluate"]
 
 
+def milvus_latency(n: int, queries: int, rounds: int = 3) -> float:
+    """MRAG over Standard single-query latency on Milvus Lite (embedded, FLAT: exact) at ``n`` documents, with the
+    build throughput; for information, MRAG as h requests of one head each (what one request per head costs)."""
+    from mrag_core.milvus_backend import build_milvus_index
+
+    rng = np.random.default_rng(0)
+    h, hd = 12, 32
+    docs = rng.standard_normal((n, h * hd)).astype(np.float32)
+    heads = docs.reshape(n, h, hd)
+    imp = head_importance(heads, pairs_per_doc=4, seed=0).score
+    qs = rng.standard_normal((queries, h * hd)).astype(np.float32)
+    t0 = time.perf_counter()
+    std_index = build_milvus_index(docs[:, None, :], "milvus")
+    head_index = build_milvus_index(heads, "milvus")
+    build_s = time.perf_counter() - t0
+
+    def standard(q: np.ndarray) -> None:
+        std_index.search(q[None, None, :], 32)
+
+    def mrag(q: np.ndarray) -> None:
+        hits = head_index.search(q.reshape(1, h, hd), 32)
+        vote_hits(hits.ids[0], hits.scores[0], imp, "importance", 32, with_evidence=False)
+
+    def mrag_per_head(q: np.ndarray) -> None:  # h requests of one block query each
+        from mrag_core.backends import _prepare
+        from mrag_core.milvus_backend import pack_queries
+
+        packed = pack_queries(_prepare(q.reshape(1, h, hd), "cosine"))
+        for i in range(h):
+            head_index._top(packed[i:i + 1], 32, None)
+
+    t_std, t_mrag = paired_seconds(standard, mrag, qs, rounds)
+    _, t_each = paired_seconds(standard, mrag_per_head, qs[: max(1, queries // 2)], 1)
+    ratio = t_mrag / t_std
+    per_head = t_each / (t_std * max(1, queries // 2) / queries)
+    print(f"latency n={n:>6} milvus-lite standard {1000 * t_std / queries:.1f} ms  "
+          f"mrag {1000 * t_mrag / queries:.1f} ms  "
+          f"ratio {ratio:.2f}  (one request per head instead: ratio {per_head:.2f})  build {build_s:.1f} s for the "
+          f"standard and head collections, {n / build_s:.0f} docs/s")
+    return ratio
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer texts/queries, flat backends only")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2, help="threads for the extraction comparison")
+    ap.add_argument("--milvus-only", action="store_true", help="only the Milvus Lite lines (10k and 100k)")
     args = ap.parse_args()
+    if args.milvus_only:
+        milvus_latency(10_000, 10)
+        print(f"RESULT milvus_latency_ratio_100k={milvus_latency(100_000, 5):.3f}")
+        return
     texts = [a.text for a in load_articles(SHARED / "wikipedia_articles_v1.json.bz2")][: (100 if args.quick else 500)]
     ext = extraction_ratio(texts, args.repeats, args.threads)
     backends = ["torch", "faiss-flat"] + ([] if args.quick else ["faiss-hnsw"])
     l10 = latency_ratio(10_000, backends, 20 if args.quick else 100)
     l100 = latency_ratio(100_000, backends, 5 if args.quick else 30)
+    milvus_latency(10_000, 10)
+    m100 = milvus_latency(100_000, 5)
     ev = eval_seconds()
     print(f"RESULT extraction_ratio={ext:.3f} latency_ratio_10k={l10:.3f} latency_ratio_100k={l100:.3f} "
-          f"eval_seconds={ev:.2f}")
+          f"eval_seconds={ev:.2f} milvus_latency_ratio_100k={m100:.3f}")
 
 
 if __name__ == "__main__":

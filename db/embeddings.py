@@ -354,6 +354,16 @@ def missing_documents(store: Store, run_id: int) -> list[int]:
         )
 
 
+def embedding_document_ids(store: Store, run_id: int) -> list[int]:
+    """Ids (ascending) of the documents that have vectors in the run, without the vectors (what an index kept
+    outside SQL, in Milvus, is checked against). Raises NotFoundError."""
+    with store.session(readonly=True) as session:
+        require(session, EmbeddingRun, run_id, "Embedding run")
+        return [int(i) for i in session.scalars(
+            select(EmbeddingVector.document_id).where(EmbeddingVector.run_id == run_id)
+            .order_by(EmbeddingVector.document_id))]
+
+
 def load_vectors(
     store: Store, run_id: int, doc_ids: Sequence[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,6 +12,8 @@ Backends:
   pieces) are scanned together by :class:`mrag_core.flat_scan.FlatScan`, one compiled pass over the
   numbers per query, since FAISS searching each 32-d space on its own costs 1.4-1.75x one search of the
   concatenated vector (per-document call and heap overheads; ``bench/engine.py`` prints both).
+* ``milvus`` / ``milvus-hnsw``: the vectors in a Milvus collection (Milvus Lite or a server), FLAT (exact, ties by
+  id) or HNSW (calibrated as ``faiss-hnsw``): see :mod:`mrag_core.milvus_backend`.
 * ``faiss-hnsw``: approximate, one ``IndexHNSWFlat`` per space (CPU). ``efSearch`` is chosen per
   space when the index is built, the smallest that reaches ``target_recall`` (default 0.9)
   recall@32 against exact search (:mod:`mrag_core.hnsw_tuning`), so every space, standard or head,
@@ -36,7 +38,10 @@ from mrag_core.flat_scan import FlatScan
 from mrag_core.hnsw_tuning import Calibration, VoteFn, calibrate, calibrate_votes, calibration_sets, check_target
 from mrag_core.kernels import top_c_rows
 
-BACKENDS = ("torch", "faiss-flat", "faiss-hnsw")
+BACKENDS = ("torch", "faiss-flat", "faiss-hnsw", "milvus", "milvus-hnsw")
+IN_PROCESS = ("torch", "faiss-flat", "faiss-hnsw")
+"""Backends that hold the vectors in this process; ``milvus`` (exact) and ``milvus-hnsw`` search a Milvus collection
+(:mod:`mrag_core.milvus_backend`)."""
 METRICS = ("cosine", "ip")
 
 
@@ -272,5 +277,9 @@ def build_index(vectors: np.ndarray, backend: str = "torch", metric: str = "cosi
         return FaissIndex(vectors, metric=metric, kind="flat")
     if backend == "faiss-hnsw":
         return FaissIndex(vectors, metric=metric, kind="hnsw", target_recall=target_recall, votes=votes)
+    if backend in ("milvus", "milvus-hnsw"):
+        from mrag_core.milvus_backend import build_milvus_index
+
+        return build_milvus_index(vectors, backend, metric, target_recall, votes)
     raise ValueError(f"unknown search backend '{backend}': use one of {', '.join(BACKENDS)}")
 

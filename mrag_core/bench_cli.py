@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
+from mrag_core.backends import BACKENDS
 from mrag_core.cli_basics import (
     CLIError,
     add_llm_options,
@@ -94,9 +95,11 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     b.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
     b.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
     b.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
-    b.add_argument("--backend", choices=("torch", "faiss-flat", "faiss-hnsw"), default="torch")
+    b.add_argument("--backend", choices=BACKENDS, default="torch",
+                   help="milvus / milvus-hnsw: a scratch collection in $MRAG_MILVUS_URI (else a temporary Milvus Lite)")
     b.add_argument("--target-recall", type=_recall_target, default=0.9,
-                   help="faiss-hnsw: each space's efSearch is the smallest reaching this recall@32 (default 0.9)")
+                   help="faiss-hnsw, milvus-hnsw: each space's efSearch is the smallest reaching this recall@32 "
+                        "(default 0.9)")
     b.add_argument("--device", default="auto", help="auto | cpu | cuda")
     b.add_argument("--half", action="store_true", help="float16 weights on CUDA")
     b.add_argument("--batch-size", type=positive_int, default=32)

@@ -17,13 +17,22 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from mrag_core.backends import BACKENDS
 from mrag_core.extraction import POOLINGS
+from mrag_core.milvus_backend import MilvusUnavailableError
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from services import storage
-from services.workflows import indexing
-from services.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
+from services.workflows import indexing, milvus_sync
+from services.workflows.indexing import (
+    MILVUS_BACKENDS,
+    BuildJob,
+    find_run,
+    precision_of,
+    run_importance,
+    run_state,
+    search_backends,
+    stored_indexes,
+)
 from services.workflows.server_folders import FolderRefused, resolve_inside
 from ui.navigation import page_setup
 from ui.render import md_plain
@@ -133,8 +142,10 @@ with right:
                          **KEEP)
     pooling = st.selectbox("Head pooling", POOLINGS, key="index_pooling", **KEEP,
                            help="How token positions are pooled into one vector per head (last token for decoders).")
-    backend = st.selectbox("Search backend", BACKENDS, key="index_backend", **KEEP,
-                           help="torch: exact matmul; faiss-flat: exact; faiss-hnsw: approximate.")
+    backend = st.selectbox("Search backend", search_backends(), key="index_backend", **KEEP,
+                           help="torch: exact matmul; faiss-flat: exact; faiss-hnsw: approximate; milvus (exact) and "
+                                "milvus-hnsw (approximate): the index is also written to Milvus ($MRAG_MILVUS_URI) and "
+                                "searched there, without loading its vectors into this server.")
     batch_size = st.select_slider("Batch size", [4, 8, 16, 32, 64], value=16, key="index_batch", **KEEP)
 
 key = (corpus.id, lm.spec.name, int(layer), pooling)
@@ -156,7 +167,8 @@ def job_panel() -> None:
     job = build_jobs().get(key)
     if job is not None and not job.finished:
         frac = job.done / job.total if job.total else 0.0
-        st.progress(frac, text=f"Embedding {job.done} / {job.total or '?'} documents · ETA {_fmt_eta(job.eta_s)}")
+        doing = "Writing to Milvus" if job.stage == "milvus" else "Embedding"
+        st.progress(frac, text=f"{doing} {job.done} / {job.total or '?'} documents · ETA {_fmt_eta(job.eta_s)}")
         if st.button("Cancel", key="index_cancel"):
             job.cancel()
             st.toast("Cancelling after the current batch…")
@@ -171,6 +183,9 @@ def consume(job: BuildJob) -> None:
         flash("index_message", "info", md_plain(str(job.error)))
     elif job.error is not None:
         flash("index_message", "error", f"The build failed: {md_plain(str(job.error))}")
+    elif job.milvus_result is not None and job.milvus_result.status == "cancelled":
+        flash("index_message", "warning", f"Stopped writing to Milvus after {job.milvus_result.written} documents; "
+              "build the Milvus collections again to resume.")
     elif job.result is not None and job.result.status == "cancelled":
         flash("index_message", "warning", f"Cancelled with {job.result.run.n_saved} of {job.result.run.n_docs} "
               "documents embedded; Resume continues from there.")
@@ -178,8 +193,11 @@ def consume(job: BuildJob) -> None:
         res = job.result
         kept = (f"; {res.copied} unchanged document{'s' if res.copied != 1 else ''} kept their vectors from an "
                 "earlier index") if res.copied else ""
+        written = job.milvus_result
+        into = (f" Milvus ({job.milvus}): {written.written} document{'s' if written.written != 1 else ''} written, "
+                f"{written.n_docs} ready." if written is not None and written.status != "reused" else "")
         flash("index_message", "success", f"Embedded {res.embedded_now} document{'s' if res.embedded_now != 1 else ''} "
-              f"in {res.seconds:.1f} s{kept}.")
+              f"in {res.seconds:.1f} s{kept}.{into}")
 
 
 if job is not None and not job.finished:
@@ -189,6 +207,7 @@ if job is not None:
     consume(job)
 
 show_flash("index_message")
+show_flash("index_warning")
 
 run = find_run(store, corpus.id, lm.spec.name, int(layer), pooling, precision_of(lm))
 state = run_state(store, run)
@@ -196,7 +215,7 @@ state = run_state(store, run)
 
 def start(rebuild: bool = False) -> None:
     jobs[key] = BuildJob(store, corpus.id, lm, layer=int(layer), pooling=pooling, batch_size=int(batch_size),
-                         rebuild=rebuild).start()
+                         rebuild=rebuild, milvus=backend if backend in MILVUS_BACKENDS else None).start()
     time.sleep(0.05)
 
 
@@ -217,6 +236,27 @@ def building_elsewhere(run_id: int) -> None:
     frac = info.n_saved / info.n_docs if info.n_docs else 0.0
     st.progress(min(frac, 1.0), text=f"Embedded {info.n_saved} / {info.n_docs} documents · last heard from "
                                      f"{storage.heartbeat_age(info.heartbeat_at) or 0:.0f} s ago")
+
+
+def milvus_panel(run: storage.EmbeddingRunInfo) -> None:
+    """The state of the index's Milvus collections for the chosen backend, with a button that builds, resumes or
+    updates them (the embedding is not redone)."""
+    try:
+        where = milvus_sync.collection_state(store, run, backend)
+    except MilvusUnavailableError as exc:
+        st.error(md_plain(str(exc)))
+        return
+    if where == "ready":
+        st.caption(f"Milvus ({backend}): the index's collections are ready; Compare, Maps, the Reader and evaluation "
+                   "runs search them.")
+        return
+    st.info(f"Milvus ({backend}): " + ("an unfinished write of the index's collections; resume it (only what is "
+                                       "missing is written)." if where == "building" else
+                                       "the index has no collections yet."))
+    if st.button("Resume writing to Milvus" if where == "building" else "Write the index to Milvus", type="primary",
+                 key="index_milvus"):
+        start()
+        st.rerun()
 
 
 if state == "building":
@@ -258,6 +298,8 @@ if run is not None and state in ("done", "stale"):
     cols[1].metric("Embedding time", f"{t.get('embed_s', 0):.1f} s")
     cols[2].metric("Docs / s", f"{t['docs_per_s']:.1f}" if t.get("docs_per_s") else "—")
     cols[3].metric("Spaces", f"1 + {run.n_heads} heads")
+    if backend in MILVUS_BACKENDS and state == "done":
+        milvus_panel(run)
     if st.button("Rebuild from scratch", key="index_force"):
         start(rebuild=True)
         st.rerun()
@@ -297,6 +339,8 @@ if stored:
                 st.session_state.pop("run_id", None)
             for k in ("index_delete_ids", "index_delete_sure"):
                 st.session_state.pop(k, None)
+            if left := milvus_sync.drop_orphans(store):
+                flash("index_warning", "warning", md_plain(left))
             flash("index_message", "success",
                   f"Deleted {len(chosen_ids)} index{'es' if len(chosen_ids) != 1 else ''} ({freed:.1f} MB).")
             st.rerun()

@@ -21,8 +21,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from mrag_core.backends import BACKENDS
+from mrag_core.backends import IN_PROCESS
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
+from mrag_core.milvus_backend import MilvusUnavailableError
 from mrag_core.voting import VARIANTS
 from services import storage
 from services.workflows import corpus as cw
@@ -43,7 +44,13 @@ from services.workflows.compare import (
     resolve_subqueries,
 )
 from services.workflows.evaluation_runs import DrillDown, fused_strategies
-from services.workflows.indexing import IndexBundle, query_window, too_small_to_search
+from services.workflows.indexing import (
+    IndexBundle,
+    query_window,
+    search_backends,
+    serving_backend,
+    too_small_to_search,
+)
 from services.workflows.llm_cache import StoreLLMCache
 from ui.compare_layout import (
     ALL_SIDE_BY_SIDE,
@@ -177,9 +184,16 @@ runs = finished_runs_or_stop(store, corpus)
 c1, c2, c3 = st.columns([3, 1, 1])
 run = index_picker(store, runs, key="compare_run", container=c1,
                    target_id=drilled.embedding_run_id if drilled is not None else None)
-backend_default = ss.get("run_backend", "torch")
-backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend",
-                       **KEEP)
+offered = search_backends()
+try:
+    backend_default = ss.get("run_backend") or (serving_backend(store, run) if offered != IN_PROCESS else "torch")
+except MilvusUnavailableError as exc:  # searching in this process still works
+    st.warning(md_plain(str(exc)))
+    backend_default = "torch"
+backend = c2.selectbox("Search backend", offered, index=offered.index(backend_default) if backend_default in offered
+                       else 0, key="compare_backend", **KEEP,
+                       help="torch, faiss-flat, milvus: exact; faiss-hnsw, milvus-hnsw: approximate. milvus searches "
+                            "the index's collections in Milvus (built on the Index page).")
 seed = int(c3.number_input("Importance seed", 0, 1_000_000, 0, key="compare_seed", **KEEP,
                            help="Which sampled document pairs give the head importance s_i (mean norm x mean cosine "
                                 "distance). 0: the importance stored with the index; another seed samples the pairs "

@@ -79,6 +79,10 @@ def manage_corpora(store: storage.Store) -> None:
         except storage.NotFoundError:
             flash(FLASH_KEY, "info", f"Corpus '{md_plain(corpus.name)}' was already deleted.")
         else:
-            flash(FLASH_KEY, "success", f"Deleted corpus '{md_plain(corpus.name)}': {what}.")
+            from services.workflows.milvus_sync import drop_orphans
+
+            left = drop_orphans(store)  # its indexes' Milvus collections (None: dropped, or no Milvus)
+            flash(FLASH_KEY, "success", f"Deleted corpus '{md_plain(corpus.name)}': {what}."
+                  + (f" {md_plain(left)}" if left else ""))
         _forget(corpus.id)
         st.rerun()

@@ -392,15 +392,23 @@ def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tupl
     return document_facts(get_store(), _run_index(run_id, identity, backend)[0])
 
 
-def index_bundle(store: storage.Store, run: storage.EmbeddingRunInfo, backend: str = "torch", seed: int = 0) -> Any:
+def index_bundle(store: storage.Store, run: storage.EmbeddingRunInfo, backend: str | None = None, seed: int = 0) -> Any:
     """The :class:`~services.workflows.indexing.IndexBundle` of a finished run for Compare, Reader and Maps:
-    the search index cached per run, backend and head-importance ``seed`` (0: the importance stored with the
-    run), the documents' labels and titles as they are now."""
-    from services.workflows.indexing import IndexBundle
+    the search index cached per run, backend (None: :func:`~services.workflows.indexing.serving_backend`, Milvus
+    where its collections are ready) and head-importance ``seed`` (0: the importance stored with the run), the
+    documents' labels and titles as they are now. A Milvus that cannot be used, or collections not ready, stop
+    the page with the reason."""
+    from mrag_core.milvus_backend import MilvusNotReadyError, MilvusUnavailableError
+    from services.workflows.indexing import IndexBundle, serving_backend
 
     identity = storage.identity_key(run)
     corpus = cw.get_corpus(store, run.corpus_id)
-    ids, index = _run_index(run.id, identity, backend, int(seed))
+    try:
+        backend = backend or serving_backend(store, run)
+        ids, index = _run_index(run.id, identity, backend, int(seed))
+    except (MilvusUnavailableError, MilvusNotReadyError) as exc:
+        st.error(md_plain(str(exc)))
+        st.stop()
     labels, titles = _document_facts(run.id, identity, backend,
                                      (corpus.version, corpus.labels_version, corpus.updated_at.isoformat()))
     return IndexBundle(index, ids, labels, titles)

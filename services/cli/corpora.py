@@ -15,6 +15,7 @@ exit status 2.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from mrag_core.cli_basics import fail, text_table
@@ -91,6 +92,10 @@ def cmd_corpora(args: argparse.Namespace, store: Any) -> int:
             return fail(f"deleting {corpus.name!r} would remove {what}; add --yes to delete it")
         db.delete_corpus(store, corpus.id)
         print(f"deleted corpus {corpus.name!r}: {what}")
+        from services.workflows.milvus_sync import drop_orphans
+
+        if left := drop_orphans(store):  # its indexes' Milvus collections
+            print(f"warning: {left}", file=sys.stderr)
         return 0
     corpora = db.list_corpora(store)
     print(format_corpora(corpora, db.corpus_footprints(store)) if corpora else "no corpus yet")

@@ -6,7 +6,9 @@ Compare, Maps and Evaluation Runs use it. As on the Index page: an up-to-date in
 unfinished one resumed, and after documents were added, edited or deleted only those without
 vectors of their current text are embedded (``--rebuild`` embeds everything again). Ctrl+C stops
 after the current batch; the saved batches are kept and the next call resumes. ``--list`` prints
-the corpus' stored indexes instead. Bad input ends with one line ``error: ...`` and exit status 2.
+the corpus' stored indexes instead. ``--backend milvus`` (or ``milvus-hnsw``) then builds, updates or resumes
+the index's Milvus collections at ``$MRAG_MILVUS_URI`` (only documents whose vectors changed are written).
+Bad input ends with one line ``error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     i.add_argument("--half", action="store_true", help="float16 weights on CUDA")
     add_database_option(i)
     i.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    i.add_argument("--backend", choices=("milvus", "milvus-hnsw"), default=None,
+                   help="also build (or update, or resume) the index's Milvus collections at $MRAG_MILVUS_URI: milvus "
+                        "exact, milvus-hnsw approximate (the vectors stay in the store too)")
     return i
 
 
@@ -75,6 +80,14 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
     from mrag_core.device import configure_threads
     from mrag_core.models.loader import ModelLoadError, load_model
 
+    if args.backend:  # before any embedding: an unusable Milvus is one line, exit 2
+        from mrag_core import milvus_backend
+        from services.workflows.milvus_sync import require_config
+
+        try:
+            milvus_backend.connect(require_config())
+        except milvus_backend.MilvusUnavailableError as exc:
+            return fail(str(exc))
     configure_threads(args.threads)
     try:
         lm = load_model(args.model, device=args.device, half=args.half, check_layer=args.layer)
@@ -108,9 +121,35 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
         return 1
     if result.reused:
         print(f"index #{run.id}: up to date, {run.n_saved} documents ({run_settings(run)}); nothing to embed")
+    else:
+        how = f"{result.embedded_now} embedded"
+        if result.copied:
+            how += f", {result.copied} unchanged copied from earlier indexes"
+        print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; {run_settings(run)}")
+    return sync_milvus(store, run, args.backend, report) if args.backend else 0
+
+
+def sync_milvus(store: Any, run: Any, backend: str, report: Any) -> int:
+    """Build, update or resume the Milvus collections of finished ``run``; exit status 0 done, 1 stopped, 2 refused."""
+    import db
+    from mrag_core import milvus_backend
+    from services.workflows.milvus_sync import sync_run_collections
+
+    cancel = threading.Event()
+    try:
+        with stop_on_ctrl_c(cancel):
+            res = sync_run_collections(store, run.id, backend, cancel=cancel,
+                                       progress=lambda done, total: report("milvus", done, total, None))
+    except (milvus_backend.MilvusUnavailableError, db.RunInProgressError) as exc:
+        return fail(str(exc))
+    if res.status == "cancelled":
+        print(f"index #{run.id}: {backend} collections stopped after {res.written} documents written; run the same "
+              "command again to resume")
+        return 1
+    if res.status == "reused":
+        print(f"index #{run.id}: {backend} collections up to date, {res.n_docs} documents")
         return 0
-    how = f"{result.embedded_now} embedded"
-    if result.copied:
-        how += f", {result.copied} unchanged copied from earlier indexes"
-    print(f"index #{run.id}: done, {run.n_saved} documents ({how}) in {result.seconds:.1f} s; {run_settings(run)}")
+    taken = f", updated from index #{res.adopted_from}'s" if res.adopted_from is not None else ""
+    print(f"index #{run.id}: {backend} collections ready, {res.n_docs} documents ({res.written} written, "
+          f"{res.deleted} rows deleted{taken}) in {res.seconds:.1f} s")
     return 0

@@ -361,7 +361,7 @@ def _prepare_index(store: db.Store, corpus_id: int, lm: Any, layer: int, seed: i
         if not built.reused:
             timing["embed_documents"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-    bundle = indexing.load_corpus_index(store, run.id, seed=seed)
+    bundle = indexing.load_corpus_index(store, run.id, indexing.serving_backend(store, run), seed=seed)
     qlm = indexing.model_for_run(lm, run)
     timing["load_index"] = time.perf_counter() - t0
     return _Prepared(bundle.index, list(bundle.doc_ids), list(bundle.labels), run.id, timing), qlm

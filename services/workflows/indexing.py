@@ -22,9 +22,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
+import numpy as np
+
 import db
 from mrag_core.corpus_index import CorpusIndex
-from mrag_core.extraction import POOLINGS, Embeddings, embed_texts, tokenize
+from mrag_core.extraction import POOLINGS, Embeddings, embed_texts, split_vectors, tokenize
 from mrag_core.importance import HeadImportance, head_importance
 from mrag_core.models.loader import LoadedModel
 from mrag_core.wording import counted
@@ -32,6 +34,7 @@ from services.heartbeat import Heartbeat
 
 ProgressFn = Callable[[int, int, float | None], None]
 UNLABELED = "(unlabeled)"
+MILVUS_BACKENDS = ("milvus", "milvus-hnsw")
 DOC_FETCH_CHUNK = 500
 MIN_SEARCH_DOCS = 2
 """Documents an index needs before it can be searched (:func:`load_run_index`): head importance compares pairs."""
@@ -278,13 +281,13 @@ def _embed_missing(store: db.Store, run: db.EmbeddingRunInfo, lm: LoadedModel, *
                 rate = embedded / embed_s if embed_s > 0 else None
                 progress(done, total, (total - done) / rate if rate else None)
         t0 = time.perf_counter()
-        _, _, heads = db.load_vectors(store, run.id)
-        imp = head_importance(heads, pairs_per_doc=importance_pairs_per_doc) if len(heads) >= 2 else None
+        _, std, heads = db.load_vectors(store, run.id)
+        imp = importance_record(std, heads, importance_pairs_per_doc) if len(heads) >= 2 else None
         importance_s = time.perf_counter() - t0
         all_embed_s = prior_embed_s + embed_s
         info = db.finish_embedding_run(
             store, run.id, status="done", owner=owner,
-            importance=imp.to_dict() if imp is not None else None,
+            importance=imp,
             timings={
                 "embed_s": all_embed_s, "importance_s": importance_s, "batch_size": batch_size,
                 "docs_per_s": ((len(heads) - prior_copied - copied) / all_embed_s) if all_embed_s > 0 else None,
@@ -299,6 +302,14 @@ def _embed_missing(store: db.Store, run: db.EmbeddingRunInfo, lm: LoadedModel, *
         except Exception:  # noqa: BLE001 - keep the original error
             pass
         raise
+
+
+def importance_record(standard: np.ndarray, heads: np.ndarray, pairs_per_doc: int = 16) -> dict:
+    """What a finished run stores as its importance: the heads' (``norm``, ``spread``, ``score``) and, under
+    ``split``, Split RAG's pieces' (so a search in Milvus needs no vectors in this process to weigh them)."""
+    record = head_importance(heads, pairs_per_doc=pairs_per_doc).to_dict()
+    record["split"] = head_importance(split_vectors(standard, heads.shape[1]), pairs_per_doc=pairs_per_doc).to_dict()
+    return record
 
 
 def run_importance(run: db.EmbeddingRunInfo) -> HeadImportance | None:
@@ -316,15 +327,47 @@ def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: i
                    ) -> tuple[list[int], CorpusIndex]:
     """``(document ids, CorpusIndex)`` over a run's vectors (row ``i`` is ``ids[i]``, ascending ids), the run's
     stored importance reused (it was sampled with seed 0); another ``seed`` samples the importance pairs again
-    with that seed. Raises ValueError if the run is not finished or has fewer than two documents."""
+    with that seed. ``milvus`` / ``milvus-hnsw``: the run's Milvus collections, built by
+    :func:`~services.workflows.milvus_sync.sync_run_collections` (MilvusNotReadyError until they are ready).
+    Raises ValueError if the run is not finished or has fewer than two documents."""
     run = db.get_embedding_run(store, run_id)
     if run.status != "done":
         raise ValueError(f"embedding run {run_id} is not finished (status: {run.status}); build it first")
+    if backend in MILVUS_BACKENDS:  # the vectors stay in Milvus; this process holds the document ids
+        if run.n_saved < MIN_SEARCH_DOCS:
+            raise ValueError(f"embedding run {run_id} holds {run.n_saved} document(s); at least two are needed")
+        from services.workflows.milvus_sync import open_run_index
+
+        return open_run_index(store, run_id, backend, seed)
     ids, emb = load_run_embeddings(store, run_id)
     if len(ids) < MIN_SEARCH_DOCS:
         raise ValueError(f"embedding run {run_id} holds {len(ids)} document(s); at least two are needed")
     stored = run_importance(run) if seed == 0 else None
     return ids, CorpusIndex.build(emb, backend=backend, seed=seed, head_importance_override=stored)
+
+
+def search_backends() -> tuple[str, ...]:
+    """The search backends a page offers: the in-process ones, and the Milvus ones when ``MRAG_MILVUS_URI`` is set."""
+    from mrag_core.backends import BACKENDS, IN_PROCESS
+    from mrag_core.milvus_backend import MilvusUnavailableError, config_from_env
+
+    try:
+        return BACKENDS if config_from_env() is not None else IN_PROCESS
+    except MilvusUnavailableError:  # a malformed URI: the Milvus backends are offered and say what is wrong
+        return BACKENDS
+
+
+def serving_backend(store: db.Store, run: db.EmbeddingRunInfo) -> str:
+    """The backend a finished run is searched with where none is chosen (Maps, the Reader, evaluation runs, Compare's
+    default): ``milvus`` (exact) when ``MRAG_MILVUS_URI`` is set and the run's collections are ready, so the vectors
+    stay out of this process; else ``torch``. Raises MilvusUnavailableError when the Milvus named cannot be used."""
+    from mrag_core.milvus_backend import config_from_env
+
+    if config_from_env() is None:
+        return "torch"
+    from services.workflows.milvus_sync import collection_state
+
+    return "milvus" if collection_state(store, run, "milvus") == "ready" else "torch"
 
 
 def too_small_to_search(run: db.EmbeddingRunInfo) -> str | None:
@@ -398,13 +441,18 @@ def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
 
 
 class BuildJob:
-    """:func:`build_embedding_run` on a background thread, observable and cancellable.
+    """:func:`build_embedding_run` on a background thread, observable and cancellable; with ``milvus`` (a Milvus
+    backend) then :func:`~services.workflows.milvus_sync.sync_run_collections` (``stage`` ``milvus``).
 
     The UI starts one, then polls :attr:`done`, :attr:`total`, :attr:`eta_s`, :attr:`finished`;
     :meth:`cancel` stops it between batches. ``result`` or ``error`` is set when it ends.
     """
 
-    def __init__(self, store: db.Store, corpus_id: int, lm: LoadedModel, **kwargs: object) -> None:
+    def __init__(self, store: db.Store, corpus_id: int, lm: LoadedModel, *, milvus: str | None = None,
+                 **kwargs: object) -> None:
+        self.milvus = milvus  # a Milvus backend: then its collections are built (or updated, resumed) too
+        self.stage = "embedding"
+        self.milvus_result: object | None = None
         self.cancel_event = threading.Event()
         self.done = 0
         self.total = 0
@@ -425,8 +473,16 @@ class BuildJob:
 
     def _work(self) -> None:
         try:
-            self.result = build_embedding_run(*self._args, progress=self._progress, cancel=self.cancel_event,
-                                              **self._kwargs)  # type: ignore[arg-type]
+            result = build_embedding_run(*self._args, progress=self._progress, cancel=self.cancel_event,
+                                         **self._kwargs)  # type: ignore[arg-type]
+            if self.milvus and result.status == "done":
+                from services.workflows.milvus_sync import sync_run_collections
+
+                self.stage, self.done, self.total, self.eta_s = "milvus", 0, result.run.n_saved, None
+                self.milvus_result = sync_run_collections(
+                    self._args[0], result.run.id, self.milvus, cancel=self.cancel_event,
+                    progress=lambda done, total: self._progress(done, total, None))
+            self.result = result
         except BaseException as exc:  # noqa: BLE001 - reported to the UI
             self.error = exc
 

@@ -136,3 +136,37 @@ def test_an_index_another_process_builds_is_left_alone(url: str, capsys, monkeyp
     run = db.get_embedding_run(store, 1)
     store.close()
     assert (run.n_saved, run.owner, run.status) == (1, "gpu-box pid 4242 #0badc0de", "running")
+
+
+def test_backend_milvus_builds_and_updates_the_collections(url: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("MRAG_MILVUS_URI", str(tmp_path / "milvus.db"))
+    assert _index(url, "--backend", "milvus") == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("index #1: done, 4 documents")
+    assert lines[1].startswith("index #1: milvus collections ready, 4 documents (4 written, 0 rows deleted) in ")
+    assert _index(url, "--backend", "milvus") == 0
+    assert capsys.readouterr().out.strip().splitlines()[1] == "index #1: milvus collections up to date, 4 documents"
+    store = db.open_store(url)
+    corpus = db.get_corpus_by_name(store, "Mini")
+    db.add_documents(store, corpus.id, [{"title": "Fifth", "text": "a fifth document about glaciers"}])
+    store.close()
+    assert _index(url, "--backend", "milvus") == 0
+    last = capsys.readouterr().out.strip().splitlines()[1]
+    assert last.startswith("index #2: milvus collections ready, 5 documents (1 written, 0 rows deleted, updated from "
+                           "index #1's) in ")
+
+
+def test_backend_milvus_unreachable_is_refused_before_embedding(url: str, monkeypatch, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("MRAG_MILVUS_URI", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("MRAG_MILVUS_TOKEN", "root:s3cret")
+    assert _index(url, "--backend", "milvus") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: Milvus at http://127.0.0.1:{port} cannot be reached") and "s3cret" not in err
+    store = db.open_store(url)
+    assert db.list_embedding_runs(store) == []  # nothing was embedded
+    store.close()
