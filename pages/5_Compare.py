@@ -44,7 +44,7 @@ from mrag_core.workflows.indexing import IndexBundle, query_window, too_small_to
 from mrag_core.workflows.llm_cache import StoreLLMCache
 from ui.compare_layout import (ALL_SIDE_BY_SIDE, DEFAULT_PER_ROW, HEADS_COLUMN, LAYOUTS, categories_line,
                                evidence_columns, evidence_lines, evidence_widths, list_columns, list_rows, list_widths,
-                               titles_line)
+                               score_decimals, titles_line)
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
 from ui.reader_panel import comparison_labels, comparison_lists, reader_panel
@@ -373,7 +373,7 @@ for row in list_rows(len(items), per_row):
                            + ("from the cache" if outcome.llm.cached else f"{outcome.llm.latency_s:.2f} s"))
             widths = list_widths(per_row, outcome.rows)
             st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
-                         column_config=list_columns(widths))
+                         column_config=list_columns(widths, score_decimals(r.score for r in outcome.rows)))
             for line in (titles_line(outcome.rows, widths), categories_line(outcome.rows, widths)):
                 if line:
                     st.caption(line, unsafe_allow_html=True)
