@@ -153,10 +153,12 @@ runs = finished_runs_or_stop(store, corpus)
 c1, c2, c3 = st.columns([3, 1, 1])
 run = index_picker(store, runs, key="compare_run", container=c1,
                    target_id=drilled.embedding_run_id if drilled is not None else None)
-backend_default = ss.get("run_backend", "torch")
-backend = c2.selectbox("Search backend", BACKENDS, index=BACKENDS.index(backend_default), key="compare_backend",
-                       **KEEP)
-seed = int(c3.number_input("Importance seed", 0, 1_000_000, 0, key="compare_seed", **KEEP,
+# Widgets that the drill-down sets through session state get their defaults there too, never as an argument:
+# a widget given both logs Streamlit's "created with a default value but also had its value set via the Session
+# State API" warning (tests/ui/test_compare_drilldown_state.py).
+ss.setdefault("compare_backend", ss.get("run_backend", "torch"))  # the Index page's choice, until one is made here
+backend = c2.selectbox("Search backend", BACKENDS, key="compare_backend", **KEEP)
+seed = int(c3.number_input("Importance seed", 0, 1_000_000, key="compare_seed", **KEEP,  # from 0, the least
                            help="Which sampled document pairs give the head importance s_i (mean norm x mean cosine "
                                 "distance). 0: the importance stored with the index; another seed samples the pairs "
                                 "again, as an evaluation run with that seed does."))
@@ -204,8 +206,9 @@ on_k = kept_number("compare_k", 1, k_max, min(len(ground_truth) or 5, 20), query
 on_c = kept_number("compare_c", 1, c_max, 32)
 # The strategies get a row of their own: a multiselect shows its chips on one line, so in half the row
 # the fifth strategy (and any after it) was cut off at usual window widths.
-strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
-                            format_func=STRATEGY_LABELS.get, key="compare_strategies", **KEEP)
+ss.setdefault("compare_strategies", list(STRATEGY_LABELS))  # all of them, until chosen here or by a drill-down
+strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get,
+                            key="compare_strategies", **KEEP)
 cc = st.columns(3)
 k = cc[0].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
 c = cc[1].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
