@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mrag_core.evaluation import (NAMED_STRATEGIES, EvaluationResult, QueryCase, authors_file_layout, authors_layout,
-                                  evaluate, summarize)
+                                  evaluate, plotter_layout, plotter_notes, summarize)
 from mrag_core.llm_strategies import LLMOptions, TextBatch, families_for, is_llm_strategy
 from mrag_core.wording import counted
 
@@ -202,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--authors-json", dest="authors_json_out",
                    help="write them as the MRAG authors' result files are (keys rat, suc, category_rat, category_suc; "
                         "their strategy names, e.g. standard-rag), for their plotting code")
+    b.add_argument("--plotter-json", dest="plotter_json_out",
+                   help="write them as the authors' CLI plotter reads them (multirag-cli plot: keys standard-rag, "
+                        "multirag, multirag-strategy-decay ... with success_ratio, category_success_ratio)")
     add_llm_options(b)
     try:
         from mrag_core.cli_eval import add_eval_parser
@@ -353,7 +356,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"warning: {counted(n, 'query topic')} {'matches' if n == 1 else 'match'} no single document (none, or "
               "several that nothing tells apart; they are left out of the ground truth; "
               f"first: {data.unresolved[0][1]!r})", file=sys.stderr)
-    for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out)):
+    for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out),
+                         ("--plotter-json", args.plotter_json_out)):
         check_output_file(option, path)
     llm_names = [s for s in args.strategies if is_llm_strategy(s)]
     llm_cfg = _bench_endpoint(llm_names)
@@ -382,13 +386,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if costs:
         print()
         print_cost_table(costs, llm_names)
+    write_layouts(out.result, args.json_out, args.authors_json_out, args.plotter_json_out)
+    return 0
+
+
+def write_layouts(result: EvaluationResult, json_out: str | None, authors_json_out: str | None,
+                  plotter_json_out: str | None) -> None:
+    """Write ``result`` to the files given: ``--json`` (:func:`~mrag_core.evaluation.authors_layout`),
+    ``--authors-json`` (:func:`~mrag_core.evaluation.authors_file_layout`) and ``--plotter-json``
+    (:func:`~mrag_core.evaluation.plotter_layout`, with ``note:`` lines for what the plotter cannot draw from it),
+    each whole or not at all. Raises :class:`CLIError`."""
     from mrag_core.cli_export import write_whole
 
-    for path, layout in ((args.json_out, authors_layout), (args.authors_json_out, authors_file_layout)):
+    for path, layout in ((json_out, authors_layout), (authors_json_out, authors_file_layout),
+                         (plotter_json_out, plotter_layout)):
         if path:
-            write_whole(json.dumps(layout(out.result)).encode("utf-8"), Path(path))
+            write_whole(json.dumps(layout(result)).encode("utf-8"), Path(path))
             print(f"wrote {path}", file=sys.stderr)
-    return 0
+    if plotter_json_out:
+        for note in plotter_notes(result):
+            print(f"note: {note}", file=sys.stderr)
 
 
 def check_output_file(option: str, path: str | None) -> None:
