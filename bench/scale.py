@@ -14,8 +14,8 @@ with the generated arrays freed, and printed with, in brackets, what the build a
 modules, torch among them, take a few hundred MB before any index): faiss holds every vector in that process;
 with Milvus the serving process is a client and the vectors live in the Milvus Lite server, a process of its own
 (``python -m milvus_lite server``), whose memory is printed beside it. faiss-hnsw is calibrated as the app builds
-it (recall@32 >= 0.9 per space and for MRAG's vote); milvus (HNSW, M and efConstruction as faiss-hnsw) is calibrated the same way
-(``MilvusSpaces.calibrate``). recall@32 against faiss-flat (exact) is printed for both.
+it (recall@32 >= 0.9 per space and for MRAG's vote); milvus (HNSW, M and efConstruction as faiss-hnsw) is
+calibrated the same way (``MilvusSpaces.calibrate``). recall@32 against faiss-flat (exact) is printed for both.
 """
 
 from __future__ import annotations

@@ -16,9 +16,7 @@ Bad input (missing file, wrong JSON shape, unknown model, bad option) ends with 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from mrag_core.backends import BACKENDS
@@ -31,9 +29,9 @@ from mrag_core.cli_basics import (
     llm_options_from,
     positive_int,
     silence_stdout,
-    write_whole,
+    write_layouts,
 )
-from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, authors_file_layout, authors_layout, summarize
+from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, summarize
 from mrag_core.llm_strategies import LLMOptions, is_llm_strategy
 from mrag_core.wording import counted
 
@@ -110,6 +108,9 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     b.add_argument("--authors-json", dest="authors_json_out",
                    help="write them as the MRAG authors' result files are (keys rat, suc, category_rat, category_suc; "
                         "their strategy names, e.g. standard-rag), for their plotting code")
+    b.add_argument("--plotter-json", dest="plotter_json_out",
+                   help="write them as the authors' CLI plotter reads them (multirag-cli plot: keys standard-rag, "
+                        "multirag, multirag-strategy-decay ... with success_ratio, category_success_ratio)")
     add_llm_options(b)
     return b
 
@@ -139,7 +140,8 @@ def cmd_bench(args: argparse.Namespace, llm: LLMBench | None = None) -> int:
         print(f"warning: {counted(n, 'query topic')} {'matches' if n == 1 else 'match'} no single document (none, or "
               "several that nothing tells apart; they are left out of the ground truth; "
               f"first: {data.unresolved[0][1]!r})", file=sys.stderr)
-    for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out)):
+    for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out),
+                         ("--plotter-json", args.plotter_json_out)):
         check_output_file(option, path)
     llm_names = [s for s in args.strategies if is_llm_strategy(s)]
     options = llm_options_from(args)
@@ -169,10 +171,7 @@ def cmd_bench(args: argparse.Namespace, llm: LLMBench | None = None) -> int:
     if costs:
         assert llm is not None
         llm.report(costs, llm_names)
-    for path, layout in ((args.json_out, authors_layout), (args.authors_json_out, authors_file_layout)):
-        if path:
-            write_whole(json.dumps(layout(out.result)).encode("utf-8"), Path(path))
-            print(f"wrote {path}", file=sys.stderr)
+    write_layouts(out.result, args.json_out, args.authors_json_out, args.plotter_json_out)
     return 0
 
 

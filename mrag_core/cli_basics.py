@@ -8,11 +8,13 @@ Bad input ends with one line ``error: ...`` and exit status 2, never a traceback
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from mrag_core.evaluation import EvaluationResult, authors_file_layout, authors_layout, plotter_layout, plotter_notes
 from mrag_core.llm_strategies import LLMOptions
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "positive_int",
     "silence_stdout",
     "text_table",
+    "write_layouts",
     "write_whole",
 ]
 
@@ -127,3 +130,19 @@ def silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # stdout is no real file (e.g. captured by a test)
         pass
+
+
+def write_layouts(result: EvaluationResult, json_out: str | None, authors_json_out: str | None,
+                  plotter_json_out: str | None) -> None:
+    """Write ``result`` to the files given: ``--json`` (:func:`~mrag_core.evaluation.authors_layout`),
+    ``--authors-json`` (:func:`~mrag_core.evaluation.authors_file_layout`) and ``--plotter-json``
+    (:func:`~mrag_core.evaluation.plotter_layout`, with ``note:`` lines for what the plotter cannot draw from it),
+    each whole or not at all. Raises :class:`CLIError`."""
+    for path, layout in ((json_out, authors_layout), (authors_json_out, authors_file_layout),
+                         (plotter_json_out, plotter_layout)):
+        if path:
+            write_whole(json.dumps(layout(result)).encode("utf-8"), Path(path))
+            print(f"wrote {path}", file=sys.stderr)
+    if plotter_json_out:
+        for note in plotter_notes(result):
+            print(f"note: {note}", file=sys.stderr)

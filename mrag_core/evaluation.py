@@ -344,6 +344,62 @@ def authors_file_layout(result: EvaluationResult) -> dict[str, dict[str, dict[st
     return out
 
 
+PLOTTER_KEYS: dict[str, str] = {
+    "standard": "standard-rag", "mrag": "multirag", "mrag-decay": "multirag-strategy-decay",
+    "mrag-distance": "multirag-strategy-distance", "split": "split-rag",
+    "split-weighted": "split-rag-strategy-weighted", "fusion": "fusion-rag", "fusion-mrag": "fusion-multirag",
+}
+"""The strategy keys the authors' CLI plotter reads (``multirag/plot/plotting.py`` of their repository, behind
+``multirag-cli plot``), for our strategies: MRAG with importance, decay and distance voting, Split RAG with the
+2^-p vote and the importance-weighted one, Fusion RAG and Fusion MRAG. It reads neither :func:`authors_layout`
+(our names) nor :func:`authors_file_layout` (``mrag``, ``rat``...)."""
+
+PLOTTER_QUERY_TYPES = (5, 10, 15, 20)
+"""The aspect counts ("query types") the plotter's ``plot_all`` draws; each at k from the query type to 10 more."""
+
+
+def plotter_layout(result: EvaluationResult) -> dict[str, dict[str, dict[str, list[list[float | int]]]]]:
+    """The input of the authors' CLI plotter: ``{key: {n_aspects: {"success": [k][query], "success_ratio": ...,
+    "category_success": ..., "category_success_ratio": ...}}}`` under :data:`PLOTTER_KEYS`. ``*_ratio`` are RSR /
+    CSR (all the plotter reads); ``success`` / ``category_success`` are 1 where the ratio is 1, else 0, as their
+    input format documents them. The LLM-assisted strategies keep their names (the plotter reads none of them).
+    A key whose strategy the result lacks is left out (:func:`plotter_missing`): the plotter then stops with a
+    KeyError at the first figure that needs it, rather than draw a strategy that was not run."""
+    out: dict[str, dict[str, dict[str, list[list[float | int]]]]] = {}
+    for name, per_n in authors_layout(result).items():
+        out[PLOTTER_KEYS.get(name, name)] = {
+            n: {"success": _all_found(block["success_ratio"]), "success_ratio": block["success_ratio"],
+                "category_success": _all_found(block["category_success_ratio"]),
+                "category_success_ratio": block["category_success_ratio"]}
+            for n, block in per_n.items()}
+    return out
+
+
+def plotter_missing(strategies: Sequence[str]) -> list[str]:
+    """The plotter's keys (:data:`PLOTTER_KEYS` order) that none of ``strategies`` fills."""
+    return [key for name, key in PLOTTER_KEYS.items() if name not in strategies]
+
+
+def plotter_notes(result: EvaluationResult) -> list[str]:
+    """What the plotter cannot draw from :func:`plotter_layout` of ``result``, in words: the strategy keys left
+    out (and which strategies fill them), and the query types or depths its ``plot_all`` needs that the result
+    lacks. Empty when ``multirag-cli plot`` draws every figure from it."""
+    notes = []
+    if missing := plotter_missing(list(result.strategies)):
+        absent = [name for name, key in PLOTTER_KEYS.items() if key in missing]
+        notes.append(f"the authors' plotter reads {len(PLOTTER_KEYS)} strategy keys; {', '.join(missing)} "
+                     f"{'is' if len(missing) == 1 else 'are'} left out (strategies {', '.join(absent)} were not "
+                     "run), and it stops with a KeyError at the first figure that needs one")
+    present = sorted(aspect_groups(result.cases))
+    if any(n not in present for n in PLOTTER_QUERY_TYPES) or result.k_max < max(PLOTTER_QUERY_TYPES) + 11:
+        have = ", ".join(str(n) for n in present) or "no"
+        notes.append(f"its plot_all draws queries of {', '.join(map(str, PLOTTER_QUERY_TYPES))} aspects, each at k "
+                     f"up to its aspect count + 11 ({max(PLOTTER_QUERY_TYPES) + 11} for "
+                     f"{max(PLOTTER_QUERY_TYPES)}); these results hold queries of {have} aspects, scored to k = "
+                     f"{result.k_max}: call its figure functions with their own aspect counts n (k up to n + 11)")
+    return notes
+
+
 def _all_found(ratios: list[list[float]]) -> list[list[int]]:
     """1 where a ratio is 1, else 0 (the authors' binary success)."""
     return [[int(r == 1.0) for r in row] for row in ratios]

@@ -19,7 +19,16 @@ from services.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
 from ui.navigation import page_setup
 from ui.render import highlight, md_plain
-from ui.state import KEEP, corpus_picker, get_model, llm_config, open_store_page, preannotation_lock, show_flash
+from ui.state import (
+    KEEP,
+    corpus_picker,
+    follow_default,
+    get_model,
+    llm_config,
+    open_store_page,
+    preannotation_lock,
+    show_flash,
+)
 from ui.state import flash as state_flash
 
 page_setup(__file__, "🏷️")
@@ -553,6 +562,8 @@ def similar_view() -> None:
          "label": by_id[n.document_id].label or "", "similarity": round(n.score, 3)}
         for n in near
     ]), hide_index=True, width="stretch")  # fmt: skip
+    if cat_by_name:  # the chosen document's label is the one to give its neighbours, until another is picked
+        follow_default("fs_label", doc.id, doc.label if doc.label in cat_by_name else next(iter(cat_by_name)))
     with st.form("fs_form"):
         picked = st.multiselect("Documents to label", [doc.id, *[n.document_id for n in near]], default=[doc.id],
                                 format_func=lambda i: f"{i} · {by_id[i].title[:60]}", key="fs_pick")

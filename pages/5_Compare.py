@@ -64,6 +64,7 @@ from ui.compare_layout import (
     list_columns,
     list_rows,
     list_widths,
+    score_decimals,
     titles_line,
 )
 from ui.navigation import page_setup
@@ -184,17 +185,21 @@ runs = finished_runs_or_stop(store, corpus)
 c1, c2, c3 = st.columns([3, 1, 1])
 run = index_picker(store, runs, key="compare_run", container=c1,
                    target_id=drilled.embedding_run_id if drilled is not None else None)
+# Widgets that the drill-down sets through session state get their defaults there too, never as an argument:
+# a widget given both logs Streamlit's "created with a default value but also had its value set via the Session
+# State API" warning (tests/ui/test_compare_drilldown_state.py).
 offered = search_backends()
-try:
-    backend_default = ss.get("run_backend") or (serving_backend(store, run) if offered != IN_PROCESS else "torch")
-except MilvusUnavailableError as exc:  # searching in this process still works
-    st.warning(md_plain(str(exc)))
-    backend_default = "torch"
-backend = c2.selectbox("Search backend", offered, index=offered.index(backend_default) if backend_default in offered
-                       else 0, key="compare_backend", **KEEP,
+if ss.get("compare_backend") not in offered:  # the Index page's choice, else where the index is served, until one here
+    try:
+        backend_default = ss.get("run_backend") or (serving_backend(store, run) if offered != IN_PROCESS else "torch")
+    except MilvusUnavailableError as exc:  # searching in this process still works
+        st.warning(md_plain(str(exc)))
+        backend_default = "torch"
+    ss["compare_backend"] = backend_default if backend_default in offered else offered[0]
+backend = c2.selectbox("Search backend", offered, key="compare_backend", **KEEP,
                        help="torch, faiss-flat, milvus: exact; faiss-hnsw, milvus-hnsw: approximate. milvus searches "
                             "the index's collections in Milvus (built on the Index page).")
-seed = int(c3.number_input("Importance seed", 0, 1_000_000, 0, key="compare_seed", **KEEP,
+seed = int(c3.number_input("Importance seed", 0, 1_000_000, key="compare_seed", **KEEP,  # from 0, the least
                            help="Which sampled document pairs give the head importance s_i (mean norm x mean cosine "
                                 "distance). 0: the importance stored with the index; another seed samples the pairs "
                                 "again, as an evaluation run with that seed does."))
@@ -242,8 +247,9 @@ on_k = kept_number("compare_k", 1, k_max, min(len(ground_truth) or 5, 20), query
 on_c = kept_number("compare_c", 1, c_max, 32)
 # The strategies get a row of their own: a multiselect shows its chips on one line, so in half the row
 # the fifth strategy (and any after it) was cut off at usual window widths.
-strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), default=list(STRATEGY_LABELS),
-                            format_func=STRATEGY_LABELS.get, key="compare_strategies", **KEEP)
+ss.setdefault("compare_strategies", list(STRATEGY_LABELS))  # all of them, until chosen here or by a drill-down
+strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get,
+                            key="compare_strategies", **KEEP)
 cc = st.columns(3)
 k = cc[0].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
 c = cc[1].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
@@ -411,7 +417,7 @@ for row in list_rows(len(items), per_row):
                            + ("from the cache" if outcome.llm.cached else f"{outcome.llm.latency_s:.2f} s"))
             widths = list_widths(per_row, outcome.rows)
             st.dataframe(results_frame(result, key), hide_index=True, key=f"compare_list_{key}",
-                         column_config=list_columns(widths))
+                         column_config=list_columns(widths, score_decimals(r.score for r in outcome.rows)))
             for line in (titles_line(outcome.rows, widths), categories_line(outcome.rows, widths)):
                 if line:
                     st.caption(line, unsafe_allow_html=True)

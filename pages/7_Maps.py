@@ -12,7 +12,6 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from mrag_core.models.loader import ModelLoadError
@@ -22,6 +21,7 @@ from services import storage
 from services.maps import ensure_maps, forget_maps_without_model
 from services.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from services.workflows.indexing import IndexBundle, model_for_run, query_window
+from ui.category_style import category_styles
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
 from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text
@@ -59,9 +59,8 @@ def doc_id_of(point: dict) -> int | None:
 def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, query_xy: dict, retrieved: set[int],
                 gt: set[int]) -> go.Figure:
     row_of = {d: i for i, d in enumerate(bundle.doc_ids)}
-    cats = sorted(set(bundle.labels))
-    palette = qualitative.Dark24 + qualitative.Light24
-    color = {c: palette[i % len(palette)] for i, c in enumerate(cats)}
+    style = category_styles(bundle.labels)  # distinct colours; shapes once the colours repeat
+    cats = list(style)
     spaces = list(maps)
     nrows = math.ceil(len(spaces) / NCOLS)
     titles = [s if s == "standard" else f"{s.replace('head:', 'head ')} · s={importance[int(s.split(':')[1])]:.2f}"
@@ -82,7 +81,8 @@ def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, quer
                 continue
             fig.add_trace(go.Scatter(
                 x=part["x"], y=part["y"], mode="markers", name=plotly_text(cat), legendgroup=cat, showlegend=i == 0,
-                marker=dict(color=color[cat], size=6, opacity=0.75), customdata=part["doc"],
+                marker=dict(color=style[cat].color, symbol=style[cat].symbol, size=6, opacity=0.75),
+                customdata=part["doc"],
                 text=part["label"], hovertemplate="%{text}<extra></extra>"), row=r, col=c)
         for label, ids, marker in (
             ("retrieved", retrieved, dict(size=12, color="rgba(0,0,0,0)", line=dict(color="black", width=2))),

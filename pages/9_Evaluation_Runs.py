@@ -396,7 +396,7 @@ with tab_view:
             st.caption(f"The file names carry the run's w = {m.w:g} and k_max = {m.k_max}; the CSV repeats them (and "
                        "the run's id) in every row.")
             stem = er.export_name(m)
-            e1, e2, e3 = st.columns(3)
+            e1, e2, e3, e4 = st.columns(4)
             e1.download_button("Run as JSON", data=lambda: er.authors_json(m),
                                file_name=f"{stem}.json", mime="application/json", key="ev_json",
                                help="{strategy: {aspects: {success_ratio, category_success_ratio: [k][query]}}}, "
@@ -406,8 +406,15 @@ with tab_view:
                                key="ev_authors_json",
                                help="Their keys (rat, suc, category_rat, category_suc) and strategy names "
                                     "(standard-rag, split-rag, fusion-rag, ...), for their plotting code")
-            e3.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
+            e3.download_button("Run for the authors' plotter", data=lambda: er.plotter_json(m),
+                               file_name=f"{stem}_plotter.json", mime="application/json", key="ev_plotter_json",
+                               help="What their CLI plotter (`multirag-cli plot`) reads: strategy keys standard-rag, "
+                                    "multirag, multirag-strategy-decay, ..., split-rag-strategy-weighted, "
+                                    "fusion-multirag with success_ratio and category_success_ratio [k][query]")
+            e4.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
                                file_name=f"{stem}.csv", mime="text/csv", key="ev_csv")
+            for note in er.plotter_notes(m):
+                st.caption(f"Plotter file: {md_plain(note)}.")
         with st.expander("Delete this run"):
             running_now = chosen.id in er.active_runs() or chosen.live
             if running_now:

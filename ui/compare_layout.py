@@ -45,26 +45,52 @@ def needed_px(texts: Iterable[str]) -> int:
     return math.ceil(max((len(t) for t in texts), default=0) * CHAR_PX + CELL_PADDING_PX)
 
 
+SCORE_DECIMALS = (3, 8)
+"""The least and most decimals a result list shows its scores with (:func:`score_decimals`)."""
+
+
+def score_decimals(scores: Iterable[float], least: int = SCORE_DECIMALS[0], most: int = SCORE_DECIMALS[1]) -> int:
+    """The fewest decimals, at least ``least`` and at most ``most``, at which scores that differ are shown
+    different: the smallest gap between two of them decides. Reciprocal Rank Fusion scores, 1/(60 + rank) summed
+    over the fused lists, lie close together (1/61, 1/62, 1/63 are 0.0164, 0.0161, 0.0159): at three decimals a
+    Fusion list read 0.016 from top to bottom. Scores equal to 12 decimals count as one (ties stay ties)."""
+    values = sorted({round(float(s), 12) for s in scores})
+    for decimals in range(least, most + 1):
+        if len({f"{v:.{decimals}f}" for v in values}) == len(values):
+            return decimals
+    return most
+
+
+def _score_extra_px(decimals: int) -> int:
+    """How much wider the score column needs to be for ``decimals`` decimals than for the least, three (what the
+    least score widths of :data:`LIST_COLUMNS` hold)."""
+    return math.ceil(max(0, decimals - SCORE_DECIMALS[0]) * CHAR_PX)
+
+
 def list_widths(per_row: int, rows: list[ResultRow]) -> tuple[int, int, int, int, int]:
     """A result list's column widths (px) for ``per_row`` lists to a row (:data:`LIST_COLUMNS`): rank, mark, title,
     category, score. The title gets the width its longest title needs, at least its least width and at most all of
     the room but the category's least; the category gets the rest. So a list of long titles gives the title all
     it can (two to a row: 192 px, 24 characters by :func:`ui.render.fits_in_cell`, some 30 as drawn), and a list
     of short ones leaves the category its room. Cut texts are named in full under the list
-    (:func:`titles_line`, :func:`categories_line`)."""
+    (:func:`titles_line`, :func:`categories_line`). Scores shown with more decimals (:func:`score_decimals`) widen
+    the score column by what they need, taken from the room of title and category, so the list is no wider."""
     rank, mark, score, room, least_title, least_category = LIST_COLUMNS.get(per_row, NARROW_COLUMNS)
+    extra = _score_extra_px(score_decimals(r.score for r in rows))
+    score, room = score + extra, room - extra
     title = max(least_title, min(needed_px(r.title for r in rows), room - least_category))
     return rank, mark, title, room - title, score
 
 
-def list_columns(widths: tuple[int, int, int, int, int]) -> dict[str, Any]:
-    """A result list's column configuration for its ``widths`` (:func:`list_widths`)."""
+def list_columns(widths: tuple[int, int, int, int, int], decimals: int = SCORE_DECIMALS[0]) -> dict[str, Any]:
+    """A result list's column configuration for its ``widths`` (:func:`list_widths`), its scores shown with
+    ``decimals`` decimals (:func:`score_decimals` of its rows)."""
     rank, mark, title, category, score = widths
     return {"rank": st.column_config.NumberColumn("#", width=rank),
             "mark": st.column_config.TextColumn(width=mark),
             "title": st.column_config.TextColumn(width=title, help=TITLE_HELP.format("list")),
             "category": st.column_config.TextColumn(width=category),
-            "score": st.column_config.NumberColumn(format="%.3f", width=score)}
+            "score": st.column_config.NumberColumn(format=f"%.{decimals}f", width=score)}
 
 
 def cut_names_line(heading: str, ranked: Iterable[tuple[int, str]], width: int) -> str | None:

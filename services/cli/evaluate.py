@@ -12,7 +12,9 @@ and a line under the table says so).
 another ``eval``) to stop after its current batch; ``--list`` prints the stored runs (of
 ``--corpus`` when given) with their state as the Evaluation Runs page says it: ``done``, ``stopped``,
 ``failed``, ``running elsewhere`` (another process keeps its heartbeat fresh: the app, or another
-``eval``) or ``interrupted`` (resumable). Bad input ends with one line ``error: ...`` and exit status 2.
+``eval``) or ``interrupted`` (resumable). ``--json``, ``--authors-json`` and ``--plotter-json`` write the run's
+results in the layouts ``bench`` writes (ours, the authors' result files, their CLI plotter's input); ``--export ID``
+writes a stored run's and evaluates nothing. Bad input ends with one line ``error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ import sys
 import threading
 from typing import Any
 
-from mrag_core.cli_basics import add_llm_options, fail, format_table, llm_options_from, positive_int, text_table
+from mrag_core.cli_basics import (
+    add_llm_options,
+    check_output_file,
+    fail,
+    format_table,
+    llm_options_from,
+    positive_int,
+    text_table,
+    write_layouts,
+)
 from mrag_core.evaluation import NAMED_STRATEGIES, summarize
 from mrag_core.llm_strategies import LLMOptions
 from services.cli.common import (
@@ -74,6 +85,17 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="list the stored runs (of --corpus when given) with their state and exit")
     e.add_argument("--stop", type=int, default=None, metavar="RUN_ID",
                    help="ask the process that runs RUN_ID (the app, another eval) to stop after its current batch")
+    e.add_argument("--export", type=int, default=None, metavar="RUN_ID",
+                   help="write the stored results of RUN_ID to the files of --json, --authors-json and --plotter-json "
+                        "and exit (nothing is evaluated)")
+    e.add_argument("--json", dest="json_out",
+                   help="write the run's per-query results: {strategy: {n_aspects: {success_ratio, "
+                        "category_success_ratio: [k][query]}}}")
+    e.add_argument("--authors-json", dest="authors_json_out",
+                   help="write them as the MRAG authors' result files are (rat, suc, ...; their strategy names)")
+    e.add_argument("--plotter-json", dest="plotter_json_out",
+                   help="write them as the authors' CLI plotter reads them (multirag-cli plot: standard-rag, "
+                        "multirag, multirag-strategy-decay ... with success_ratio, category_success_ratio)")
     add_database_option(e)
     e.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return e
@@ -166,6 +188,33 @@ def partial_table_note(metrics: Any) -> str | None:
     return "note: " + "; ".join(parts) if parts else None
 
 
+OUTPUT_OPTIONS = (("--json", "json_out"), ("--authors-json", "authors_json_out"),
+                  ("--plotter-json", "plotter_json_out"))
+"""``eval``'s result files: option and attribute, in the order of :func:`services.cli.main.write_layouts`."""
+
+
+def export_run(store: Any, run_id: int, json_out: str | None, authors_json_out: str | None,
+               plotter_json_out: str | None) -> int:
+    """``eval --export RUN_ID``: write the stored results of the run to the files given (an unfinished run's, over
+    the queries every strategy scored, with a ``note:`` saying so); returns the exit status."""
+    import db
+    from services.workflows import evaluation_runs as er
+
+    if not (json_out or authors_json_out or plotter_json_out):
+        return fail("--export writes files: give --json, --authors-json or --plotter-json (or several)")
+    try:
+        info = db.get_eval_run(store, run_id)
+    except db.NotFoundError:
+        return fail(f"evaluation run {run_id} does not exist")
+    metrics = er.load_run_metrics(store, info.id)
+    if not len(metrics.per_query):
+        return fail(f"evaluation run {info.id} has no results yet ({er.status_label(info)})")
+    if info.status != "done" and (note := partial_table_note(metrics)):
+        print(note.replace("the table is", "the files are"), file=sys.stderr)
+    write_layouts(er.to_evaluation_result(metrics), json_out, authors_json_out, plotter_json_out)
+    return 0
+
+
 @store_command
 def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     """Run (or resume, or list) evaluations; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
@@ -184,6 +233,11 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         print(f"asked run {info.id} ({info.process}) to stop after its current batch; "
               f"eval --resume {info.id} continues it")
         return 0
+    outputs = {option: getattr(args, dest, None) for option, dest in OUTPUT_OPTIONS}
+    for option, path in outputs.items():
+        check_output_file(option, path)
+    if getattr(args, "export", None) is not None:
+        return export_run(store, args.export, *outputs.values())
     resume = getattr(args, "resume", None)
     if resume is None:
         if not args.corpus or not args.query_set:
@@ -244,6 +298,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         print(f"eval --resume {run_id} continues it", file=sys.stderr)
     if len(metrics.per_query):
         print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
+        write_layouts(er.to_evaluation_result(metrics), *outputs.values())
         llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
         if llm:
             print()

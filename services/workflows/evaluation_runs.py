@@ -73,7 +73,9 @@ from mrag_core.evaluation import (
     authors_file_layout,
     authors_layout,
     evaluate,
+    plotter_layout,
 )
+from mrag_core.evaluation import plotter_notes as result_plotter_notes
 from mrag_core.extraction import ExtractionCancelled
 from mrag_core.llm_strategies import (
     LLM_FAMILIES,
@@ -114,6 +116,8 @@ __all__ = [
     "shared_expansions_note",
     "sharing_expansions",
     "authors_json",
+    "plotter_json",
+    "plotter_notes",
     "compare_runs",
     "drilldown",
     "coverage_note",
@@ -1326,6 +1330,19 @@ def authors_file_json(metrics: RunMetrics) -> str:
     """The run as the MRAG authors' result files are written (keys ``rat``, ``suc``, ``category_rat``,
     ``category_suc``; their strategy names): :func:`~mrag_core.evaluation.authors_file_layout`."""
     return json.dumps(authors_file_layout(to_evaluation_result(metrics)))
+
+
+def plotter_json(metrics: RunMetrics) -> str:
+    """The run as the authors' CLI plotter (``multirag-cli plot``) reads it: keys ``standard-rag``, ``multirag``,
+    ``multirag-strategy-decay``... with ``success_ratio`` / ``category_success_ratio``
+    (:func:`~mrag_core.evaluation.plotter_layout`)."""
+    return json.dumps(plotter_layout(to_evaluation_result(metrics)))
+
+
+def plotter_notes(metrics: RunMetrics) -> list[str]:
+    """What the plotter cannot draw from :func:`plotter_json` of the run (strategy keys left out, query types or
+    depth missing), in words; empty when it draws every figure (:func:`~mrag_core.evaluation.plotter_notes`)."""
+    return result_plotter_notes(to_evaluation_result(metrics))
 
 
 CSV_SETTINGS = ("run_id", "w", "k_max")

@@ -401,8 +401,9 @@ class StoredIndex:
     """One stored embedding run of a corpus, for the list of indexes.
 
     ``state``: ``current`` (the newest run of its settings, finished, corpus unchanged since),
-    ``superseded`` (a newer run of the same settings and precision exists), ``stale`` (the corpus changed since) or
-    ``unfinished``; ``size_bytes``: its vectors (float32); ``evaluations``: evaluation runs that searched it.
+    ``superseded`` (a newer finished run of the same settings and precision exists: an unfinished one, a cancelled
+    rebuild say, replaces nothing), ``stale`` (the corpus changed since) or ``unfinished``; ``size_bytes``: its
+    vectors (float32); ``evaluations``: evaluation runs that searched it.
     """
 
     run: db.EmbeddingRunInfo
@@ -434,7 +435,8 @@ def stored_indexes(store: db.Store, corpus_id: int) -> list[StoredIndex]:
             state = "stale"
         else:
             state = "current" if run.status == "done" else "building" if run.live else "unfinished"
-        newest.add(key)
+        if run.status == "done":
+            newest.add(key)
         size = run.n_saved * (run.dim + run.n_heads * run.head_dim) * 4
         out.append(StoredIndex(run, state, size, used.get(run.id, 0)))
     return out

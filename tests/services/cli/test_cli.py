@@ -109,7 +109,8 @@ def test_bench_end_to_end(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatc
     a, q = write_dataset(tmp_path)
     out = tmp_path / "result.json"
     args = ["bench", "--articles", str(a), "--queries", str(q), "--model", "minilm", "--device", "cpu",
-            "--threads", "1", "--json", str(out), "--authors-json", str(tmp_path / "authors.json")]
+            "--threads", "1", "--json", str(out), "--authors-json", str(tmp_path / "authors.json"),
+            "--plotter-json", str(tmp_path / "plotter.json")]
     # default k_max = c = 32 > 24 documents
     assert main(args) == 0
     captured = capsys.readouterr()
@@ -134,6 +135,17 @@ def test_bench_end_to_end(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatc
     assert theirs["split-rag"]["2"]["rat"] == layout["split"]["2"]["success_ratio"]
     assert theirs["standard-rag"]["3"]["suc"] == [[int(r == 1.0) for r in row]
                                                   for row in layout["standard"]["3"]["success_ratio"]]
+    # ... and as the authors' CLI plotter reads them: five of its eight keys, the three not run named on stderr
+    plotter = json.loads((tmp_path / "plotter.json").read_text())
+    assert list(plotter) == ["standard-rag", "multirag", "split-rag", "fusion-rag", "fusion-multirag"]
+    assert plotter["multirag"]["2"]["success_ratio"] == layout["mrag"]["2"]["success_ratio"]
+    assert plotter["fusion-multirag"]["3"]["category_success_ratio"] == layout["fusion-mrag"]["3"][
+        "category_success_ratio"]
+    notes = [ln for ln in captured.err.splitlines() if ln.startswith("note: the authors' plotter")]
+    assert notes == ["note: the authors' plotter reads 8 strategy keys; multirag-strategy-decay, "
+                     "multirag-strategy-distance, split-rag-strategy-weighted are left out (strategies mrag-decay, "
+                     "mrag-distance, split-weighted were not run), and it stops with a KeyError at the first figure "
+                     "that needs one"]
     for name in strategies:
         assert list(layout[name]) == ["2", "3"]
         for n, n_queries in (("2", 3), ("3", 1)):

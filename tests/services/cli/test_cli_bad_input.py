@@ -22,7 +22,7 @@ def _one_error(err: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("option", ["--json", "--authors-json"])
+@pytest.mark.parametrize("option", ["--json", "--authors-json", "--plotter-json"])
 def test_bench_output_that_is_a_folder_is_refused_before_the_run(tmp_path: Path, capsys, option: str) -> None:
     articles, queries = tmp_path / "a.json", tmp_path / "q.json"
     articles.write_text(json.dumps(MINI_DOCS))

@@ -305,6 +305,22 @@ def test_stored_indexes_states_sizes_and_use(store, corpus, lm):
     assert [s.state for s in stored_indexes(store, corpus)][:2] == ["unfinished", "current"]
 
 
+def test_a_cancelled_rebuild_leaves_the_finished_index_current(store, corpus, lm):
+    """Rebuild from scratch, cancelled after a batch: the finished index it would have replaced stays "current"
+    (it listed as "superseded", although nothing had replaced it); once the rebuild finishes, it is superseded."""
+    finished = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8).run
+    cancel = threading.Event()
+    rebuild = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8, rebuild=True, cancel=cancel,
+                                  progress=lambda d, t, e: cancel.set() if d >= 8 else None)
+    assert rebuild.status == "cancelled" and rebuild.run.id != finished.id and rebuild.run.n_saved == 8
+    assert [(s.run.id, s.state) for s in stored_indexes(store, corpus)] == [
+        (rebuild.run.id, "unfinished"), (finished.id, "current")]
+    resumed = build_embedding_run(store, corpus, lm, layer=-1, batch_size=8)  # resumes the newest run: the rebuild
+    assert resumed.resumed and resumed.run.id == rebuild.run.id and resumed.status == "done"
+    assert [(s.run.id, s.state) for s in stored_indexes(store, corpus)] == [
+        (rebuild.run.id, "current"), (finished.id, "superseded")]
+
+
 def _silence(store, model, run_id: int, seconds: float) -> None:
     """Make a run's last heartbeat ``seconds`` old, as if its process had stopped beating that long ago."""
     from datetime import timedelta
