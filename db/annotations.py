@@ -328,15 +328,16 @@ def _blind_conflict(session: Session, document_id: int, expected: int) -> Versio
         return None
     if current > expected:
         steps = set(session.scalars(select(Decision.based_on_version).where(
-            Decision.document_id == document_id, Decision.blind.is_(False), Decision.method != "import",
+            Decision.document_id == document_id, Decision.blind.is_(False),
             Decision.based_on_version >= expected, Decision.based_on_version < current)))
         if steps == set(range(expected, current)):
             return None
     doc = session.execute(select(Document.edited, Document.edited_at, Document.edited_by)
                           .where(Document.id == document_id)).one()
+    if not doc.edited:  # changed, by an edit made before edits were recorded (revision 0008): no one to name
+        return VersionConflictError(document_id, expected, current)
     by = f" by {doc.edited_by!r}" if doc.edited_by else ""
-    change = (f"its {doc.edited} {'were' if ' and ' in doc.edited else 'was'} edited{by}" if doc.edited
-              else "its title or text was edited")
+    change = f"its {doc.edited} {'were' if ' and ' in doc.edited else 'was'} edited{by}"
     return VersionConflictError(document_id, expected, current, doc.edited_by, doc.edited_at, change=change)
 
 

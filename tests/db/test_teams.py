@@ -178,8 +178,12 @@ def test_agreement_counts_bulk_accepted_suggestions_apart(
     assert (both.n, both.n_agree, both.n_bulk) == (4, 3, 0)
 
 
-def test_import_labels_are_recorded_as_imports(store: Store) -> None:
+def test_import_labels_are_recorded_as_imports_and_annotators_label_over_them_blind(store: Store) -> None:
     c = db.create_corpus(store, "Imported")
     (doc,) = db.add_documents(store, c.id, [{"text": "a goal", "label": "sport"}]).document_ids
     (row,) = db.list_decisions(store, doc)
     assert (row.annotator, row.method, row.blind) == (db.IMPORT_ANNOTATOR, "import", False)
+    assert db.get_document(store, doc).version == 2  # the imported label made version 2 from 1
+    (politics,) = db.add_categories(store, c.id, ["politics"])
+    assert db.decide_label(store, doc, politics.id, "alice", 2, blind=True) == 2
+    assert db.decide_label(store, doc, politics.id, "bob", 1, blind=True) == 1  # only a label changed since 1
