@@ -200,3 +200,20 @@ def test_a_bad_sidebar_name_is_refused_and_the_last_good_one_kept() -> None:
     at.text_input(key="_reviewer_input").input("import").run()
     assert any("reserved" in e.value and "stored under 'carol'" in e.value for e in at.sidebar.error)
     assert at.session_state["reviewer"] == "carol"
+
+
+def test_annotator_names_are_shown_as_text() -> None:
+    store = page_store()
+    corpus_id, ids, cats = _corpus(store, 2)
+    name = "**<img src=x onerror=alert(1)>** [me](http://127.0.0.1:9/)"
+    db.save_team(store, corpus_id, [name, "bob"], overlap_percent=100.0, per_shared=2)
+    db.add_assignments(store, corpus_id, {ids[0]: [name, "bob"]})
+    at = _page(REVIEW_PAGE, corpus_id, name)
+    at.radio(key="ar_view").set_value("Review queue").run()
+    no_exceptions(at)
+    info = at.info[0].value
+    assert "\\*\\*\\<img src=x onerror=alert\\(1\\)\\>\\*\\* \\[me\\]\\(http\u2060\\:" in info  # escaped Markdown
+    lead = _page(AGREEMENT_PAGE, corpus_id, "lead")
+    members = next(d.value for d in lead.dataframe if "assigned" in d.value)
+    assert members["annotator"].tolist() == [name, "bob"]  # a table cell shows text as it is
+    assert not any("<img" in m.value for m in [*lead.markdown, *lead.caption, *lead.info])
