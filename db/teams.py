@@ -191,11 +191,12 @@ def add_assignments(store: Store, corpus_id: int, plan: Mapping[int, Sequence[st
             raise NotFoundError("Annotation team of corpus", corpus_id)
         members = dict(session.execute(select(TeamMember.name, TeamMember.id)
                                        .where(TeamMember.corpus_id == corpus_id)).all())
-        doc_ids = [int(d) for d in plan]
-        in_corpus = set(session.scalars(select(Document.id).where(Document.corpus_id == corpus_id,
-                                                                  Document.id.in_(doc_ids))))
+        # the corpus' documents and assignments whole (no IN list of the plan's ids: a big corpus would pass
+        # SQLite's limit on bound parameters)
+        in_corpus = set(session.scalars(select(Document.id).where(Document.corpus_id == corpus_id)))
         have = set(session.execute(select(Assignment.document_id, Assignment.member_id)
-                                   .where(Assignment.document_id.in_(doc_ids))).tuples())
+                                   .join(TeamMember, TeamMember.id == Assignment.member_id)
+                                   .where(TeamMember.corpus_id == corpus_id)).tuples())
         now = utcnow()
         rows = []
         for document_id, names in plan.items():

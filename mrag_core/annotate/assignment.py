@@ -11,8 +11,9 @@ result) and resumable (it assigns only documents nobody has yet, and never moves
    ``per_shared`` annotators (at most the team's size), every other one to one.
 3. Shared documents first, then the others, each goes to the annotators with the fewest documents so far (earlier
    assignments counted); among equals, for a shared document, those who share fewest documents with the ones
-   already chosen for it (so every pair of annotators gets some overlap to compare), then by
-   ``sha256("<seed>:<document id>:<name>")``.
+   already chosen for it (so every pair of annotators gets some overlap to compare), then in the order of the team
+   turned round by the document's hash (its first 8 hex digits modulo the team's size), so ties do not always go
+   to the first names.
 Starting from nothing, annotators' loads then differ by at most one.
 """
 
@@ -51,7 +52,8 @@ def deal(document_ids: Sequence[int], annotators: Sequence[str], *, overlap: flo
     team = set(names)
     earlier = {int(d): [a for a in who if a in team] for d, who in (existing or {}).items()}
     docs = sorted({int(d) for d in document_ids})
-    todo = sorted((d for d in docs if not earlier.get(d)), key=lambda d: _key(seed, d))
+    order = {d: _key(seed, d) for d in docs if not earlier.get(d)}
+    todo = sorted(order, key=order.__getitem__)
     width = min(per_shared, len(names))
     n_shared = 0
     if width >= 2:
@@ -65,10 +67,12 @@ def deal(document_ids: Sequence[int], annotators: Sequence[str], *, overlap: flo
         together.update((x, y) for x in who for y in who if x != y)
     out: dict[int, list[str]] = {}
     for index, document_id in enumerate(todo):
+        turn = int(order[document_id][:8], 16) % len(names)
+        rank = {a: (i - turn) % len(names) for i, a in enumerate(names)}
         chosen: list[str] = []
         for _ in range(width if index < n_shared else 1):
             pick = min((a for a in names if a not in chosen),
-                       key=lambda a: (load[a], sum(together[(a, c)] for c in chosen), _key(seed, document_id, a)))
+                       key=lambda a: (load[a], sum(together[(a, c)] for c in chosen), rank[a]))
             chosen.append(pick)
         for a in chosen:
             load[a] += 1
