@@ -68,8 +68,9 @@ def team_section(store: Any, corpus: Any, by: str) -> None:
             saved = st.form_submit_button("Save team and assign documents", type="primary")
         if saved:
             try:
-                result = agw.save_team(store, corpus.id, names, overlap_percent=overlap, per_shared=int(per_shared),
-                                       by=by)
+                with st.spinner("Saving the team and dealing the documents out..."):
+                    result = agw.save_team(store, corpus.id, names, overlap_percent=overlap,
+                                           per_shared=int(per_shared), by=by)
             except ValueError as exc:
                 st.error(f"The team was not saved: {md_plain(str(exc))}")
             else:
@@ -81,7 +82,9 @@ def team_section(store: Any, corpus: Any, by: str) -> None:
         unassigned = corpus.n_documents - team.n_assigned
         if unassigned > 0 and st.button(f"Assign the {counted(unassigned, 'document')} nobody has yet",
                                         key="ag_assign"):
-            flash(FLASH, "success", md_plain(agw.assign(store, corpus.id).message()))
+            with st.spinner("Dealing the documents out..."):
+                done = agw.assign(store, corpus.id)
+            flash(FLASH, "success", md_plain(done.message()))
             st.rerun()
         sure = st.checkbox("Remove the team and its assignments (every label stays)", key="ag_team_remove_sure")
         if st.button("Remove team", key="ag_team_remove", disabled=not sure):
