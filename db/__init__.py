@@ -9,7 +9,8 @@ functions, each taking the :class:`Store` first and returning plain dataclasses:
 - ``db.querysets``: query sets, queries and ground truth;
 - ``db.embeddings``: embedding runs and vectors; ``db.projections``: 2-D projections;
 - ``db.evals``: evaluation runs and results; ``db.llm_cache``: cached LLM answers;
-- ``db.imports``: an import written in chunks into a hidden corpus, published in one last transaction.
+- ``db.imports``: an import written in chunks into a hidden corpus, published in one last transaction;
+- ``db.teams``: annotation teams, document assignments, blind labels and adjudications.
 
 Everything listed in ``__all__`` is re-exported here. No Streamlit imports in this package.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from db._common import identity_key
 from db.annotations import (
+    DECISION_METHODS,
     AgentInfo,
     Agreement,
     BulkDecisionResult,
@@ -201,8 +203,33 @@ from db.querysets import (
     list_query_sets,
     update_query,
 )
+from db.teams import (
+    Adjudication,
+    BlindLabel,
+    MemberInfo,
+    TeamInfo,
+    add_assignments,
+    adjudications,
+    assignment_map,
+    blind_labels,
+    delete_team,
+    get_team,
+    save_team,
+)
 
 __all__ = [
+    "DECISION_METHODS",
+    "Adjudication",
+    "BlindLabel",
+    "MemberInfo",
+    "TeamInfo",
+    "add_assignments",
+    "adjudications",
+    "assignment_map",
+    "blind_labels",
+    "delete_team",
+    "get_team",
+    "save_team",
     "BEAT_EVERY_S",
     "BusyError",
     "LIVE_WINDOW_S",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from db.errors import NotFoundError, VersionConflictError
@@ -29,16 +29,22 @@ class LatestJoin:
     on: ColumnElement[bool]
 
 
-def latest_decision() -> LatestJoin:
-    """Join target for the latest human decision of ``documents.id``."""
+def latest_decision(annotator: str | None = None) -> LatestJoin:
+    """Join target for the decision that gives ``documents.id`` its label: its latest decision, leaving out
+    blind decisions (a team annotator's, :class:`db.models.Decision`) newer than its latest adjudication (an
+    adjudicated label stands until someone changes the shared label; an annotator revising their own label does
+    not undo it). With ``annotator``: that annotator's latest *blind* decision (what they labelled it, blind)."""
     alias = aliased(Decision, name="latest_decision")
-    latest_id = (
-        select(func.max(Decision.id))
-        .where(Decision.document_id == Document.id)
-        .correlate(Document)
-        .scalar_subquery()
-    )
-    return LatestJoin(alias, alias.id == latest_id)
+    inner = select(func.max(Decision.id)).where(Decision.document_id == Document.id)
+    if annotator is not None:
+        inner = inner.where(Decision.annotator == annotator, Decision.blind.is_(True))
+    else:
+        adjudication = aliased(Decision, name="adjudication")
+        adjudicated = (select(func.max(adjudication.id))
+                       .where(adjudication.document_id == Document.id, adjudication.method == "adjudication")
+                       .correlate(Document).scalar_subquery())  # NULL: never adjudicated, every decision counts
+        inner = inner.where(or_(Decision.blind.is_(False), Decision.id < func.coalesce(adjudicated, Decision.id + 1)))
+    return LatestJoin(alias, alias.id == inner.correlate(Document).scalar_subquery())
 
 
 def latest_suggestion(agent: str | None = None, model_version: str | None = None) -> LatestJoin:
@@ -67,7 +73,7 @@ def version_conflict(session: Session, document_id: int, expected: int) -> Versi
     last = session.execute(
         select(Decision.annotator, Decision.created_at, Decision.based_on_version, Category.name)
         .join(Category, Category.id == Decision.category_id)
-        .where(Decision.document_id == document_id)
+        .where(Decision.document_id == document_id, Decision.blind.is_(False))  # blind ones move no version
         .order_by(Decision.id.desc())
         .limit(1)
     ).first()

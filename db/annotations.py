@@ -26,9 +26,11 @@ from db._labels import latest_decision, latest_suggestion, version_conflict
 from db.corpora import bump_labels_version
 from db.engine import Store
 from db.errors import InvalidInputError, NotFoundError, VersionConflictError
-from db.models import Category, Decision, Document, Suggestion, utcnow
+from db.models import Assignment, Category, Decision, Document, Suggestion, TeamMember, utcnow
 
 SUGGESTION_STATUSES = ("ok", "failed")
+#: How a decision was made (``decisions.method``, :class:`db.models.Decision`).
+DECISION_METHODS = ("review", "bulk", "neighbours", "import", "adjudication")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class DecisionRow:
     based_on_version: int
     suggestion_id: int | None
     note: str
+    method: str = "review"
+    blind: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,9 @@ class Agreement:
 
     ``per_category`` is keyed by the *decided* category name (every category of the corpus
     is present); ``confusion[suggested][decided]`` counts documents; ``pairs`` lists the
-    same counts as (suggested, decided, count) sorted by names.
+    same counts as (suggested, decided, count) sorted by names. Documents whose latest decision
+    accepted a suggestion in bulk (unseen: it agrees by construction) are counted apart, in
+    ``n_bulk`` (``n_bulk_agree`` of them agree with the compared suggestion), unless asked for.
     """
 
     n: int
@@ -134,6 +140,8 @@ class Agreement:
     per_category: dict[str, CategoryAgreement]
     confusion: dict[str, dict[str, int]]
     pairs: list[tuple[str, str, int]]
+    n_bulk: int = 0
+    n_bulk_agree: int = 0
 
     @property
     def accuracy(self) -> float | None:
@@ -308,17 +316,48 @@ def list_suggestions(store: Store, document_id: int) -> list[SuggestionRow]:
 # --------------------------------------------------------------------------- decisions
 
 
+def _blind_conflict(session: Session, document_id: int, expected: int) -> VersionConflictError | None:
+    """None when a blind decision on ``document_id`` seen at version ``expected`` may be stored: the document is
+    still at that version, or only shared label decisions changed it since (each one moved it on by one from its
+    ``based_on_version``; a colleague's label is no reason to refuse, nor to name). Else the error, naming the
+    edit of its title or text and never a label."""
+    current = session.scalar(select(Document.version).where(Document.id == document_id))
+    if current is None:
+        raise NotFoundError("Document", document_id)
+    if current == expected:
+        return None
+    if current > expected:
+        steps = set(session.scalars(select(Decision.based_on_version).where(
+            Decision.document_id == document_id, Decision.blind.is_(False),
+            Decision.based_on_version >= expected, Decision.based_on_version < current)))
+        if steps == set(range(expected, current)):
+            return None
+    doc = session.execute(select(Document.edited, Document.edited_at, Document.edited_by)
+                          .where(Document.id == document_id)).one()
+    if not doc.edited:  # changed, by an edit made before edits were recorded (revision 0008): no one to name
+        return VersionConflictError(document_id, expected, current)
+    by = f" by {doc.edited_by!r}" if doc.edited_by else ""
+    change = f"its {doc.edited} {'were' if ' and ' in doc.edited else 'was'} edited{by}"
+    return VersionConflictError(document_id, expected, current, doc.edited_by, doc.edited_at, change=change)
+
+
 def _decide_many(
     session: Session,
     items: Sequence[DecisionIn],
     annotator: str,
     on_conflict: Literal["raise", "skip"],
+    method: str = "review",
+    blind: bool = False,
 ) -> BulkDecisionResult:
     annotator = (annotator or "").strip()
     if not annotator:
         raise InvalidInputError("A decision needs the annotator's name.")
     if on_conflict not in ("raise", "skip"):
         raise InvalidInputError("on_conflict must be 'raise' or 'skip'.")
+    if method not in DECISION_METHODS:
+        raise InvalidInputError(f"method must be one of {', '.join(DECISION_METHODS)}, not {method!r}.")
+    if blind and method in ("import", "adjudication"):
+        raise InvalidInputError(f"A {method} decision is never blind.")
     new_versions: dict[int, int] = {}
     conflicts: list[VersionConflictError] = []
     touched: set[int] = set()
@@ -343,14 +382,18 @@ def _decide_many(
                     f"Suggestion {item.suggestion_id} is not a suggestion for "
                     f"document {item.document_id}."
                 )
-        result = session.execute(
-            update(Document)
-            .where(Document.id == item.document_id, Document.version == item.expected_version)
-            .values(version=Document.version + 1)
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            error = version_conflict(session, item.document_id, item.expected_version)
+        if blind:  # the annotator's own label: the document's version stays (a colleague never conflicts)
+            error = _blind_conflict(session, item.document_id, item.expected_version)
+        else:
+            result = session.execute(
+                update(Document)
+                .where(Document.id == item.document_id, Document.version == item.expected_version)
+                .values(version=Document.version + 1)
+                .execution_options(synchronize_session=False)
+            )
+            error = (None if result.rowcount == 1  # type: ignore[attr-defined]
+                     else version_conflict(session, item.document_id, item.expected_version))
+        if error is not None:
             if on_conflict == "raise":
                 raise error
             conflicts.append(error)
@@ -364,9 +407,11 @@ def _decide_many(
                 based_on_version=item.expected_version,
                 suggestion_id=item.suggestion_id,
                 note=item.note or "",
+                method=method,
+                blind=blind,
             )
         )
-        new_versions[item.document_id] = item.expected_version + 1
+        new_versions[item.document_id] = item.expected_version + (0 if blind else 1)
         touched.add(corpus_id)
     session.flush()
     for corpus_id in touched:
@@ -382,8 +427,15 @@ def decide_label(
     expected_version: int,
     suggestion_id: int | None = None,
     note: str = "",
+    *,
+    method: str = "review",
+    blind: bool = False,
 ) -> int:
     """Record a human label decision and return the document's new version.
+
+    ``method``: how it was made (:data:`DECISION_METHODS`). ``blind``: a team annotator's own label, made seeing
+    only their own labels and the suggestion; it leaves the document's version as it is, and is refused only when
+    the title or text was edited since ``expected_version`` (a colleague's label never conflicts, nor is named).
 
     Raises:
         VersionConflictError: the document is no longer at ``expected_version`` (someone
@@ -393,7 +445,7 @@ def decide_label(
     """
     item = DecisionIn(document_id, category_id, expected_version, suggestion_id, note)
     with store.session() as session:
-        result = _decide_many(session, [item], annotator, "raise")
+        result = _decide_many(session, [item], annotator, "raise", method, blind)
     return result.new_versions[document_id]
 
 
@@ -403,12 +455,14 @@ def decide_labels(
     annotator: str,
     *,
     on_conflict: Literal["raise", "skip"] = "raise",
+    method: str = "review",
+    blind: bool = False,
 ) -> BulkDecisionResult:
     """Many decisions in one transaction. ``on_conflict="raise"``: any conflict stores
     nothing and raises VersionConflictError; ``"skip"``: conflicting documents are left out
-    and reported in ``conflicts``, the others are stored."""
+    and reported in ``conflicts``, the others are stored. ``method``, ``blind``: as in :func:`decide_label`."""
     with store.session() as session:
-        return _decide_many(session, items, annotator, on_conflict)
+        return _decide_many(session, items, annotator, on_conflict, method, blind)
 
 
 def accept_suggestions(
@@ -417,10 +471,13 @@ def accept_suggestions(
     annotator: str,
     *,
     on_conflict: Literal["raise", "skip"] = "raise",
+    method: str = "bulk",
+    blind: bool = False,
 ) -> BulkDecisionResult:
     """Accept suggestions as decisions in one transaction. ``accepts`` holds
     ``(suggestion_id, expected_version_of_its_document)`` pairs. Failed suggestions cannot be
-    accepted (InvalidInputError). Conflicts behave as in :func:`decide_labels`."""
+    accepted (InvalidInputError). Conflicts behave as in :func:`decide_labels`. ``method``: ``bulk`` (accepted
+    unseen, counted apart in :func:`agreement`) unless the caller showed each document."""
     with store.session() as session:
         items: list[DecisionIn] = []
         for suggestion_id, expected in accepts:
@@ -430,7 +487,7 @@ def accept_suggestions(
                     f"Suggestion {suggestion_id} failed and has no label to accept."
                 )
             items.append(DecisionIn(sug.document_id, sug.category_id, expected, sug.id))
-        return _decide_many(session, items, annotator, on_conflict)
+        return _decide_many(session, items, annotator, on_conflict, method, blind)
 
 
 def list_decisions(store: Store, document_id: int) -> list[DecisionRow]:
@@ -453,6 +510,8 @@ def list_decisions(store: Store, document_id: int) -> list[DecisionRow]:
                 based_on_version=d.based_on_version,
                 suggestion_id=d.suggestion_id,
                 note=d.note,
+                method=d.method,
+                blind=d.blind,
             )
             for d, name in rows
         ]
@@ -525,18 +584,22 @@ def review_queue(
     disagreement: bool = False,
     unreviewed: bool = False,
     limit: int | None = None,
+    annotator: str | None = None,
 ) -> list[int]:
     """Document ids to review, ascending by id (stable). All given filters must hold.
 
     "Suggestion" below means the document's latest ok suggestion (only from ``agent`` /
-    ``model_version`` when given; then documents without one are excluded):
+    ``model_version`` when given; then documents without one are excluded); "decision" the
+    decision that gives the document its label, or with ``annotator`` (a member of the corpus'
+    team, :mod:`db.teams`) that annotator's own latest blind decision, and then only the documents
+    assigned to them are queued (a colleague's label never decides what they see):
 
-    - ``category_id``: the suggestion or the latest decision has this category;
+    - ``category_id``: the suggestion or the decision has this category;
     - ``max_score``: the suggestion's score is below ``max_score`` (no score: excluded);
     - ``disagreement``: both exist and their categories differ;
-    - ``unreviewed``: the document has no human decision at all.
+    - ``unreviewed``: the document has no decision (with ``annotator``: none of theirs).
     """
-    dj, sj = latest_decision(), latest_suggestion(agent, model_version)
+    dj, sj = latest_decision(annotator), latest_suggestion(agent, model_version)
     dec, sug = dj.row, sj.row
     stmt = (
         select(Document.id)
@@ -545,6 +608,10 @@ def review_queue(
         .outerjoin(sug, sj.on)
         .where(Document.corpus_id == corpus_id)
     )
+    if annotator is not None:
+        stmt = stmt.where(Document.id.in_(
+            select(Assignment.document_id).join(TeamMember, TeamMember.id == Assignment.member_id)
+            .where(TeamMember.corpus_id == corpus_id, TeamMember.name == annotator)))
     if agent is not None or model_version is not None:
         stmt = stmt.where(sug.id.is_not(None))
     if category_id is not None:
@@ -569,26 +636,37 @@ def review_queue(
 
 
 def agreement(
-    store: Store, corpus_id: int, *, agent: str | None = None, model_version: str | None = None
+    store: Store, corpus_id: int, *, agent: str | None = None, model_version: str | None = None,
+    include_bulk: bool = False,
 ) -> Agreement:
     """Compare each document's latest ok suggestion (optionally from ``agent`` /
-    ``model_version``) with its latest human decision, over documents that have both."""
+    ``model_version``) with the decision that gives it its label, over documents that have both.
+    A document whose decision accepted a suggestion in bulk is counted apart (``n_bulk``), unless
+    ``include_bulk``."""
     dj, sj = latest_decision(), latest_suggestion(agent, model_version)
     dec, sug = dj.row, sj.row
+    is_bulk = case((dec.method == "bulk", 1), else_=0)
     with store.session(readonly=True) as session:
         names = dict(
             session.execute(
                 select(Category.id, Category.name).where(Category.corpus_id == corpus_id)
             ).all()
         )
-        pairs_rows = session.execute(
-            select(sug.category_id, dec.category_id, func.count())
+        grouped = session.execute(
+            select(sug.category_id, dec.category_id, is_bulk, func.count())
             .select_from(Document)
             .join(dec, dj.on)
             .join(sug, sj.on)
             .where(Document.corpus_id == corpus_id)
-            .group_by(sug.category_id, dec.category_id)
+            .group_by(sug.category_id, dec.category_id, is_bulk)
         ).all()
+    n_bulk = sum(int(c) for _, _, bulk, c in grouped if bulk)
+    n_bulk_agree = sum(int(c) for s_id, d_id, bulk, c in grouped if bulk and s_id == d_id)
+    merged: dict[tuple[int, int], int] = {}
+    for s_id, d_id, bulk, count in grouped:
+        if include_bulk or not bulk:
+            merged[(s_id, d_id)] = merged.get((s_id, d_id), 0) + int(count)
+    pairs_rows = [(s_id, d_id, count) for (s_id, d_id), count in merged.items()]
     per_category = {
         name: CategoryAgreement(cid, name, 0, 0)
         for cid, name in sorted(names.items(), key=lambda kv: kv[1])
@@ -608,4 +686,5 @@ def agreement(
             before.category_id, decided, before.n + count, before.n_agree + hit
         )
     pairs.sort()
-    return Agreement(n=n, n_agree=n_agree, per_category=per_category, confusion=confusion, pairs=pairs)
+    return Agreement(n=n, n_agree=n_agree, per_category=per_category, confusion=confusion, pairs=pairs,
+                     n_bulk=0 if include_bulk else n_bulk, n_bulk_agree=0 if include_bulk else n_bulk_agree)

@@ -831,6 +831,7 @@ def _record_import_labels(
             "based_on_version": 1,
             "suggestion_id": None,
             "note": "",
+            "method": "import",
         }
         for doc, category in zip(new_docs, labels, strict=True)
         if category is not None

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Dialect,
     Float,
@@ -167,7 +168,16 @@ class Suggestion(Base):
 
 
 class Decision(Base):
-    """A human label decision; rows are never updated, the latest (highest id) wins."""
+    """A human label decision; rows are never updated.
+
+    ``method`` (revision 0010) says how it was made: ``review`` (one document looked at, in the review queue),
+    ``bulk`` (a suggestion accepted in bulk, unseen), ``neighbours`` (a label given to a document and its similar
+    ones together), ``import`` (a label the imported file had) or ``adjudication`` (an adjudicator's final label
+    where annotators disagreed). ``blind`` (revision 0010): made by a team annotator who saw only their own labels
+    and the machine suggestion, never a colleague's (only such decisions count in agreement between annotators).
+
+    The document's label is its latest decision (highest id), except that blind decisions newer than the document's
+    latest adjudication do not count for it (:func:`db._labels.latest_decision`)."""
 
     __tablename__ = "decisions"
 
@@ -183,6 +193,53 @@ class Decision(Base):
         ForeignKey("suggestions.id", ondelete="SET NULL"), nullable=True
     )
     note: Mapped[str] = mapped_column(LONG_TEXT, default="")
+    # Added in revision 0010.
+    method: Mapped[str] = mapped_column(String(20), default="review", server_default="review")
+    blind: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")  # false on every database
+
+
+class AnnotationTeam(Base):
+    """How a corpus' documents are shared out among its annotators (added in revision 0010): ``overlap_percent``
+    of them go to ``per_shared`` annotators each, every other one to one annotator; ``seed`` fixes the order the
+    documents are dealt in. ``updated_by`` / ``updated_at``: who changed the team or these settings last."""
+
+    __tablename__ = "annotation_teams"
+
+    corpus_id: Mapped[int] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), primary_key=True)
+    overlap_percent: Mapped[float] = mapped_column(Float, default=0.0)
+    per_shared: Mapped[int] = mapped_column(Integer, default=2)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_by: Mapped[str] = mapped_column(String(200), default="")
+
+
+class TeamMember(Base):
+    """A named annotator of a corpus' team (added in revision 0010); ``position`` orders the team as typed."""
+
+    __tablename__ = "team_members"
+    __table_args__ = (UniqueConstraint("corpus_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    corpus_id: Mapped[int] = mapped_column(
+        ForeignKey("annotation_teams.corpus_id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    added_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Assignment(Base):
+    """A document given to a team member to label (added in revision 0010); never moved once made."""
+
+    __tablename__ = "assignments"
+
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
+    )
+    member_id: Mapped[int] = mapped_column(
+        ForeignKey("team_members.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    assigned_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class QuerySet(Base):

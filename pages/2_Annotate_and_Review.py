@@ -12,6 +12,7 @@ import streamlit as st
 from mrag_core.names import fold_name
 from mrag_core.wording import counted
 from services import storage
+from services.workflows import agreement as agw
 from services.workflows import annotation as aw
 from services.workflows import corpus as cw
 from services.workflows import review
@@ -42,6 +43,8 @@ if corpus is None:
 categories = cw.list_categories(store, corpus.id)
 cat_by_name = {c.name: c for c in categories}
 ANY = "(any)"
+team = agw.team_of(store, corpus.id)
+member = agw.team_member(store, corpus.id, reviewer)  # labels blind: sees only their own labels
 
 view = st.radio("View", ["Pre-annotate", "Review queue", "Bulk accept", "Find similar"], horizontal=True,
                 key="ar_view")
@@ -309,9 +312,9 @@ def save_decision(doc_id: int, mode: str, shown_suggestion: tuple[int, int] | No
     suggestion_id = shown_suggestion[0] if shown_suggestion is not None and shown_suggestion[1] == category_id else None
     name = next(c.name for c in categories if c.id == category_id)
     try:
-        review.decide_label(store, doc_id, category_id, st.session_state.get("reviewer", "reviewer"),
+        review.decide_label(store, doc_id, category_id, member or st.session_state.get("reviewer", "reviewer"),
                             expected_version=seen.get(doc_id, doc.version), suggestion_id=suggestion_id,
-                            note=st.session_state.get(f"rv_note_{doc_id}", "") or "")
+                            note=st.session_state.get(f"rv_note_{doc_id}", "") or "", blind=member is not None)
     except storage.VersionConflictError as exc:
         st.session_state["rv_conflict"] = doc_id
         flash("error", f"Not saved: {md_plain(str(exc))} Your label was not applied; nothing was overwritten.")
@@ -400,8 +403,10 @@ def filters(prefix: str) -> dict[str, Any]:
     low = c3.checkbox("Only confidence below", key=f"{prefix}_low", **KEEP)
     threshold = c3.slider("Confidence threshold", 0.0, 1.0, 0.6, 0.05, key=f"{prefix}_thr", disabled=not low, **KEEP)
     c4, c5 = st.columns(2)
-    disagreement = c4.checkbox("Only where suggestion and decision disagree", key=f"{prefix}_dis", **KEEP)
-    unreviewed = c5.checkbox("Only documents without a human decision", key=f"{prefix}_unrev", **KEEP)
+    yours = " your label" if member is not None else " decision"
+    disagreement = c4.checkbox(f"Only where suggestion and{yours} disagree", key=f"{prefix}_dis", **KEEP)
+    unreviewed = c5.checkbox("Only documents without" + (" your label" if member is not None else " a human decision"),
+                             key=f"{prefix}_unrev", **KEEP)
     return {
         "category_id": cat_by_name[cat].id if cat != ANY else None,
         "agent": agent[0] if agent is not None else None,
@@ -409,10 +414,29 @@ def filters(prefix: str) -> dict[str, Any]:
         "max_score": float(threshold) if low else None,
         "disagreement": disagreement,
         "unreviewed": unreviewed,
+        "annotator": member,
     }
 
 
+def team_note() -> None:
+    """Says how this corpus' team works for the person named in the sidebar: blind, on their documents, or (not
+    on the team) on the shared labels."""
+    if team is None:
+        return
+    if member is not None:
+        mine = next(m for m in team.members if m.name == member)
+        st.info(f"Blind annotation: you are '{md_plain(member)}', on this corpus' team. The queue holds the "
+                f"{counted(mine.n_assigned, 'document')} assigned to you ({mine.n_labelled} labelled); you see "
+                "your own labels and the machine suggestion, never a colleague's.")
+    else:
+        names = ", ".join(f"'{md_plain(n)}'" for n in team.names)
+        st.caption(f"This corpus is labelled by a team ({names}): its members type their name in the sidebar to "
+                   f"label their documents blind. As '{md_plain(reviewer)}' you see and change the documents' "
+                   "shared labels.")
+
+
 def review_view() -> None:
+    team_note()
     kwargs = filters("rv")
     queue = review.review_queue(store, corpus.id, **kwargs)
     st.session_state["rv_queue"] = queue
@@ -424,7 +448,8 @@ def review_view() -> None:
         later = [i for i in queue if isinstance(current, int) and i > current]
         current = later[0] if later else queue[0]
         st.session_state["rv_doc"] = current
-    item = aw.review_item(store, current, agent=kwargs["agent"], model_version=kwargs["model_version"])
+    item = aw.review_item(store, current, agent=kwargs["agent"], model_version=kwargs["model_version"],
+                          annotator=member)
     doc = item.document
     seen = st.session_state.setdefault("rv_seen", {})
     seen.setdefault(doc.id, doc.version)
@@ -435,7 +460,9 @@ def review_view() -> None:
         st.caption(f"{doc.chunk_label[0].upper()}{doc.chunk_label[1:]} (source: {md_plain(doc.source)})")
     left, right = st.columns([3, 2])
     with right:
-        if item.decision is not None:
+        if member is not None:
+            st.markdown(f"**Your label:** {md_plain(item.decision.category) if item.decision else 'none yet'}")
+        elif item.decision is not None:
             st.markdown(f"**Current label:** {md_plain(item.decision.category)} (decided by "
                         f"{md_plain(item.decision.annotator)})")
         else:
@@ -483,14 +510,16 @@ def review_view() -> None:
 
 # --------------------------------------------------------------------------- bulk
 def bulk_view() -> None:
+    team_note()
     c1, c2, c3 = st.columns(3)
     agent = agent_picker(store, corpus.id, key="bk_agent", container=c1)
     agent_name, agent_version = agent if agent is not None else (None, None)
-    only_unreviewed = c2.checkbox("Only documents without a human decision", value=True, key="bk_unrev", **KEEP)
+    only_unreviewed = c2.checkbox("Only documents without" + (" your label" if member else " a human decision"),
+                                  value=True, key="bk_unrev", **KEEP)
     pretick = c3.slider("Pre-tick rows with confidence at least", 0.0, 1.01, 1.01, 0.05, key="bk_pretick",
                         help="1.01 = tick nothing", **KEEP)
     ids = review.review_queue(store, corpus.id, agent=agent_name, model_version=agent_version,
-                              unreviewed=only_unreviewed)
+                              unreviewed=only_unreviewed, annotator=member)
     if not ids:
         st.info("No document matches.")
         return
@@ -498,10 +527,11 @@ def bulk_view() -> None:
     n_pages = (len(ids) + page_size - 1) // page_size
     page = int(st.number_input(f"Page (of {n_pages})", 1, n_pages, 1, key="bk_page"))
     rows = aw.bulk_rows(store, ids[(page - 1) * page_size : page * page_size], agent=agent_name,
-                        model_version=agent_version)
+                        model_version=agent_version, annotator=member)
     frame = pd.DataFrame([
         {"accept": r.score is not None and r.score >= pretick, "id": r.document_id, "title": r.title,
-         "current label": r.label or "", "label from": r.label_source or "", "suggestion": r.suggestion or "",
+         ("your label" if member else "current label"): r.label or "", "label from": r.label_source or "",
+         "suggestion": r.suggestion or "",
          "confidence": r.score}
         for r in rows
     ])  # fmt: skip
@@ -516,7 +546,7 @@ def bulk_view() -> None:
     chosen = [r for r, tick in zip(rows, edited["accept"].tolist()) if tick and r.suggestion_id is not None]
     if st.button(f"Accept selected ({len(chosen)})", type="primary", disabled=not chosen, key="bk_accept"):
         try:
-            result = aw.accept_rows(store, chosen, reviewer)
+            result = aw.accept_rows(store, chosen, member or reviewer, blind=member is not None)
         except storage.StoreError as exc:
             st.error(f"Nothing was accepted: {md_plain(str(exc))}")
             return
@@ -539,8 +569,10 @@ def similar_view() -> None:
         return
     ids = [d.id for d in docs]
     current = st.session_state.get("rv_doc")
+    # a team member sees their own labels only
+    shown = agw.own_labels(store, corpus.id, member) if member else {d.id: d.label for d in docs}
     doc = st.selectbox("Document", docs, index=ids.index(current) if current in ids else 0, key="fs_doc",
-                       format_func=lambda d: f"{d.id} · {d.title[:80]} [{d.label or 'unlabelled'}]")
+                       format_func=lambda d: f"{d.id} · {d.title[:80]} [{shown.get(d.id) or 'unlabelled'}]")
     if not st.toggle(f"Embed the corpus with {ZERO_SHOT_MODEL} (cached on disk)", key="fs_on"):
         st.caption("Turn on to compute the embeddings (a few seconds the first time).")
         return
@@ -559,7 +591,7 @@ def similar_view() -> None:
     by_id = {d.id: d for d in docs}
     st.dataframe(pd.DataFrame([
         {"rank": n.rank, "id": n.document_id, "title": by_id[n.document_id].title,
-         "label": by_id[n.document_id].label or "", "similarity": round(n.score, 3)}
+         ("your label" if member else "label"): shown.get(n.document_id) or "", "similarity": round(n.score, 3)}
         for n in near
     ]), hide_index=True, width="stretch")  # fmt: skip
     if cat_by_name:  # the chosen document's label is the one to give its neighbours, until another is picked
@@ -575,8 +607,8 @@ def similar_view() -> None:
         if not picked:
             st.error("Select at least one document.")
             return
-        result = aw.apply_label(store, picked, cat_by_name[label].id, reviewer,
-                                versions={i: by_id[i].version for i in picked})
+        result = aw.apply_label(store, picked, cat_by_name[label].id, member or reviewer,
+                                versions={i: by_id[i].version for i in picked}, blind=member is not None)
         msg = f"Labelled {len(result.new_versions)} document(s) '{md_plain(label)}'."
         if result.conflicts:
             msg += f" {len(result.conflicts)} changed meanwhile and were left unchanged."

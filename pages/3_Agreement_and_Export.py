@@ -1,6 +1,7 @@
 """Agreement and Export, the third of the three corpus pages (after Annotate and Review): how often the machine
-suggestions agree with human decisions (per category and as a confusion matrix), and export of the curated corpus
-(JSONL, CSV, Parquet, MRAG benchmark JSON)."""
+suggestions agree with human decisions (per category and as a confusion matrix; suggestions accepted in bulk counted
+apart), the annotation team and the agreement between its annotators (kappa, alpha, the documents they disagree on,
+adjudication), and export of the curated corpus (JSONL, CSV, Parquet, MRAG benchmark JSON)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from services.export import EXPORT_FORMATS, file_stem
+from services.workflows import agreement as agw
 from services.workflows import annotation as aw
 from services.workflows import corpus as cw
-from services.workflows import review
-from ui.corpus_widgets import agent_picker
+from ui import team_agreement as ta
+from ui.corpus_widgets import agent_picker, reviewer_name
 from ui.navigation import page_setup
 from ui.render import md_plain, plotly_text
 from ui.state import open_corpus_page
@@ -21,19 +23,28 @@ page_setup(__file__, "📊")
 st.title("Agreement and Export")
 
 store, corpus = open_corpus_page()
+adjudicator = reviewer_name()
+ta.show_messages()
 
 # --------------------------------------------------------------------------- agreement
 st.subheader("Suggestion vs human decision")
 agent = agent_picker(store, corpus.id, key="ag_agent")
-agreement = review.agreement(store, corpus.id, agent=agent[0] if agent else None,
-                             model_version=agent[1] if agent else None)
+agreement = agw.suggestion_agreement(store, corpus.id, agent=agent[0] if agent else None,
+                                     model_version=agent[1] if agent else None)
+if agreement.n_bulk:
+    st.caption(f"{agreement.n_bulk} document{'s' if agreement.n_bulk != 1 else ''} labelled by accepting the "
+               "suggestion in bulk (unseen) are counted apart: they agree with it by construction, and would inflate "
+               "the figure.")
 if agreement.n == 0:
     st.info("Nothing to compare yet: agreement needs documents that have both a machine suggestion and a human "
-            "decision (labels that came with the import count as decisions). Run pre-annotation first.")
+            "decision (labels that came with the import count as decisions; suggestions accepted in bulk do not). "
+            "Run pre-annotation first.")
 else:
-    m1, m2 = st.columns(2)
+    m1, m2, m3 = st.columns(3)
     m1.metric("Documents compared", agreement.n)
     m2.metric("Agreement", f"{agreement.accuracy:.1%}" if agreement.accuracy is not None else "n/a")
+    m3.metric("Bulk-accepted (apart)", agreement.n_bulk,
+              help="Documents whose label accepted the suggestion in bulk, without review: not compared.")
     per_cat = pd.DataFrame(
         [{"category (decided)": c.category, "documents": c.n, "suggestion agreed": c.n_agree,
           "accuracy": c.accuracy} for c in agreement.per_category.values()],
@@ -49,6 +60,13 @@ else:
     st.plotly_chart(fig, width="stretch")
     with st.expander("Confusion matrix as a table"):
         st.dataframe(pd.DataFrame(matrix, index=[f"suggested: {n}" for n in names], columns=names), width="stretch")
+
+# --------------------------------------------------------------------------- agreement between annotators
+st.subheader("Agreement between annotators")
+ta.team_section(store, corpus, adjudicator)
+ta.agreement_section(store, corpus)
+st.markdown("**Disagreements**")
+ta.disagreements_section(store, corpus, agw.category_names(store, corpus.id), adjudicator)
 
 # --------------------------------------------------------------------------- export
 st.subheader("Export")

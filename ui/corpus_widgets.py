@@ -20,12 +20,24 @@ PREVIEW_ROWS = 500
 
 
 def reviewer_name() -> str:
-    """The name decisions are stored under (sidebar text input shared by the pages)."""
-    name = st.sidebar.text_input(
-        "Your name (stored with each decision)", value=st.session_state.get("reviewer", "reviewer"),
-        key="_reviewer_input", max_chars=80,
+    """The name decisions are stored under (sidebar text input shared by the pages), checked by
+    ``clean_annotator_name``: a wrong one is named in the sidebar and the last good name (else ``reviewer``) is
+    kept. An annotator on a corpus' team types their name here to annotate it blind."""
+    from services.workflows.agreement import NAME_MAX, clean_annotator_name
+
+    kept = st.session_state.get("reviewer", "reviewer")
+    typed = st.sidebar.text_input(
+        "Your name (stored with each decision)", value=kept, key="_reviewer_input", max_chars=NAME_MAX,
+        help="Annotators on a corpus' team type their name to label their documents blind.",
     )  # fmt: skip
-    name = (name or "").strip() or "reviewer"
+    if not (typed or "").strip():
+        name = "reviewer"
+    else:
+        try:
+            name = clean_annotator_name(typed)
+        except ValueError as exc:
+            st.sidebar.error(f"{md_plain(str(exc))} Decisions are stored under '{md_plain(kept)}' meanwhile.")
+            name = kept
     st.session_state["reviewer"] = name
     return name
 

@@ -630,14 +630,16 @@ def _from_agent(s: db.SuggestionRow, agent: str | None, model_version: str | Non
 
 
 def review_item(
-    store: db.Store, document_id: int, *, agent: str | None = None, model_version: str | None = None
+    store: db.Store, document_id: int, *, agent: str | None = None, model_version: str | None = None,
+    annotator: str | None = None,
 ) -> ReviewItem:
     """The review view of a document (its latest suggestion, from ``agent`` / ``model_version``
-    when given)."""
+    when given); with ``annotator`` (a team member labelling blind) its decision is their own latest blind one."""
     doc = db.get_document(store, document_id)
     suggestions = [s for s in db.list_suggestions(store, document_id) if _from_agent(s, agent, model_version)]
     suggestion = suggestions[-1] if suggestions else None
-    decisions = db.list_decisions(store, document_id)
+    decisions = [d for d in db.list_decisions(store, document_id)
+                 if annotator is None or (d.blind and d.annotator == annotator)]
     decision = decisions[-1] if decisions else None
     keywords: list[str] = []
     cat_id = suggestion.category_id if suggestion is not None and suggestion.category_id is not None else (
@@ -679,40 +681,49 @@ class BulkRow:
 
 
 def bulk_rows(
-    store: db.Store, document_ids: Sequence[int], *, agent: str | None = None, model_version: str | None = None
+    store: db.Store, document_ids: Sequence[int], *, agent: str | None = None, model_version: str | None = None,
+    annotator: str | None = None,
 ) -> list[BulkRow]:
     """Rows for the bulk table (in the order of ``document_ids``; keep it to one page), with the
-    latest ok suggestion (from ``agent`` / ``model_version`` when given)."""
+    latest ok suggestion (from ``agent`` / ``model_version`` when given); with ``annotator`` (a team member
+    labelling blind) the label is their own latest blind one (``label_source`` ``"you"``), never a colleague's."""
     out: list[BulkRow] = []
     for doc in db.get_documents(store, document_ids):
         oks = [s for s in db.list_suggestions(store, doc.id)
                if s.status == "ok" and _from_agent(s, agent, model_version)]
         sug = oks[-1] if oks else None
+        label, source = doc.label, doc.label_source
+        if annotator is not None:
+            own = [d for d in db.list_decisions(store, doc.id) if d.blind and d.annotator == annotator]
+            label, source = (own[-1].category, "you") if own else (None, None)
         out.append(BulkRow(
-            document_id=doc.id, version=doc.version, title=doc.title, label=doc.label, label_source=doc.label_source,
+            document_id=doc.id, version=doc.version, title=doc.title, label=label, label_source=source,
             suggestion_id=sug.id if sug else None, suggestion=sug.category if sug else None,
             score=sug.score if sug else None, agent=sug.agent if sug else None,
         ))  # fmt: skip
     return out
 
 
-def accept_rows(store: db.Store, rows: Sequence[BulkRow], annotator: str) -> db.BulkDecisionResult:
-    """Accept the suggestions of ``rows`` (one transaction; rows without one are ignored).
+def accept_rows(store: db.Store, rows: Sequence[BulkRow], annotator: str, *, blind: bool = False
+                ) -> db.BulkDecisionResult:
+    """Accept the suggestions of ``rows`` (one transaction; rows without one are ignored), stored as bulk
+    acceptances (counted apart in agreement figures); ``blind``: as a team member's own labels.
 
     Uses each row's ``version`` as the expected version; documents changed meanwhile are left out
     and reported in ``conflicts``."""
     pairs = [(r.suggestion_id, r.version) for r in rows if r.suggestion_id is not None]
     if not pairs:
         return db.BulkDecisionResult(new_versions={})
-    return db.accept_suggestions(store, pairs, annotator, on_conflict="skip")
+    return db.accept_suggestions(store, pairs, annotator, on_conflict="skip", method="bulk", blind=blind)
 
 
 def apply_label(
     store: db.Store, document_ids: Sequence[int], category_id: int, annotator: str,
-    versions: dict[int, int] | None = None,
+    versions: dict[int, int] | None = None, *, blind: bool = False,
 ) -> db.BulkDecisionResult:
-    """Give ``category_id`` to several documents in one transaction. ``versions`` are the versions
-    the user saw (default: the current ones); conflicting documents are skipped and reported."""
+    """Give ``category_id`` to several documents in one transaction (stored as ``neighbours`` decisions;
+    ``blind``: as a team member's own labels). ``versions`` are the versions the user saw (default: the current
+    ones); conflicting documents are skipped and reported."""
     docs = db.get_documents(store, document_ids)
     items = [
         db.DecisionIn(d.id, category_id, (versions or {}).get(d.id, d.version), None, "labelled with neighbours")
@@ -720,7 +731,7 @@ def apply_label(
     ]
     if not items:
         return db.BulkDecisionResult(new_versions={})
-    return db.decide_labels(store, items, annotator, on_conflict="skip")
+    return db.decide_labels(store, items, annotator, on_conflict="skip", method="neighbours", blind=blind)
 
 
 # --------------------------------------------------------------------------- find similar

@@ -29,8 +29,10 @@ def review_queue(
     disagreement: bool = False,
     unreviewed: bool = False,
     limit: int | None = None,
+    annotator: str | None = None,
 ) -> list[int]:
-    """The ids of the documents to review, in queue order, by the filters given (:func:`db.review_queue`)."""
+    """The ids of the documents to review, in queue order, by the filters given (:func:`db.review_queue`;
+    ``annotator``: a team member's own queue, their assigned documents, judged by their own blind labels)."""
     return db.review_queue(
         store,
         corpus_id,
@@ -41,6 +43,7 @@ def review_queue(
         disagreement=disagreement,
         unreviewed=unreviewed,
         limit=limit,
+        annotator=annotator,
     )
 
 
@@ -83,9 +86,13 @@ def decide_label(
     expected_version: int,
     suggestion_id: int | None = None,
     note: str = "",
+    *,
+    blind: bool = False,
 ) -> int:
-    """Decide a document's label (``expected_version`` guards against a stale decision) (:func:`db.decide_label`)."""
-    return db.decide_label(store, document_id, category_id, annotator, expected_version, suggestion_id, note)
+    """Decide a document's label (``expected_version`` guards against a stale decision) (:func:`db.decide_label`;
+    ``blind``: a team member's own label, kept apart from the others' until adjudication)."""
+    return db.decide_label(store, document_id, category_id, annotator, expected_version, suggestion_id, note,
+                           blind=blind)
 
 
 def agreement(

@@ -99,7 +99,7 @@ def test_upgrade_from_0001_keeps_data(empty_url: str) -> None:
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0009"
+        assert store.schema_revision() == db.head_revision() == "0010"
         info = db.get_corpus(store, 1)
         assert (info.name, info.description, info.version) == ("Old corpus", "from 0001", 7)
         assert info.labels_version == 1  # new column filled by the server default
@@ -277,7 +277,7 @@ def test_upgrade_from_0006_leaves_runs_without_owner_and_interrupted(empty_url: 
     old.close()
 
     with db.open_store(url) as store:
-        assert store.schema_revision() == db.head_revision() == "0009"
+        assert store.schema_revision() == db.head_revision() == "0010"
         run = db.get_embedding_run(store, 2)
         assert (run.owner, run.heartbeat_at, run.live) == ("", None, False)
         assert db.claim_embedding_run(store, 2, "box pid 1 #a").live  # resumable at once
@@ -318,7 +318,7 @@ def test_upgrade_from_0008_keeps_corpora_visible_and_downgrade_drops_unpublished
     _explicit_ids_done(old)
     old.close()
     with db.open_store(empty_url) as store:
-        assert store.schema_revision() == "0009"
+        assert store.schema_revision() == "0010"
         assert [(c.name, c.n_documents) for c in db.list_corpora(store)] == [("Old corpus", 2)]
         hidden = db.begin_import(store, "Half written", "box pid 1 #a")
         db.add_import_documents(store, hidden, "box pid 1 #a", [{"text": "a document"}])
@@ -329,3 +329,42 @@ def test_upgrade_from_0008_keeps_corpora_visible_and_downgrade_drops_unpublished
         with store.engine.connect() as conn:
             assert conn.execute(text("SELECT name FROM corpora")).all() == [("Old corpus",)]
             assert conn.execute(text("SELECT COUNT(*) FROM documents")).scalar_one() == 2
+
+
+def test_upgrade_from_0009_tells_how_old_decisions_were_made_and_downgrade_drops_teams(empty_url: str) -> None:
+    """0010 fills ``decisions.method`` from what the code before it wrote: the import's annotator, the note
+    find-similar writes, and suggestions accepted in one transaction with others (one timestamp) as bulk; a
+    suggestion accepted alone and a plain decision as review. No old decision is blind."""
+    old = _store_at(empty_url, "0009")
+    _fill_0001(old)  # corpus 1, category 1, documents 1 and 2, suggestion 1 (of document 1), decision 1 by 'ann'
+    rows = [  # (id, document, annotator, created_at, suggestion, note)
+        (2, 1, "import", "2026-01-02 03:04:06.000000", None, ""),
+        (3, 1, "ann", "2026-01-02 03:04:07.000000", None, "labelled with neighbours"),
+        (4, 1, "ann", "2026-01-02 03:04:08.000000", 1, ""),  # bulk: with 5
+        (5, 2, "ann", "2026-01-02 03:04:08.000000", 1, ""),
+        (6, 2, "bob", "2026-01-02 03:04:08.000000", 1, ""),  # same time, another annotator, alone: review
+        (7, 2, "ann", "2026-01-02 03:04:09.000000", 1, ""),  # accepted alone: review
+    ]
+    with old.engine.begin() as conn:
+        for id_, doc, who, at, sug, note in rows:
+            conn.execute(text(
+                "INSERT INTO decisions (id, document_id, category_id, annotator, created_at, based_on_version, "
+                "suggestion_id, note) VALUES (:id, :doc, 1, :who, :at, 1, :sug, :note)"),
+                {"id": id_, "doc": doc, "who": who, "at": at, "sug": sug, "note": note})
+    _explicit_ids_done(old)
+    old.close()
+    with db.open_store(empty_url) as store:
+        assert store.schema_revision() == "0010"
+        with store.engine.connect() as conn:
+            got = conn.execute(text("SELECT id, method, blind FROM decisions ORDER BY id")).all()
+        assert [(i, m, bool(b)) for i, m, b in got] == [
+            (1, "review", False), (2, "import", False), (3, "neighbours", False), (4, "bulk", False),
+            (5, "bulk", False), (6, "review", False), (7, "review", False)]
+        db.save_team(store, 1, ["ann", "bob"], overlap_percent=100.0, per_shared=2)
+        db.add_assignments(store, 1, {1: ["ann", "bob"]})
+        with store.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0009")
+        assert not {"annotation_teams", "team_members", "assignments"} & set(inspect(store.engine).get_table_names())
+        assert not {"method", "blind"} & {c["name"] for c in inspect(store.engine).get_columns("decisions")}
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT COUNT(*) FROM decisions")).scalar_one() == 7

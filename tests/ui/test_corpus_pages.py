@@ -685,7 +685,7 @@ def test_agreement_and_export() -> None:
     at.run()
     _no_exceptions(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics == {"Documents compared": "2", "Agreement": "50.0%"}
+    assert metrics == {"Documents compared": "2", "Agreement": "50.0%", "Bulk-accepted (apart)": "0"}
     per_cat = at.dataframe[0].value.set_index("category (decided)")
     assert per_cat.loc["sport", "accuracy"] == 1.0 and per_cat.loc["science", "accuracy"] == 0.0
     matrix = at.dataframe[1].value
