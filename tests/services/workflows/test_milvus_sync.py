@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -217,3 +218,44 @@ def test_an_older_run_does_not_take_a_newer_runs_collections(store, corpus, lm):
     res = milvus_sync.sync_run_collections(store, first.id)
     assert (res.adopted_from, res.written) == (None, 23)  # built anew
     assert milvus_sync.collection_state(store, second, "milvus") == "ready"
+
+
+def test_a_milvus_server_reached_by_http_uri_serves_the_same_answers(store, corpus, lm, monkeypatch,
+                                                                     tmp_path: Path):
+    """The server path (``http://host:port``, as a standalone Milvus or a cluster is reached): Milvus Lite's own
+    server process on 127.0.0.1 is written to and searched over gRPC, and answers as the in-process index does;
+    the collections outlive a restart of the server."""
+
+    def serve(port: int) -> subprocess.Popen:
+        server = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir",
+                                   str(tmp_path / "served.db"), "--host", "127.0.0.1", "--port", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(240):  # until it listens (starting takes seconds on a loaded machine)
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    return server
+            assert server.poll() is None, "the Milvus Lite server exited"
+            time.sleep(0.5)
+        server.kill()
+        raise AssertionError("the Milvus Lite server did not listen within 120 s")
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv(mb.ENV_URI, f"http://127.0.0.1:{port}")
+    server = serve(port)
+    try:
+        run = build_embedding_run(store, corpus, lm).run
+        res = milvus_sync.sync_run_collections(store, run.id)
+        assert (res.status, res.written) == ("done", 23)
+        same_results(store, run.id, lm)
+    finally:
+        server.terminate()
+        server.wait(60)
+    server = serve(port)  # restarted on the same folder: the collections are still there, and ready
+    try:
+        assert milvus_sync.collection_state(store, run, "milvus") == "ready"
+        same_results(store, run.id, lm)
+    finally:
+        server.terminate()
+        server.wait(60)
