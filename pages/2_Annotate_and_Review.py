@@ -242,7 +242,7 @@ def preannotate_view() -> None:
         tally: list[aw.PreannotateSummary] = []
         st.session_state["pa_stored"] = tally
         bar = st.progress(0.0, text="Preparing the annotator...")
-        state = st.empty()  # the requests in flight: redrawn at least every 0.2 s, where a Cancel stops the run
+        state = st.empty()  # the requests in flight: redrawn at least every 0.1 s, where a Cancel stops the run
         started = time.monotonic()
 
         def progress(done: int, total: int) -> None:

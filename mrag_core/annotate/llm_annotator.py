@@ -515,10 +515,10 @@ def _timeout_error(client: LLMClient, tries: int, ticket: Ticket) -> LLMError:
     """The failure of a document whose every try timed out, saying how many tries and at what concurrency."""
     cfg = client.config
     times = "once" if tries == 1 else "twice" if tries == 2 else f"{tries} times"
-    alone = "alone" if ticket.limit == 1 else f"with at most {ticket.limit} requests in flight"
+    at = "one request" if ticket.limit == 1 else f"at most {ticket.limit} requests"
     return LLMError(
         f"LLM request to model {cfg.model!r} at {redact_url(cfg.base_url)} failed: no answer within "
-        f"{cfg.timeout_s:g} s (MRAG_LLM_TIMEOUT), {times} (the last try sent {alone}).",
+        f"{cfg.timeout_s:g} s (MRAG_LLM_TIMEOUT), {times} (the last try with {at} in flight).",
         attempts=tries, retryable=True, cause="timeout")
 
 
@@ -545,8 +545,8 @@ def annotate_document(
     :data:`ATTEMPTS` says: with a correction at a higher temperature, then for the name only; only parsed answers
     are cached. With a ``limiter`` (a batch adapting its concurrency) a timeout lowers it and, while the document
     has tries left (``timeouts_before`` counts its earlier ones, :data:`TIMEOUT_TRIES` in all), raises
-    :class:`~mrag_core.llm.adaptive.Requeue` to be sent again later; the last timeout of a document sent alone
-    trips ``breaker`` (the endpoint cannot answer one request in time)."""
+    :class:`~mrag_core.llm.adaptive.Requeue` to be sent again later; the last timeout of a document sent with one
+    request in flight trips ``breaker`` (the endpoint cannot answer one request in time)."""
     agent, model_version = llm_identity(client.config.model)
     first = build_messages(doc, categories, char_budget=char_budget)
     schema = label_schema(categories)
@@ -581,7 +581,7 @@ def annotate_document(
                     raise Requeue from None
                 err = _timeout_error(client, timeouts_before + 1, ticket)
                 if ticket.limit == 1 and breaker is not None:
-                    breaker.record(err)  # sent alone and still too slow: every request would be
+                    breaker.record(err)  # the only request in flight and still too slow: every request would be
                 return _failed(doc.key, tag("timeout", str(err)), agent, model_version)
             if breaker is not None:
                 breaker.record(err)
@@ -655,23 +655,23 @@ def annotate_documents(
       failed), called from the calling thread after each; documents dropped by a cancel are not counted, so
       ``done`` stops short of ``total`` then.
     * ``activity(Activity)``: the batch's state (requests in flight, the concurrency now, timeouts, answers asked
-      again), from the calling thread at least every :data:`~mrag_core.llm.concurrency.WAKE_EVERY_S` seconds while
+      again), from the calling thread at least every :data:`~mrag_core.llm.adaptive.TICK_S` seconds while
       it waits: a page's progress display, and where Streamlit stops the script when the user presses Cancel.
     * ``on_suggestion(suggestion)``: each document's suggestion as it comes, from the calling thread and before
       the ``progress`` call that counts it, so a caller keeps every suggestion ``progress`` announced even when
       that call raises (Streamlit stopping the script, a Ctrl+C): the exception then propagates at once.
     * ``cancel``: once set, documents not yet sent are dropped from the result, and so are those in flight: the
-      batch stops waiting for them within :data:`~mrag_core.llm.concurrency.WAKE_EVERY_S` seconds, their requests
+      batch stops waiting for them within :data:`~mrag_core.llm.adaptive.TICK_S` seconds, their requests
       are aborted (:meth:`LLMClient.abort_in_flight`) and their answers discarded. The same happens when
       ``progress``, ``activity`` or ``on_suggestion`` raises.
     * ``cache``: optional response cache; only parseable answers are stored.
     * ``stats``: a :class:`RunStats` to count into (one per run).
 
     When a request fails in a way every other would too (the endpoint unreachable, the key refused, the model
-    unknown, 429 / 5xx through all retries, an answer that is not a chat completion, no answer in time even sent
-    alone: see :mod:`mrag_core.llm.breaker`), documents not sent yet are not sent and are left out, as after a
-    cancel: the failed ones come back failed, and a resume asks for all of them. Pass one ``breaker`` to every batch
-    of a run (built on its ``cancel``) so that a later batch sends nothing once an earlier one tripped it.
+    unknown, 429 / 5xx through all retries, an answer that is not a chat completion, no answer in time even with
+    one request in flight: see :mod:`mrag_core.llm.breaker`), documents not sent yet are not sent and are left out,
+    as after a cancel: the failed ones come back failed, and a resume asks for all of them. Pass one ``breaker`` to
+    every batch of a run (built on its ``cancel``) so that a later batch sends nothing once an earlier one tripped it.
 
     Raises ``ValueError`` for an empty or ambiguous category list.
     """

@@ -12,7 +12,7 @@ out and raises it again slowly, as TCP's congestion control does ("additive incr
 :func:`run_adaptive` runs ``fn`` over items with at most ``limiter.limit`` calls in flight, each on a daemon thread
 of its own (no thread pool: a pool's threads are joined when the interpreter exits, so a request in flight kept a
 stopped command alive until it timed out). The calling thread dispatches, takes results (``on_result``, from the
-calling thread, as each finishes) and calls ``tick(in_flight)`` at least every :data:`WAKE_EVERY_S` seconds while it
+calling thread, as each finishes) and calls ``tick(in_flight)`` at least every :data:`TICK_S` seconds while it
 waits (a page redraws its progress there; Streamlit raises its stop there, within a fraction of a second).
 
 Stopping: once ``halt`` is set (a tripped :class:`~mrag_core.llm.breaker.Breaker`) nothing more is sent and the
@@ -31,9 +31,13 @@ from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 from mrag_core.llm.client import LLMCancelled
-from mrag_core.llm.concurrency import WAKE_EVERY_S, CancelFlag, Outcome
+from mrag_core.llm.concurrency import CancelFlag, Outcome
 
-__all__ = ["AdaptiveLimit", "Requeue", "Ticket", "run_adaptive"]
+__all__ = ["TICK_S", "AdaptiveLimit", "Requeue", "Ticket", "run_adaptive"]
+
+TICK_S = 0.1
+"""Longest stretch the calling thread waits without calling ``tick``: a stop raised there (Streamlit's, when the
+user presses Cancel) or a ``cancel`` set is acted on within it."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -156,7 +160,7 @@ def run_adaptive(
             if not running:
                 break
             try:
-                index, outcome = results.get(timeout=WAKE_EVERY_S)
+                index, outcome = results.get(timeout=TICK_S)
             except queue.Empty:
                 if tick is not None:
                     tick(len(running))

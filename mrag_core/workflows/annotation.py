@@ -429,7 +429,7 @@ def preannotate(
     run is stopped now: when ``progress`` (Streamlit stopping the page) or the annotator raises mid-batch
     (a Ctrl+C), the suggestions the batch handed over so far are stored in one transaction before the
     exception propagates (each document with its whole suggestion row, or none). ``activity`` reaches the
-    annotator (an LLM's requests in flight, at least every 0.2 s while it waits). ``on_summary`` gets the
+    annotator (an LLM's requests in flight, at least every 0.1 s while it waits). ``on_summary`` gets the
     summary so far when the run has its to-do list and after each store (a stopped run's own counts:
     ``cancelled`` is set for the store of a stopped batch). ``cancel`` is checked between
     batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``

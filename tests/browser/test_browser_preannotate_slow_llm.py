@@ -125,7 +125,7 @@ def test_preannotation_against_a_slow_off_list_model(slow_llm, slow_app, browser
     page.screenshot(path=str(ARTIFACTS / "browser_preannotate_stopped.png"), full_page=True)
     assert message.startswith("Pre-annotation stopped: no answer in time (timeout): LLM request to model "
                               f"'{FAKE_MODEL}' at ")
-    assert "no answer within 2 s (MRAG_LLM_TIMEOUT), 3 times (the last try sent alone)." in message
+    assert "no answer within 2 s (MRAG_LLM_TIMEOUT), 3 times (the last try with one request in flight)." in message
     assert ("What to do: raise MRAG_LLM_TIMEOUT (now 2 s), or lower MRAG_LLM_CONCURRENCY (now 4): a small local "
             "server answers one request at a time") in message
     assert "no valid category" not in message
@@ -137,7 +137,8 @@ def test_preannotation_against_a_slow_off_list_model(slow_llm, slow_app, browser
                   if s.error.startswith("timeout: ")]
     finally:
         store.close()
-    # the page's cause is the error the document that stopped the run stores (sent alone, it timed out again)
+    # the page's cause is the error the document that stopped the run stores (with one request in flight, it
+    # timed out again)
     assert any(error.removeprefix("timeout: ").rstrip(".") in message for error in stored)
     assert all("no answer within 2 s (MRAG_LLM_TIMEOUT)" in error for error in stored)
     wait_idle(page)

@@ -117,10 +117,10 @@ def _corpus(tmp_path: Path, n: int) -> tuple[db.Store, int, list[int]]:
 def test_a_run_stopped_by_timeouts_names_the_timeout_not_the_parse_failures_before_it(tmp_path: Path,
                                                                                      monkeypatch) -> None:
     """Six documents get answers off the list (stored failed, cause parse); then the server stops keeping up. The
-    next document times out three times, the last alone: the run stops, and its cause is the timeout, the error
-    the stopped document stores, with the advice to raise MRAG_LLM_TIMEOUT. The old page named the last of the
-    first five failures ("answer names no valid category ... fix the endpoint"), while the failures stored said
-    "no answer within 60 s"."""
+    next document times out three times, the last with one request in flight: the run stops, and its cause is the
+    timeout, the error the stopped document stores, with the advice to raise MRAG_LLM_TIMEOUT. The old page named
+    the last of the first five failures ("answer names no valid category ... fix the endpoint"), while the
+    failures stored said "no answer within 60 s"."""
     monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
     store, corpus_id, ids = _corpus(tmp_path, 10)
     model = SmallModel(truth, delay_s=0.01, off_list=1.0, fixed_by_correction=0.0, fixed_by_name=0.0, hang_s=5.0)
@@ -143,8 +143,8 @@ def test_a_run_stopped_by_timeouts_names_the_timeout_not_the_parse_failures_befo
     assert summary.stop_cause == "timeout"
     (stored,) = db.list_suggestions(store, ids[6])
     assert stored.error == summary.stop_error and stored.error.startswith("timeout: LLM request to model ")
-    assert stored.error.endswith("failed: no answer within 0.3 s (MRAG_LLM_TIMEOUT), 3 times (the last try sent "
-                                 "alone).")
+    assert stored.error.endswith("failed: no answer within 0.3 s (MRAG_LLM_TIMEOUT), 3 times (the last try with "
+                                 "one request in flight).")
     assert len(sixth) == 3  # the count the message gives is the real one
     text = pr.stop_text(summary, config)
     assert text.startswith("no answer in time (timeout): LLM request to model 'fake-model' at ")
