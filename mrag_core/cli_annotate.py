@@ -27,7 +27,8 @@ from mrag_core.wording import counted
 
 ZERO_SHOT_MODEL = "minilm"
 ANNOTATORS = ("auto", "llm", "zero-shot")
-CTRL_C = "stopping now: the answers received are stored, the requests in flight abandoned (Ctrl+C again to stop at once)"
+CTRL_C = ("stopping now: the answers received are stored, the requests in flight abandoned (Ctrl+C again to stop "
+          "at once)")
 
 
 def add_annotate_parser(subparsers: Any) -> argparse.ArgumentParser:
