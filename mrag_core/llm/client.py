@@ -377,11 +377,12 @@ class LLMClient:
         ``json_schema``: the ``json_schema`` member of ``response_format={"type": "json_schema", ...}`` (``name``,
         ``schema``, ``strict``), output constrained to the schema where the endpoint supports it (vLLM, llama.cpp's
         server, OpenAI); ``json_mode``: ``response_format={"type": "json_object"}``; ``logprobs``: ask for the
-        tokens' log-probabilities, with that many alternatives each (``top_logprobs``; 0: none). An endpoint that refuses one
-        of these with HTTP 400 / 422 is asked again without it (a schema becomes JSON mode, then nothing), and a
-        refusal that asking without it proves is remembered (:attr:`unsupported`): a 400 for this request alone (a
-        prompt too long for the context) turns nothing off. ``timeout_retries``: how often a timed-out request is
-        sent again (1; a batch that lowers its concurrency after timeouts passes 0 and sends it again itself).
+        tokens' log-probabilities, with that many alternatives each (``top_logprobs``; 0: none). An endpoint that
+        refuses one of these with HTTP 400 / 422 is asked again without it (a schema becomes JSON mode, then
+        nothing), and a refusal that asking without it proves is remembered (:attr:`unsupported`): a 400 for this
+        request alone (a prompt too long for the context) turns nothing off. ``timeout_retries``: how often a
+        timed-out request is sent again (1; a batch that lowers its concurrency after timeouts passes 0 and sends it
+        again itself).
         """
         with self._count_lock:
             epoch = self._abort_epoch

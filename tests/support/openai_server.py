@@ -51,8 +51,8 @@ import pytest
 
 from mrag_core.llm.config import LLMConfig
 
-__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "by_document", "document_title", "fake_openai", "is_fusion_request",
-           "last_user_message", "scripted"]
+__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "by_document", "document_title", "fake_openai",
+           "is_fusion_request", "last_user_message", "scripted"]
 
 FAKE_MODEL = "fake-model"
 
