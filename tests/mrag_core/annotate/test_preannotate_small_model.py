@@ -14,11 +14,11 @@ import pytest
 
 import db
 from mrag_core.annotate import annotate_documents
+from mrag_core.annotate.llm_annotator import Activity
 from mrag_core.llm.client import LLMClient
 from mrag_core.workflows import annotation as aw
 from mrag_core.workflows import preannotation_report as pr
 from tests.support.openai_server import FakeOpenAIServer, Reply, document_title
-from mrag_core.annotate.llm_annotator import Activity
 from tests.support.small_model import SmallModel, draw, tokens
 from tests.support.topic_corpus import CATEGORIES, add_topic_corpus, topic_docs, truth
 
