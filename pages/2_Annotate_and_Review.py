@@ -4,6 +4,7 @@ review queue (one document at a time), bulk acceptance of suggestions, and label
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pandas as pd
@@ -15,6 +16,7 @@ from services import storage
 from services.workflows import agreement as agw
 from services.workflows import annotation as aw
 from services.workflows import corpus as cw
+from services.workflows import preannotation_report as pr
 from services.workflows import review
 from services.workflows.llm_cache import StoreLLMCache
 from ui.corpus_widgets import ZERO_SHOT_MODEL, agent_picker, corpus_embeddings, reviewer_name
@@ -239,6 +241,8 @@ def preannotate_view() -> None:
         how = "cancelled" if cancelled else "interrupted (the page reran)"
         st.warning(f"Pre-annotation {how}; every finished batch is kept.{stopped_note(so_far)} Press Resume "
                    "to continue.")
+    if use_llm and not start:
+        offer_fallback(agent, version, lock)
     if not start:
         return
     if not lock.acquire(blocking=False):
@@ -251,15 +255,20 @@ def preannotate_view() -> None:
         tally: list[aw.PreannotateSummary] = []
         st.session_state["pa_stored"] = tally
         bar = st.progress(0.0, text="Preparing the annotator...")
+        state = st.empty()  # the requests in flight: redrawn at least every 0.1 s, where a Cancel stops the run
+        started = time.monotonic()
 
         def progress(done: int, total: int) -> None:
             bar.progress(done / total if total else 1.0, text=f"{done} / {total} documents annotated")
+
+        def activity(now: Any) -> None:
+            state.caption(f"{md_plain(now.describe())} · {time.monotonic() - started:.0f} s")
 
         annotator = make_annotator(use_llm)
         try:
             summary = aw.preannotate(store, corpus.id, annotator, batch_size=int(batch_size),
                                      progress=progress, undecided_only=undecided_only,
-                                     on_summary=tally.append)
+                                     on_summary=tally.append, activity=activity if use_llm else None)
         except storage.RunInProgressError as exc:  # another process (mrag-studio annotate) holds the corpus
             st.session_state.pop("pa_running", None)
             st.error(f"Not started: {md_plain(str(exc))}")  # (Markdown: the corpus name is data)
@@ -276,14 +285,46 @@ def preannotate_view() -> None:
     finally:
         lock.release()  # also when the page stops the run (Streamlit raises inside the progress callback)
     if summary.cancelled:  # not this page's Cancel (that reruns the page): the endpoint failed for every request
-        cause = summary.errors[-1].rstrip(". ") if summary.errors else "the endpoint stopped answering"
-        flash("warning", f"Pre-annotation stopped: {md_plain(cause)}. {counted(summary.ok, 'suggestion')} stored, "
-                         f"{counted(summary.remaining, 'document')} left: fix the endpoint, then press Resume.")
+        # the cause of the failure that stopped it, with what to do: the error its stopped documents store
+        cause = pr.stop_text(summary, llm_config() if use_llm else None)
+        then = "press Resume when that is done" if cause else "fix the endpoint, then press Resume"
+        cause = cause or ((summary.errors[-1].rstrip(". ") if summary.errors else "the endpoint stopped answering")
+                          + ".")
+        flash("warning", f"Pre-annotation stopped: {md_plain(cause)} {counted(summary.ok, 'suggestion')} stored, "
+                         f"{counted(summary.remaining, 'document')} left: {then}.")
     else:
+        failures = f" Failed: {pr.failures_text(summary)}." if summary.failed else ""
         flash("success", f"Pre-annotation finished: {counted(summary.ok, 'suggestion')}, {summary.failed} failed "
-                         f"({counted(summary.already_done, 'document')} already had one).")
+                         f"({counted(summary.already_done, 'document')} already had one).{md_plain(failures)}")
     if summary.errors:
         st.session_state["pa_errors"] = summary.errors
+    st.session_state["pa_notes"] = summary.notes
+    st.rerun()
+
+
+def offer_fallback(agent: str, version: str, lock: Any) -> None:
+    """Offer the offline zero-shot suggestion for the documents the LLM failed on (none ok from it yet), stored
+    marked as a fallback (the review queue says so)."""
+    failed = pr.failed_by(store, corpus.id, agent, version, fallback=pr.fallback_identity(ZERO_SHOT_MODEL))
+    if not failed:
+        return
+    st.info(pr.fallback_offer(len(failed)))
+    if not st.button(f"Suggest offline for {counted(len(failed), 'document')}", key="pa_fallback"):
+        return
+    if not lock.acquire(blocking=False):
+        st.warning("This corpus is being pre-annotated in another tab or session; wait until that run ends.")
+        return
+    try:
+        with st.spinner(f"Loading {ZERO_SHOT_MODEL} and comparing each document with the categories..."):
+            done = pr.zero_shot_fallback(store, corpus.id, agent, version, make_annotator(False))
+    except (ValueError, storage.StoreError) as exc:
+        st.error(f"Nothing was stored: {md_plain(str(exc))}")
+        return
+    finally:
+        lock.release()
+    flash("success", f"Offline suggestions for the {counted(done.todo, 'document')} the LLM failed on: "
+                     f"{counted(done.ok, 'suggestion')} stored, {done.failed} failed. The review queue marks them "
+                     "as an offline fallback.")
     st.rerun()
 
 
@@ -472,7 +513,9 @@ def review_view() -> None:
             st.caption("No machine suggestion yet (run pre-annotation).")
         elif sug.status == "ok":
             conf = f"{sug.score:.0%}" if sug.score is not None else "unknown"
-            st.markdown(f"**Suggestion:** {md_plain(sug.category)} · confidence {conf} · by {md_plain(sug.agent)}")
+            source = pr.suggestion_source(sug.agent, sug.model_version)
+            st.markdown(f"**Suggestion:** {md_plain(sug.category)} · confidence {conf} · by {md_plain(sug.agent)} "
+                        f"({md_plain(source)})")
             if sug.reason:
                 st.caption(f"Reason: {md_plain(sug.reason)}")  # the LLM's words, shown verbatim
         else:
@@ -618,6 +661,8 @@ def similar_view() -> None:
 
 if view == "Pre-annotate":
     preannotate_view()
+    for note in st.session_state.pop("pa_notes", []):
+        st.info(md_plain(note))
     for err in st.session_state.pop("pa_errors", []):
         st.caption(f"Failed: {md_plain(err)}")
 elif view == "Review queue":

@@ -148,18 +148,19 @@ def named_corpus(store: Any, name: str) -> Any:
 
 
 @contextlib.contextmanager
-def stop_on_ctrl_c(cancel: threading.Event) -> Iterator[threading.Event]:
+def stop_on_ctrl_c(cancel: threading.Event, message: str = "stopping after the current batch (Ctrl+C again to "
+                                                               "stop now)") -> Iterator[threading.Event]:
     """While the block runs, the first Ctrl+C sets ``cancel`` (resumable work then stops after its current batch,
-    keeping what it saved) and says so on stderr; a second one stops at once (``KeyboardInterrupt``). Python's
-    handler is put back afterwards. Outside the main thread (where signals cannot be caught) it does nothing.
-    Yields an event set by a Ctrl+C: ``cancel`` set without it was set by someone else (a stop asked through the
-    database, :func:`stopped_elsewhere`)."""
+    keeping what it saved) and says so on stderr (``message``); a second one stops at once (``KeyboardInterrupt``).
+    Python's handler is put back afterwards. Outside the main thread (where signals cannot be caught) it does
+    nothing. Yields an event set by a Ctrl+C: ``cancel`` set without it was set by someone else (a stop asked
+    through the database, :func:`stopped_elsewhere`)."""
     pressed = threading.Event()
 
     def on_interrupt(_signum: int, _frame: Any) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt
-        print("stopping after the current batch (Ctrl+C again to stop now)", file=sys.stderr, flush=True)
+        print(message, file=sys.stderr, flush=True)
         pressed.set()
         cancel.set()
 

@@ -48,6 +48,7 @@ class Breaker:
     def __init__(self, cancel: threading.Event | None = None) -> None:
         self._cancel = cancel
         self._error: str | None = None
+        self._cause: str | None = None
         self._lock = threading.Lock()
         self._tripped = threading.Event()  # set once, by the first endpoint-wide error
 
@@ -58,6 +59,7 @@ class Breaker:
         with self._lock:
             if self._error is None:
                 self._error = str(error)
+                self._cause = getattr(error, "cause", None)
                 self._tripped.set()
 
     @property
@@ -65,6 +67,12 @@ class Breaker:
         """The error that tripped the breaker (None while it has not)."""
         with self._lock:
             return self._error
+
+    @property
+    def cause(self) -> str | None:
+        """The cause (:mod:`services.llm.causes`) of the error that tripped the breaker (None while it has not)."""
+        with self._lock:
+            return self._cause
 
     @property
     def tripped(self) -> bool:

@@ -90,8 +90,9 @@ def cache_key(
 
 
 def reply_to_dict(reply: LLMReply) -> dict[str, Any]:
-    """JSON-ready dict of a reply (all six fields; ``finish_reason`` is ``null`` when the endpoint gave none)."""
-    return {
+    """JSON-ready dict of a reply (``finish_reason`` is ``null`` when the endpoint gave none; ``logprobs``, a list
+    of ``[token, logprob]``, only when the reply has them)."""
+    out = {
         "text": reply.text,
         "prompt_tokens": int(reply.prompt_tokens),
         "completion_tokens": int(reply.completion_tokens),
@@ -99,6 +100,22 @@ def reply_to_dict(reply: LLMReply) -> dict[str, Any]:
         "model": reply.model,
         "finish_reason": reply.finish_reason,
     }
+    if reply.logprobs is not None:
+        out["logprobs"] = [[token, float(logprob)] for token, logprob in reply.logprobs]
+    return out
+
+
+def logprobs_from_json(value: Any) -> tuple[tuple[str, float], ...] | None:
+    """Token log-probabilities as :func:`reply_to_dict` writes them; None when absent or malformed."""
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)):
+            return None
+        out.append((item[0], float(item[1])))
+    return tuple(out)
 
 
 def reply_from_dict(data: Mapping[str, Any]) -> LLMReply:
@@ -116,6 +133,7 @@ def reply_from_dict(data: Mapping[str, Any]) -> LLMReply:
         latency_s=float(data["latency_s"]),
         model=str(data["model"]),
         finish_reason=finish,
+        logprobs=logprobs_from_json(data.get("logprobs")),
     )
 
 
@@ -253,6 +271,9 @@ def cached_complete(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     json_mode: bool = False,
+    json_schema: dict[str, Any] | None = None,
+    logprobs: int | None = None,
+    timeout_retries: int = 1,
     accept: Callable[[LLMReply], bool] | None = None,
     cancel: StopFlag | None = None,
 ) -> tuple[LLMReply, bool]:
@@ -269,25 +290,24 @@ def cached_complete(
       true, so callers can keep unparseable answers out of the cache.
 
     The key is :func:`cache_key` of ``client.config.model``, ``kind``, ``messages``
-    and ``{temperature, max_tokens, json_mode}``. ``cancel`` goes to ``client.complete``
-    (a set event ends a retry wait with :class:`~services.llm.client.LLMCancelled`).
+    and ``{temperature, max_tokens, json_mode}`` (plus ``json_schema`` and ``logprobs`` when given). ``cancel``,
+    ``json_schema``, ``logprobs`` and ``timeout_retries`` go to ``client.complete`` (a set event ends a retry wait
+    with :class:`~services.llm.client.LLMCancelled`).
     """
+    options: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "json_mode": json_mode,
+                               "json_schema": json_schema, "logprobs": logprobs}
     if cache is None:
-        reply = client.complete(
-            messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, cancel=cancel
-        )
+        reply = client.complete(messages, timeout_retries=timeout_retries, cancel=cancel, **options)
         return reply, False
     model = client.config.model
-    params = {"temperature": temperature, "max_tokens": max_tokens, "json_mode": json_mode}
+    params = options
     key = cache_key(model, kind, messages, params)
     stored = cache.get(key)
     if stored is not None:  # scrubbed again: an entry stored before answers were scrubbed may hold the key
         secret = client.config.api_key
         return replace(stored, latency_s=0.0, text=scrub_answer(stored.text, secret),
                        model=scrub_answer(stored.model, secret)), True
-    reply = client.complete(
-        messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, cancel=cancel
-    )
+    reply = client.complete(messages, timeout_retries=timeout_retries, cancel=cancel, **options)
     if _default_accept(reply) and (accept is None or accept(reply)):
         cache.put(key, kind, model, reply)
     return reply, False

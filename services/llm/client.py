@@ -6,7 +6,8 @@ retries are ours so they are predictable and testable:
 
 * retryable: HTTP 408, 409, 429, any 5xx, timeouts and connection errors;
   a timeout is retried once only (a server that kept a request past the
-  timeout twice is hanging: more attempts would multiply the wait);
+  timeout twice is hanging: more attempts would multiply the wait), or not at all
+  with ``timeout_retries=0`` (a batch that lowers its concurrency sends it again itself);
 * the wait before retry ``n`` (0-based) is the server's ``Retry-After`` /
   ``retry-after-ms`` when present, otherwise
   ``min(backoff_max_s, backoff_base_s * 2**n) * U(0.5, 1.0)`` ("equal jitter");
@@ -29,10 +30,17 @@ whose content is not text raises :class:`LLMError` naming what came back
 are decoded with replacement characters. ``finish_reason`` is kept in
 :class:`LLMReply` (``"length"``: the answer was cut at the token limit).
 
-``json_mode=True`` asks for ``response_format={"type": "json_object"}``. If
-the endpoint rejects that (HTTP 400/422), the call is repeated once without it
-and the client remembers that JSON mode is unsupported; callers must parse the
-text defensively anyway.
+``json_mode=True`` asks for ``response_format={"type": "json_object"}``, ``json_schema=...`` for output
+constrained to a JSON schema (``{"type": "json_schema", ...}``), ``logprobs=n`` for the tokens'
+log-probabilities. If the endpoint rejects one of these (HTTP 400/422), the call is repeated without it
+(the one the refusal names; all of them at once when it names none) and, when that goes through, the
+client remembers it as unsupported (:attr:`LLMClient.unsupported`, with the endpoint's words); callers
+must parse the text defensively anyway. A model's refusal to answer (``message.refusal``) is kept in
+:attr:`LLMReply.refusal`.
+
+Every :class:`LLMError` names its cause (``timeout``, ``connection``, ``auth``, ``rate_limit``, ...:
+:mod:`services.llm.causes`). :meth:`LLMClient.abort_in_flight` abandons the requests in flight from any
+thread: their connections are shut down and their calls raise :class:`LLMCancelled` at once.
 
 All error messages are scrubbed of the API key (and ``sk-...``-like tokens).
 So is every answer (:func:`scrub_answer`, in :meth:`LLMClient._reply`, the one place where an
@@ -54,19 +62,25 @@ from typing import Any, Callable, Protocol
 
 import openai
 
+from services.llm.abort import track_sockets
 from services.llm.config import LLMConfig, redact_url
 
-__all__ = ["LLMCancelled", "LLMClient", "LLMError", "LLMReply", "StopFlag", "backoff_delay", "parse_retry_after",
-           "scrub_answer", "tripped_by"]
+__all__ = ["FEATURES", "LLMCancelled", "LLMClient", "LLMError", "LLMReply", "StopFlag", "backoff_delay",
+           "parse_retry_after", "scrub_answer", "status_cause", "tripped_by"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: Optional parts of a request an endpoint may refuse with HTTP 400 / 422, and what the client then does: asks
+#: again without it (a JSON schema becomes plain JSON mode), and remembers for its later requests.
+FEATURES = ("json_schema", "json_object", "logprobs")
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
 _MAX_DETAIL_CHARS = 300
 
 
 @dataclass(frozen=True)
 class LLMReply:
-    """One successful completion. ``latency_s`` is the wall time of the successful attempt only."""
+    """One successful completion. ``latency_s`` is the wall time of the successful attempt only. ``refusal``: the
+    model's refusal to answer (OpenAI's ``message.refusal``, the text then empty); ``logprobs``: ``(token,
+    log-probability)`` of each token of the answer, when asked for and given."""
 
     text: str
     prompt_tokens: int
@@ -74,6 +88,8 @@ class LLMReply:
     latency_s: float
     model: str
     finish_reason: str | None = None
+    refusal: str | None = None
+    logprobs: tuple[tuple[str, float], ...] | None = None
 
     @property
     def cut_off(self) -> bool:
@@ -86,14 +102,37 @@ class LLMError(Exception):
 
     ``status_code`` is the last HTTP status (``None`` for timeouts/connection
     errors), ``attempts`` how many requests were made, ``retryable`` whether the
-    last failure was of a transient kind (i.e. retries were exhausted).
+    last failure was of a transient kind (i.e. retries were exhausted), ``cause`` its cause
+    (:data:`services.llm.causes.CAUSES`: ``timeout``, ``connection``, ``auth``, ...) and ``detail`` the last
+    failure alone (``HTTP 400: ...``).
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1, retryable: bool = False):
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1, retryable: bool = False,
+                 cause: str | None = None, detail: str = ""):
         super().__init__(message)
         self.status_code = status_code
         self.attempts = attempts
         self.retryable = retryable
+        self.cause = cause if cause is not None else status_cause(status_code)
+        self.detail = detail or message
+
+
+def status_cause(status_code: int | None) -> str:
+    """The cause (:mod:`services.llm.causes`) of a failed request from its HTTP status (None: no answer at all,
+    taken as unreachable; a timeout says so itself)."""
+    if status_code is None:
+        return "connection"
+    if status_code in (401, 403):
+        return "auth"
+    if status_code == 404:
+        return "not_found"
+    if status_code == 429:
+        return "rate_limit"
+    if status_code == 200:
+        return "bad_answer"
+    if status_code >= 500:
+        return "server"
+    return "rejected"
 
 
 class StopFlag(Protocol):
@@ -252,9 +291,10 @@ class LLMClient:
         self._retry_after_cap_s = retry_after_cap_s
         self._rng = rng if rng is not None else random.Random()
         self._rng_lock = threading.Lock()
-        self._json_mode_supported = True
+        self._unsupported: dict[str, str] = {}  # feature of FEATURES -> the endpoint's refusal
         self._cancelled_after_failure = 0
         self._count_lock = threading.Lock()
+        self._abort_epoch = 0  # raised by abort_in_flight: a request sent before then is abandoned
         # A placeholder key keeps the openai client from reading OPENAI_API_KEY
         # from the process environment; local servers ignore it.
         self._openai = openai.OpenAI(
@@ -263,6 +303,7 @@ class LLMClient:
             timeout=config.timeout_s,
             max_retries=0,
         )
+        self._sockets = track_sockets(self._openai)
 
     @property
     def config(self) -> LLMConfig:
@@ -272,7 +313,22 @@ class LLMClient:
     @property
     def json_mode_supported(self) -> bool:
         """False once the endpoint has rejected ``response_format=json_object``."""
-        return self._json_mode_supported
+        return "json_object" not in self._unsupported
+
+    @property
+    def unsupported(self) -> dict[str, str]:
+        """The optional request parts (:data:`FEATURES`) this endpoint refused so far, each with its refusal
+        (``HTTP 400: ...``): later requests go without them."""
+        with self._count_lock:
+            return dict(self._unsupported)
+
+    def abort_in_flight(self) -> int:
+        """Abandon every request of this client in flight now, from any thread: their connections are shut down
+        (:mod:`services.llm.abort`), and each such call raises :class:`LLMCancelled` at once instead of waiting
+        for its answer or retrying. Later calls are sent as usual. Returns how many connections were shut."""
+        with self._count_lock:
+            self._abort_epoch += 1
+        return self._sockets.abort() if self._sockets is not None else 0
 
     @property
     def cancelled_after_failure(self) -> int:
@@ -306,50 +362,91 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_mode: bool = False,
+        json_schema: dict[str, Any] | None = None,
+        logprobs: int | None = None,
+        timeout_retries: int = 1,
         cancel: StopFlag | None = None,
     ) -> LLMReply:
         """Send ``messages`` and return the first choice's text with token usage.
 
         Retries transient failures (see module docstring) and raises
         :class:`LLMError` when the request cannot succeed, :class:`LLMCancelled`
-        when ``cancel`` is set while it waits to retry. Missing ``usage`` in
-        the response counts as 0 tokens; a missing message content is ``""``.
+        when ``cancel`` is set while it waits to retry (or :meth:`abort_in_flight` abandons it). Missing ``usage``
+        in the response counts as 0 tokens; a missing message content is ``""``.
+
+        ``json_schema``: the ``json_schema`` member of ``response_format={"type": "json_schema", ...}`` (``name``,
+        ``schema``, ``strict``), output constrained to the schema where the endpoint supports it (vLLM, llama.cpp's
+        server, OpenAI); ``json_mode``: ``response_format={"type": "json_object"}``; ``logprobs``: ask for the
+        tokens' log-probabilities, with that many alternatives each (``top_logprobs``; 0: none). An endpoint that
+        refuses one of these with HTTP 400 / 422 is asked again without it (a schema becomes JSON mode, then
+        nothing), and a refusal that asking without it proves is remembered (:attr:`unsupported`): a 400 for this
+        request alone (a prompt too long for the context) turns nothing off. ``timeout_retries``: how often a
+        timed-out request is sent again (1; a batch that lowers its concurrency after timeouts passes 0 and sends it
+        again itself).
         """
-        use_json = json_mode and self._json_mode_supported
-        try:
-            return self._complete_with_retries(messages, temperature, max_tokens, use_json, cancel)
-        except LLMError as err:
-            if use_json and err.status_code in (400, 422):
-                # JSON mode is to blame only if the same request without it goes through: a 400 for this
-                # request alone (a prompt too long for the context) must not turn JSON mode off for the rest
-                reply = self._complete_with_retries(messages, temperature, max_tokens, False, cancel)
-                self._json_mode_supported = False
-                return reply
-            raise
+        with self._count_lock:
+            epoch = self._abort_epoch
+            fmt = ("json_schema" if json_schema is not None and "json_schema" not in self._unsupported else
+                   "json_object" if (json_mode or json_schema is not None) and "json_object" not in self._unsupported
+                   else None)
+            top = logprobs if logprobs is not None and "logprobs" not in self._unsupported else None
+        dropped: list[str] = []
+        while True:
+            try:
+                reply = self._complete_with_retries(messages, temperature, max_tokens, cancel, epoch,
+                                                    fmt=fmt, schema=json_schema, top_logprobs=top,
+                                                    timeout_retries=timeout_retries)
+            except LLMError as err:
+                if err.status_code not in (400, 422) or (fmt is None and top is None):
+                    raise
+                named = _named_feature(err.detail, fmt, top is not None)
+                if named is None and dropped:
+                    raise  # asked without every part named so far, and still refused: this request's own fault
+                if named == "logprobs":
+                    top = None
+                elif named is not None:  # the response format: one step down
+                    fmt = "json_object" if fmt == "json_schema" and "json_object" not in self.unsupported else None
+                else:  # a refusal that names nothing: once more without all optional parts, as one
+                    named = "+".join(part for part in (fmt, "logprobs" if top is not None else None) if part)
+                    fmt, top = None, None
+                dropped.append(named)
+                refusal = err.detail
+                continue
+            if dropped:  # asking without it went through: the endpoint refuses that part (or one of those)
+                with self._count_lock:
+                    for part in dropped[-1].split("+"):
+                        if part == "json_schema" and "+" in dropped[-1]:
+                            self._unsupported.setdefault("json_object", refusal)
+                        self._unsupported.setdefault(part, refusal)
+            return reply
 
     def _complete_with_retries(
-        self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, json_mode: bool,
-        cancel: StopFlag | None = None,
+        self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None,
+        cancel: StopFlag | None, epoch: int, *, fmt: str | None, schema: dict[str, Any] | None,
+        top_logprobs: int | None, timeout_retries: int,
     ) -> LLMReply:
         attempts = 1 + self._config.max_retries
         timeouts = 0
         for attempt in range(attempts):
             started = time.perf_counter()
             try:
-                raw = self._create(messages, temperature, max_tokens, json_mode)
+                self._check_abort(epoch)
+                raw = self._create(messages, temperature, max_tokens, fmt, schema, top_logprobs)
             except openai.OpenAIError as exc:
+                self._check_abort(epoch)
                 failure = _classify(exc, self._config.api_key)
                 timeouts += failure.timed_out
                 if failure.timed_out:
                     failure = replace(failure, detail=f"no answer within {self._config.timeout_s:g} s "
-                                                      "(MRAG_LLM_TIMEOUT)" + (", twice" if timeouts > 1 else ""))
+                                                      "(MRAG_LLM_TIMEOUT)" + (", twice" if timeouts == 2 else
+                                                      f", {timeouts} times" if timeouts > 2 else ""))
                 if failure.retry_after_s is not None and failure.retry_after_s > self._retry_after_cap_s:
                     wait = f"{failure.retry_after_s:.0f} s"
                     failure = replace(failure, detail=f"{failure.detail} (the endpoint asks to wait {wait} before "
                                                       f"the next request, longer than the {self._retry_after_cap_s:g}"
                                                       " s this app waits: try again later)")
                     raise self._error(failure, attempt + 1) from None
-                if not failure.retryable or attempt == attempts - 1 or timeouts > 1:
+                if not failure.retryable or attempt == attempts - 1 or timeouts > timeout_retries:
                     raise self._error(failure, attempt + 1) from None
                 delay = self._delay(attempt, failure)
                 if self._wait(delay, cancel):
@@ -362,14 +459,29 @@ class LLMClient:
             return self._reply(raw, time.perf_counter() - started)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
+    def _check_abort(self, epoch: int) -> None:
+        """Raise :class:`LLMCancelled` when :meth:`abort_in_flight` was called since the call began."""
+        with self._count_lock:
+            aborted = self._abort_epoch != epoch
+        if aborted:
+            where = f"LLM request to model {self._config.model!r} at {redact_url(self._config.base_url)}"
+            raise LLMCancelled(scrub(f"{where} abandoned: the run was stopped while it waited.", self._config.api_key))
+
     def _create(
-        self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, json_mode: bool
+        self, messages: list[dict[str, str]], temperature: float, max_tokens: int | None, fmt: str | None,
+        schema: dict[str, Any] | None, top_logprobs: int | None,
     ) -> Any:
         kwargs: dict[str, Any] = {"model": self._config.model, "messages": messages, "temperature": temperature}
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
-        if json_mode:
+        if fmt == "json_schema" and schema is not None:
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": schema}
+        elif fmt is not None:
             kwargs["response_format"] = {"type": "json_object"}
+        if top_logprobs is not None:
+            kwargs["logprobs"] = True
+            if top_logprobs > 0:
+                kwargs["top_logprobs"] = top_logprobs
         return self._openai.chat.completions.with_raw_response.create(**kwargs)
 
     def _delay(self, attempt: int, failure: _Failure) -> float:
@@ -418,6 +530,8 @@ class LLMClient:
             status_code=failure.status_code,
             attempts=attempts,
             retryable=failure.retryable,
+            cause="timeout" if failure.timed_out else None,
+            detail=scrub(failure.detail, self._config.api_key),
         )
 
     def _bad_answer(self, what: str) -> LLMError:
@@ -461,6 +575,7 @@ class LLMClient:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         model = data.get("model")
         key = self._config.api_key
+        refusal = message.get("refusal")
         return LLMReply(
             text=scrub_answer(content or "", key),  # an echoed key never reaches what is shown or stored
             prompt_tokens=_count(usage.get("prompt_tokens")),
@@ -468,7 +583,40 @@ class LLMClient:
             latency_s=latency_s,
             model=scrub_answer(model, key) if isinstance(model, str) and model else self._config.model,
             finish_reason=scrub_answer(finish, key) if isinstance(finish, str) else None,
+            refusal=scrub_answer(refusal, key) if isinstance(refusal, str) and refusal.strip() else None,
+            logprobs=_token_logprobs(first.get("logprobs")),
         )
+
+
+_FEATURE_WORDS = (("logprobs", ("logprob",)), ("json_schema", ("json_schema", "schema", "grammar", "guided")),
+                  ("json_object", ("response_format", "json_object", "json mode", "json")))
+
+
+def _named_feature(detail: str, fmt: str | None, logprobs: bool) -> str | None:
+    """The optional request part an HTTP 400 / 422 refusal names (``logprobs``, or the response format being used),
+    None when it names none of those in use (the refusal may be about this request alone)."""
+    text = detail.lower()
+    for feature, words in _FEATURE_WORDS:
+        in_use = logprobs if feature == "logprobs" else fmt is not None and (feature == fmt or feature == "json_object")
+        if in_use and any(word in text for word in words):
+            return feature if feature == "logprobs" else str(fmt)
+    return None
+
+
+def _token_logprobs(value: Any) -> tuple[tuple[str, float], ...] | None:
+    """``(token, logprob)`` of each answer token from a choice's ``logprobs`` (``{"content": [{"token",
+    "logprob", ...}, ...]}``); None when absent or of another shape."""
+    content = value.get("content") if isinstance(value, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    out = []
+    for item in content:
+        token = item.get("token") if isinstance(item, dict) else None
+        logprob = item.get("logprob") if isinstance(item, dict) else None
+        if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+            return None
+        out.append((token, float(logprob)))
+    return tuple(out)
 
 
 def _count(value: Any) -> int:

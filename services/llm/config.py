@@ -205,12 +205,15 @@ class LLMConfig:
 
     def describe(self) -> str:
         """Safe one-line summary for the UI/logs, e.g.
-        ``model 'gpt-4o-mini' at https://api.openai.com/v1 (API key set, timeout 60s, 4 parallel, 4 retries)``.
-        Never contains the key."""
+        ``model 'gpt-4o-mini' at https://api.openai.com/v1 (API key set, timeout 60s, 4 parallel, up to 4 retries,
+        1 after a timeout)``: the retries a request really gets (a timed-out one is sent again once only, however
+        many retries are configured). Never contains the key."""
         key = "API key set" if self.has_api_key else "no API key"
+        retries = (f"up to {self.max_retries} retries, 1 after a timeout" if self.max_retries > 1 else
+                   "1 retry" if self.max_retries == 1 else "no retries")
         return (
             f"model {self.model!r} at {redact_url(self.base_url)} "
-            f"({key}, timeout {self.timeout_s:g}s, {self.concurrency} parallel, {self.max_retries} retries)"
+            f"({key}, timeout {self.timeout_s:g}s, {self.concurrency} parallel, {retries})"
         )
 
     @classmethod

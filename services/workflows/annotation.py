@@ -28,16 +28,13 @@ from services.annotate import (
     AnnotationDoc,
     CategorySpec,
     Suggestion,
-    annotate_documents,
-    llm_identity,
     zero_shot_annotate,
     zero_shot_identity,
 )
 from services.annotate.types import fold_name, validate_categories
 from services.heartbeat import holding_lease
-from services.llm.breaker import Breaker
-from services.llm.cache import LLMCache
-from services.llm.client import LLMClient
+from services.llm.causes import cause_of
+from services.workflows.llm_annotation import ActivityFn, LLMAnnotator
 
 __all__ = [
     "Annotator",
@@ -88,11 +85,13 @@ class Annotator(Protocol):
     def annotate(
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
         progress: ProgressFn | None = None, on_suggestion: SuggestionFn | None = None,
+        activity: ActivityFn | None = None,
     ) -> list[Suggestion]:
         """One suggestion per finished document (cancelled ones are left out). As documents finish, from the
         calling thread, it may call ``on_suggestion(suggestion)`` and then ``progress(done, len(docs))``, ``done``
         counting the suggestions handed over so far: every document ``progress`` counted has reached
-        ``on_suggestion`` before, also when that ``progress`` call raises."""
+        ``on_suggestion`` before, also when that ``progress`` call raises. ``activity``: its state while it waits
+        (an LLM's requests in flight, :class:`~services.annotate.llm_annotator.Activity`), if it has one."""
         ...
 
 
@@ -115,45 +114,13 @@ class ZeroShotAnnotator:
     def annotate(
         self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
         progress: ProgressFn | None = None, on_suggestion: SuggestionFn | None = None,
+        activity: ActivityFn | None = None,
     ) -> list[Suggestion]:
         """The batch in one embedding call (no progress and no ``on_suggestion`` within it: all or nothing)."""
         return zero_shot_annotate(
             self.embed, docs, categories, model_name=self.model_name, temperature=self.temperature,
             batch_size=max(1, len(docs)),
         )  # fmt: skip
-
-
-@dataclass
-class LLMAnnotator:
-    """Annotator backed by an OpenAI-compatible chat model (``annotate_documents``)."""
-
-    client: LLMClient
-    cache: LLMCache | None = None
-    concurrency: int | None = None
-    agent: str = field(init=False)
-    model_version: str = field(init=False)
-
-    _breaker: Breaker | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.agent, self.model_version = llm_identity(self.client.config.model)
-
-    def annotate(
-        self, docs: Sequence[AnnotationDoc], categories: Sequence[CategorySpec], *, cancel: threading.Event | None,
-        progress: ProgressFn | None = None, on_suggestion: SuggestionFn | None = None,
-    ) -> list[Suggestion]:
-        """The batch's requests in parallel; ``on_suggestion`` then ``progress`` after each answer. One breaker for
-        all of this annotator's batches: once the endpoint failed for good (:mod:`services.llm.breaker`), later
-        batches send nothing (their documents stay to do, as after a cancel)."""
-        if self._breaker is None:
-            self._breaker = Breaker(cancel)
-        return annotate_documents(self.client, docs, categories, limit=self.concurrency, cancel=cancel,
-                                  cache=self.cache, progress=progress, breaker=self._breaker,
-                                  on_suggestion=on_suggestion)
-
-    def close(self) -> None:
-        """Close the client's connections (after the run)."""
-        self.client.close()
 
 
 # --------------------------------------------------------------------------- categories
@@ -403,7 +370,10 @@ class PreannotateSummary:
     (``already_done`` of those in scope had one: every document, or with ``undecided_only`` those without a label
     decision); ``ok``/``failed`` were stored; ``cancelled`` says it stopped early; ``retry_failed``: a failed
     suggestion is asked again by the next run (as the page and ``mrag-studio annotate`` run it); ``errors``:
-    the first failures, each naming its document by title with its id."""
+    the first failures, each naming its document by title with its id; ``causes``: the stored failures by cause
+    (:mod:`services.llm.causes`); ``stop_cause`` / ``stop_error``: why the endpoint stopped the run (an error every
+    request would meet: ``cancelled`` is set then too), the error as its failed documents store it; ``notes``: how
+    the run adapted to the endpoint (:func:`~services.workflows.llm_annotation.run_notes`)."""
 
     agent: str
     model_version: str
@@ -414,6 +384,10 @@ class PreannotateSummary:
     cancelled: bool
     errors: list[str] = field(default_factory=list)
     retry_failed: bool = True
+    causes: dict[str, int] = field(default_factory=dict)
+    stop_cause: str | None = None
+    stop_error: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
@@ -442,6 +416,7 @@ def preannotate(
     retry_failed: bool = True,
     undecided_only: bool = False,
     on_summary: Callable[[PreannotateSummary], None] | None = None,
+    activity: ActivityFn | None = None,
 ) -> PreannotateSummary:
     """Suggest a category for every document of the corpus that has no ok suggestion from this
     annotator yet (resume), ``batch_size`` documents at a time, storing each batch at once; with
@@ -453,7 +428,8 @@ def preannotate(
     minutes); ``done`` counts documents whose suggestion (ok or failed) is stored, or will be even if the
     run is stopped now: when ``progress`` (Streamlit stopping the page) or the annotator raises mid-batch
     (a Ctrl+C), the suggestions the batch handed over so far are stored in one transaction before the
-    exception propagates (each document with its whole suggestion row, or none). ``on_summary`` gets the
+    exception propagates (each document with its whole suggestion row, or none). ``activity`` reaches the
+    annotator (an LLM's requests in flight, at least every 0.1 s while it waits). ``on_summary`` gets the
     summary so far when the run has its to-do list and after each store (a stopped run's own counts:
     ``cancelled`` is set for the store of a stopped batch). ``cancel`` is checked between
     batches (and passed to the annotator, so an LLM run stops sending). Raises ``ValueError``
@@ -476,7 +452,7 @@ def preannotate(
         validate_categories(categories)
         return _preannotate(store, corpus_id, annotator, categories, batch_size=batch_size, progress=progress,
                             cancel=cancel, retry_failed=retry_failed, undecided_only=undecided_only,
-                            on_summary=on_summary)
+                            on_summary=on_summary, activity=activity)
 
 
 def preannotation_lease(corpus_id: int) -> str:
@@ -514,8 +490,8 @@ def _store_stopped_batch(store: db.Store, rows: list[dict[str, Any]], exc: BaseE
 
 def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categories: list[CategorySpec], *,
                  batch_size: int, progress: ProgressFn | None, cancel: threading.Event, retry_failed: bool,
-                 undecided_only: bool, on_summary: Callable[[PreannotateSummary], None] | None
-                 ) -> PreannotateSummary:
+                 undecided_only: bool, on_summary: Callable[[PreannotateSummary], None] | None,
+                 activity: ActivityFn | None = None) -> PreannotateSummary:
     """:func:`preannotate`'s body once the lease is held."""
     by_name = {c.name: c for c in db.list_categories(store, corpus_id)}
     # the documents in scope: with undecided_only, those without a label decision (a labelled one never "had" a
@@ -527,12 +503,15 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
     )
     ok = failed = 0
     errors: list[str] = []
+    causes: dict[str, int] = {}
 
     def summary(cancelled: bool) -> PreannotateSummary:
+        stopped = getattr(annotator, "stopped_by", lambda: None)()
         return PreannotateSummary(
             agent=annotator.agent, model_version=annotator.model_version, todo=len(todo_ids),
             already_done=n_total - len(todo_ids), ok=ok, failed=failed, cancelled=cancelled, errors=list(errors),
-            retry_failed=retry_failed,
+            retry_failed=retry_failed, causes=dict(causes), stop_cause=stopped[0] if stopped else None,
+            stop_error=stopped[1] if stopped else "", notes=getattr(annotator, "notes", list)(),
         )  # fmt: skip
 
     def tally(rows: list[dict[str, Any]], titles: dict[int, str]) -> None:
@@ -542,6 +521,8 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
                 ok += 1
                 continue
             failed += 1
+            cause = cause_of(row["error"]) or "other"
+            causes[cause] = causes.get(cause, 0) + 1
             if len(errors) < 5:
                 errors.append(f"{document_name(titles.get(row['document_id'], ''), row['document_id'])}: "
                               f"{row['error']}")
@@ -560,7 +541,8 @@ def _preannotate(store: db.Store, corpus_id: int, annotator: Annotator, categori
         received: list[dict[str, Any]] = []
         try:
             suggestions = annotator.annotate(docs, categories, cancel=cancel, progress=within,
-                                             on_suggestion=lambda s: received.append(_suggestion_row(s, by_name)))
+                                             on_suggestion=lambda s: received.append(_suggestion_row(s, by_name)),
+                                             **({"activity": activity} if activity is not None else {}))
         except BaseException as exc:  # Streamlit stopping the page in progress, a Ctrl+C, the annotator failing
             if received and _store_stopped_batch(store, received, exc):
                 tally(received, titles)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import db
+from services.llm.cache import logprobs_from_json
 from services.llm.client import LLMReply
 
 __all__ = ["StoreLLMCache", "stored_finish_reason"]
@@ -23,7 +24,8 @@ class StoreLLMCache:
     Keys come from :func:`services.llm.cache.cache_key` (model, messages, parameters); the table
     holds the answer text, its token counts and latency, never the API key. The entry's request JSON is
     ``{"kind", "model", "finish_reason"}``: the endpoint's ``finish_reason`` lives there (the table has no
-    column for it), so an answer cut at the token limit (``"length"``) still reads as cut off when replayed.
+    column for it), so an answer cut at the token limit (``"length"``) still reads as cut off when replayed; so do
+    the answer's token log-probabilities (``"logprobs"``, when it has them: a label's score is computed from them).
     """
 
     def __init__(self, store: db.Store) -> None:
@@ -36,13 +38,14 @@ class StoreLLMCache:
         return LLMReply(
             text=hit.response_text, prompt_tokens=int(hit.prompt_tokens or 0),
             completion_tokens=int(hit.completion_tokens or 0), latency_s=float(hit.latency_s or 0.0), model=hit.model,
-            finish_reason=stored_finish_reason(hit.request),
+            finish_reason=stored_finish_reason(hit.request), logprobs=logprobs_from_json(hit.request.get("logprobs")),
         )  # fmt: skip
 
     def put(self, key: str, kind: str, model: str, reply: LLMReply) -> None:
         db.llm_cache_put(
             self._store, key, model=model, kind=kind,
-            request={"kind": kind, "model": model, "finish_reason": reply.finish_reason},
+            request={"kind": kind, "model": model, "finish_reason": reply.finish_reason,
+                     **({"logprobs": [list(pair) for pair in reply.logprobs]} if reply.logprobs else {})},
             response_text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
             latency_s=reply.latency_s,
         )  # fmt: skip

@@ -29,11 +29,13 @@ def _free_port() -> int:
 
 
 class AppServer:
-    """``streamlit run app.py`` on a free port, its database and caches under ``folder``.
-    Stopping and starting again on the same folder is an app restart with the data kept."""
+    """``streamlit run app.py`` on a free port, its database and caches under ``folder``, no LLM endpoint unless
+    ``env`` sets one (``MRAG_LLM_*``). Stopping and starting again on the same folder is an app restart with the
+    data kept."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, env: dict[str, str] | None = None) -> None:
         self.folder = folder
+        self.env = dict(env or {})
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
@@ -43,6 +45,7 @@ class AppServer:
                "MRAG_CACHE_DIR": str(self.folder / "cache"), "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
         for name in ("MRAG_LLM_BASE_URL", "MRAG_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
             env.pop(name, None)
+        env.update(self.env)
         log_path = self.folder / "streamlit.log"
         with open(log_path, "a") as log:
             self.proc = subprocess.Popen(

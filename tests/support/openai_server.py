@@ -26,6 +26,16 @@ or, with the fixture factory (servers are stopped at teardown)::
 ``Reply.slow(delay_s, text)`` build replies; ``delay_s`` makes the server wait
 before answering (to trigger client timeouts). :func:`scripted` replays a list
 of replies in order, :func:`by_content` decides from the last user message.
+``Reply.ok(text, logprobs=[(token, logprob), ...])`` sends token log-probabilities
+(``choices[0].logprobs.content``), ``Reply.refused(text)`` OpenAI's ``message.refusal``.
+
+``FakeOpenAIServer(responder, slots=1)`` works like a small local server (llama.cpp
+with one slot): requests wait in a queue and each reply's ``delay_s`` is spent holding
+the slot, so four requests at once take four times as long as one; a request whose
+client goes away (a timeout, an aborted request) leaves the queue or its slot at once,
+as llama.cpp's server does, counted in ``server.abandoned``. The clock of the queue is
+real time. :mod:`tests.support.small_model` answers like a small model behind such a
+server (slow, often off the category list, JSON schema honoured or refused).
 """
 
 from __future__ import annotations
@@ -41,8 +51,8 @@ import pytest
 
 from services.llm.config import LLMConfig
 
-__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "fake_openai", "is_fusion_request",
-           "last_user_message", "scripted"]
+__all__ = ["FakeOpenAIServer", "Reply", "Responder", "by_content", "by_document", "document_title", "fake_openai",
+           "is_fusion_request", "last_user_message", "scripted"]
 
 FAKE_MODEL = "fake-model"
 
@@ -67,6 +77,8 @@ class Reply:
     raw_body: bytes | None = None
     model: str | None = None
     finish_reason: str = "stop"
+    logprobs: tuple[tuple[str, float], ...] | None = None
+    refusal: str | None = None
 
     @classmethod
     def ok(
@@ -77,11 +89,22 @@ class Reply:
         completion_tokens: int | None = None,
         delay_s: float = 0.0,
         model: str | None = None,
+        logprobs: Sequence[tuple[str, float]] | None = None,
     ) -> Reply:
-        """A 200 chat completion whose first choice's content is ``text``."""
+        """A 200 chat completion whose first choice's content is ``text`` (with ``logprobs``: the tokens, which
+        must spell ``text``, and their log-probabilities)."""
+        if logprobs is not None and "".join(token for token, _ in logprobs) != text:
+            raise ValueError("the logprobs' tokens must spell the text")
         return cls(
-            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, delay_s=delay_s, model=model
+            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, delay_s=delay_s, model=model,
+            logprobs=tuple(logprobs) if logprobs is not None else None,
         )
+
+    @classmethod
+    def refused(cls, refusal: str) -> Reply:
+        """A 200 chat completion whose message declines to answer: ``content`` null, ``refusal`` set (OpenAI's
+        structured outputs)."""
+        return cls(refusal=refusal)
 
     @classmethod
     def error(
@@ -148,6 +171,31 @@ def scripted(replies: Sequence[Reply | str]) -> Responder:
     return respond
 
 
+def document_title(body: Mapping[str, Any]) -> str:
+    """The ``Document title: ...`` line of the first user message that has one (a re-ask's conversation keeps the
+    first prompt in front), ``""`` if none."""
+    for message in body.get("messages", []):
+        content = message.get("content", "") if message.get("role") == "user" else ""
+        if isinstance(content, str) and "Document title: " in content:
+            return content.split("Document title: ", 1)[1].split("\n", 1)[0]
+    return ""
+
+
+def by_document(fn: Callable[[str], Reply | str]) -> Responder:
+    """Responder calling ``fn(the user message that asks about a document)``: the first one with a ``Document
+    title:`` line (a pre-annotation's re-ask keeps the first prompt in front of its correction), else the last user
+    message. A test that answers per document so answers every re-ask about it the same way."""
+
+    def respond(body: dict[str, Any]) -> Reply | str:
+        for message in body.get("messages", []):
+            content = message.get("content", "") if message.get("role") == "user" else ""
+            if isinstance(content, str) and "Document title: " in content:
+                return fn(content)
+        return fn(last_user_message(body))
+
+    return respond
+
+
 def by_content(fn: Callable[[str], Reply | str]) -> Responder:
     """Responder calling ``fn(last user message text)``."""
 
@@ -174,9 +222,12 @@ def _completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
+                "message": {"role": "assistant", "content": None if reply.refusal is not None else reply.text,
+                            **({"refusal": reply.refusal} if reply.refusal is not None else {})},
                 "finish_reason": reply.finish_reason,
-                "logprobs": None,
+                "logprobs": None if reply.logprobs is None else {
+                    "content": [{"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []}
+                                for token, logprob in reply.logprobs]},
             }
         ],
         "usage": {
@@ -185,6 +236,18 @@ def _completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+def _gone(connection: Any) -> bool:
+    """Whether the client closed (or shut down) the request's connection: readable with nothing to read."""
+    import select
+    import socket
+
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def _error_body(reply: Reply) -> dict[str, Any]:
@@ -239,8 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
                 reply = Reply.error(598, f"responder raised {type(exc).__name__}: {exc}")
             if isinstance(reply, str):
                 reply = Reply.ok(reply)
-            if reply.delay_s > 0:
-                owner._stopping.wait(reply.delay_s)
+            if not owner._serve(reply.delay_s, self.connection):
+                return  # the client went away while waiting: nothing to send
         finally:
             owner._leave()
         if reply.raw_body is not None:
@@ -260,8 +323,11 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """Real HTTP server speaking the chat-completions API; see the module docstring."""
 
-    def __init__(self, responder: Responder) -> None:
+    def __init__(self, responder: Responder, *, slots: int | None = None) -> None:
         self.responder = responder
+        self.slots = slots
+        self.abandoned = 0  # requests whose client went away before the answer (with ``slots``)
+        self._slot = threading.Semaphore(slots) if slots is not None else None
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []  # lower-cased header names
         self.errors: list[str] = []
@@ -353,6 +419,30 @@ class FakeOpenAIServer:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    def _serve(self, delay_s: float, connection: Any) -> bool:
+        """Spend ``delay_s`` answering: without ``slots`` just wait; with them, first wait for a free slot, then
+        hold it for ``delay_s``. Returns False when the client went away meanwhile (checked every 20 ms)."""
+        if self._slot is None:
+            if delay_s > 0:
+                self._stopping.wait(delay_s)
+            return True
+        while not self._slot.acquire(timeout=0.02):
+            if self._stopping.is_set() or _gone(connection):
+                return self._abandon()
+        try:
+            deadline = time.monotonic() + delay_s
+            while (left := deadline - time.monotonic()) > 0:
+                if self._stopping.wait(min(0.02, left)) or _gone(connection):
+                    return self._abandon()
+            return True
+        finally:
+            self._slot.release()
+
+    def _abandon(self) -> bool:
+        with self._lock:
+            self.abandoned += 1
+        return False
 
 
 @pytest.fixture

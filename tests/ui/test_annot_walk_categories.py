@@ -106,7 +106,10 @@ def test_a_run_stopped_by_an_endpoint_that_is_down_says_so_once_and_offers_resum
     at.button(key="pa_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     (warning,) = [w.value for w in at.warning]
-    assert r"could not connect \(ConnectError\). 0 suggestions stored, 3 documents left" in warning
-    assert ".." not in warning and warning.endswith("then press Resume.")
+    # the cause, the error, what to do (with the URL), then what is left
+    assert warning.startswith("Pre-annotation stopped: " + md_plain("endpoint unreachable (connection): LLM request "))
+    assert md_plain("could not connect (ConnectError). What to do: check that the server at ") in warning
+    assert md_plain(" runs (MRAG_LLM_BASE_URL).") + " 0 suggestions stored, 3 documents left" in warning
+    assert ".." not in warning and warning.endswith("press Resume when that is done.")
     assert at.button(key="pa_start").label == "Resume (3 left)"  # the failed one is asked again too
     store.close()

@@ -43,9 +43,11 @@ def test_a_run_the_endpoint_stops_says_so_and_leaves_the_rest_to_resume(monkeypa
     assert not at.exception, [e.value for e in at.exception]
     assert not at.success
     (warning,) = [w.value for w in at.warning]
-    assert warning.startswith("Pre-annotation stopped: ") and "HTTP 401" in warning
+    assert warning.startswith("Pre-annotation stopped: " + md_plain("API key refused (auth): "))
+    assert "HTTP 401" in warning
+    assert md_plain("What to do: check MRAG_LLM_API_KEY.") in warning  # the cause's advice
     # the failed document is asked again on resume too: 3 left, as the Resume button and the count above say
-    assert warning.endswith("0 suggestions stored, 3 documents left: fix the endpoint, then press Resume.")
+    assert warning.endswith("0 suggestions stored, 3 documents left: press Resume when that is done.")
     assert len(server.requests) == 1  # the other two were never sent
     assert not at.button(key="pa_start").disabled  # all 3 to do: the failed one is asked again too
     assert any(m.value.startswith("**3** of 3 documents still need a suggestion") for m in at.markdown)

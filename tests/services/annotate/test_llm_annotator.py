@@ -21,7 +21,7 @@ from services.annotate.llm_annotator import (
 )
 from services.annotate.types import AnnotationDoc, CategorySpec
 from services.llm.client import LLMClient
-from tests.support.openai_server import FakeOpenAIServer, Reply, fake_openai, last_user_message
+from tests.support.openai_server import FakeOpenAIServer, Reply, document_title, fake_openai, last_user_message
 
 __all__ = ["fake_openai"]
 
@@ -181,11 +181,11 @@ ANSWERS = {
 
 
 def _by_title(body: dict) -> str:
-    user = last_user_message(body)
-    for title, answer in ANSWERS.items():
-        if f"Document title: {title}\n" in user:
-            return answer
-    raise AssertionError(f"unexpected prompt: {user[:200]}")
+    """The answer for the document, to every prompt about it (the first one and the re-asks alike)."""
+    title = document_title(body)
+    if title in ANSWERS:
+        return ANSWERS[title]
+    raise AssertionError(f"unexpected prompt: {last_user_message(body)[:200]}")
 
 
 def test_annotate_documents_mixed_answers(fake_openai: Factory) -> None:
@@ -200,13 +200,18 @@ def test_annotate_documents_mixed_answers(fake_openai: Factory) -> None:
     good, fenced, malformed, invalid = result
     assert (good.status, good.label, good.score, good.reason, good.error) == ("ok", "Sports", 0.9, "match report", "")
     assert (fenced.status, fenced.label, fenced.score) == ("ok", "Finance", 0.6)
-    assert (malformed.status, malformed.label, malformed.score) == ("failed", None, None)
-    assert "Definitely Sports, no doubt." in malformed.error
+    # the prose answer names one category: read as such when the last re-ask asks for the name only
+    assert (malformed.status, malformed.label, malformed.score) == ("ok", "Sports", None)
+    assert malformed.reason == "[answered when asked again: asked for the name only at temperature 0.9]"
     assert (invalid.status, invalid.label) == ("failed", None)
-    assert "Weather" in invalid.error
+    assert invalid.error.startswith("parse: no usable answer in 3 tries (the first prompt: answer names no valid "
+                                    "category (label='Weather'")
     assert ticks[-1] == (4, 4) and len(ticks) == 4
-    assert all(body["response_format"] == {"type": "json_object"} for body in server.requests)
-    assert all(body["temperature"] == 0.0 for body in server.requests)
+    # good and fenced once; malformed and invalid three times each: first prompt, correction, name only
+    assert len(server.requests) == 8
+    first = [body for body in server.requests if body["temperature"] == 0.0]
+    assert len(first) == 4 and all(body["response_format"]["type"] == "json_schema" for body in first)
+    assert sorted(body["temperature"] for body in server.requests if body["temperature"]) == [0.5, 0.5, 0.9, 0.9]
 
 
 def test_resume_skips_documents_already_done(fake_openai: Factory) -> None:
@@ -262,6 +267,8 @@ def test_cache_replays_good_answers_and_retries_bad_ones(fake_openai: Factory) -
     first = annotate_documents(client, docs, CATEGORIES, cache=cache)
     second = annotate_documents(client, docs, CATEGORIES, cache=cache)
     assert first == second
-    assert [s.status for s in second] == ["ok", "failed"]
-    assert len(cache) == 1  # the unparseable answer was not stored
-    assert len(server.requests) == 3  # 2 on the first run, only the bad one again
+    assert [s.status for s in second] == ["ok", "ok"]  # the prose answer's name, when asked for the name only
+    assert len(cache) == 2  # the good answer and the name-only answer; the unparseable ones were not stored
+    # first run: good once, malformed three times (the last re-ask gives its name); second run: malformed's first
+    # prompt and its correction again (not stored: unusable), its name-only answer from the cache
+    assert len(server.requests) == 4 + 2

@@ -15,7 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import db  # noqa: E402
 from services.cli.main import main  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
-from tests.support.openai_server import Reply, by_content, fake_openai  # noqa: E402
+from tests.support.openai_server import Reply, by_content, by_document, fake_openai  # noqa: E402
 
 __all__ = ["fake_openai"]
 
@@ -75,22 +75,25 @@ def _llm_answer(prompt: str) -> Reply | str:
 
 def test_llm_failures_are_counted_and_asked_again_and_the_key_is_never_shown(url: str, capsys, monkeypatch,
                                                                               fake_openai) -> None:
-    server = fake_openai(by_content(_llm_answer))
+    server = fake_openai(by_document(_llm_answer))
     server.set_env(monkeypatch)
     monkeypatch.setenv("MRAG_LLM_API_KEY", SECRET)
     assert _annotate(url, "--annotator", "llm") == 0
     captured = capsys.readouterr()
     assert f"annotator: LLM, model 'fake-model' at {server.base_url}" in captured.err
     assert captured.out.strip().startswith("Mini: 3 suggestions stored, 1 failed, by llm")
+    assert "failed by cause: 1 no valid category in the answer (parse)" in captured.err.splitlines()
+    assert "note: 2 unusable answers asked again with a changed prompt and temperature: 0 named a category " \
+           "then." in captured.err
     assert any(line.startswith("failed: document ") for line in captured.err.splitlines())
     assert "the same command asks again for the failed ones" in captured.err
     got = _suggestions(url)
     assert got["Soup"][0] == "failed" and {t: got[t] for t in ("Moon", "Mars", "Bread")} == {
         "Moon": ("ok", "space"), "Mars": ("ok", "space"), "Bread": ("ok", "food")}
     sent = len(server.requests)
-    assert sent == 4
+    assert sent == 6  # Soup three times: the first prompt, a correction, the name only
     assert _annotate(url) == 0  # auto: the configured LLM; only the failed document is asked again
-    assert len(server.requests) == sent + 1
+    assert len(server.requests) == sent + 3
     again = capsys.readouterr()
     assert again.out.strip().startswith("Mini: 0 suggestions stored, 1 failed")
     assert SECRET not in captured.out + captured.err + again.out + again.err
@@ -103,28 +106,39 @@ def test_llm_failures_are_counted_and_asked_again_and_the_key_is_never_shown(url
     assert dump and SECRET not in dump
 
 
-def test_ctrl_c_stops_after_the_batch_and_the_next_call_resumes(url: str, capsys, monkeypatch, fake_openai) -> None:
+def test_ctrl_c_stops_within_a_second_and_the_next_call_resumes(url: str, capsys, monkeypatch, fake_openai) -> None:
+    """A Ctrl+C while the first document is asked (its answer takes 5 s): the command does not wait for it, stores
+    nothing of it, and ends within a second; the next call asks for all four."""
+    import time
+
     sent: list[str] = []
+    pressed: list[float] = []
 
     def answer(prompt: str) -> Reply | str:
         sent.append(prompt)
         if len(sent) == 1:
+            pressed.append(time.monotonic())
             os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl+C while the first document is asked
+            return Reply.ok(str(_llm_answer(prompt)), delay_s=5.0)
         return _llm_answer(prompt.replace("Soup", "Stew"))
 
-    server = fake_openai(by_content(answer))
+    server = fake_openai(by_document(answer))
     server.set_env(monkeypatch)
+    monkeypatch.setenv("MRAG_LLM_TIMEOUT", "30")
     before = signal.getsignal(signal.SIGINT)
     assert _annotate(url, "--batch-size", "1") == 1
+    took = time.monotonic() - pressed[0]
+    assert took < 1.0, f"the command took {took:.2f} s to stop"
     captured = capsys.readouterr()
-    assert "stopping after the current batch (Ctrl+C again to stop now)" in captured.err
-    assert "stopped with 3 documents left; run the same command again to resume" in captured.err
-    assert captured.out.strip().startswith("Mini: 1 suggestion stored, 0 failed")
+    assert "stopping now: the answers received are stored, the requests in flight abandoned (Ctrl+C again to " \
+           "stop at once)" in captured.err
+    assert "stopped with 4 documents left; run the same command again to resume" in captured.err
+    assert captured.out.strip().startswith("Mini: 0 suggestions stored, 0 failed")
     assert signal.getsignal(signal.SIGINT) is before
-    assert len(_suggestions(url)) == 1 and len(sent) == 1
+    assert len(_suggestions(url)) == 0 and len(sent) == 1
     assert _annotate(url, "--batch-size", "1") == 0
-    assert capsys.readouterr().out.strip().startswith("Mini: 3 suggestions stored, 0 failed")
-    assert len(sent) == 4 and len(_suggestions(url)) == 4
+    assert capsys.readouterr().out.strip().startswith("Mini: 4 suggestions stored, 0 failed")
+    assert len(sent) == 5 and len(_suggestions(url)) == 4
 
 
 def test_bad_input_is_one_line_and_writes_nothing(url: str, capsys, monkeypatch) -> None:
@@ -159,9 +173,12 @@ def test_an_endpoint_that_fails_for_every_request_stops_the_run_across_batches(u
     assert len(server.requests) == 1
     assert captured.out.strip().startswith("Mini: 0 suggestions stored, 1 failed")
     assert any(line.startswith("failed: document ") and "HTTP 401" in line for line in captured.err.splitlines())
-    assert captured.err.strip().splitlines()[-1] == (
-        "stopped with 4 documents left; the endpoint failed for every request (see 'failed:' above); fix it, then "
-        "run the same command again to resume")
+    *_, stop, last = captured.err.strip().splitlines()
+    # the cause of the stop and what to do about it, then what is left
+    assert stop.startswith("stopped: API key refused (auth): LLM request to model 'fake-model' at ")
+    assert stop.endswith("failed: HTTP 401: Incorrect API key provided. Check the API key. What to do: check "
+                         "MRAG_LLM_API_KEY.")
+    assert last == "stopped with 4 documents left; fix that, then run the same command again to resume"
 
 
 def test_a_corpus_another_process_pre_annotates_is_refused_by_name(url: str, capsys, monkeypatch,
@@ -212,7 +229,7 @@ def test_a_category_is_not_deleted_or_merged_while_a_run_pre_annotates_the_corpu
         answer.wait(60)
         return _llm_answer(prompt)
 
-    server = fake_openai(by_content(held))
+    server = fake_openai(by_document(held))
     env = {**os.environ, "MRAG_LLM_BASE_URL": server.base_url, "MRAG_LLM_MODEL": "fake-model",
            "MRAG_LLM_MAX_RETRIES": "0", "MRAG_LLM_TIMEOUT": "60", "MRAG_LLM_CONCURRENCY": "1",
            "PYTHONUNBUFFERED": "1"}

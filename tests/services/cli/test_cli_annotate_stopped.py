@@ -1,7 +1,8 @@
 """``mrag-studio annotate`` stopped mid-batch by Ctrl+C keeps what its progress line counted, and its
 summary counts what is stored. A second Ctrl+C (stop at once) dropped the answers the batch had received and said
 only 'interrupted'; a first one let the progress line count the documents it cancelled ('documents: 4/4' with 2
-stored). Real SQLite file, real OpenAI-compatible HTTP server on 127.0.0.1, real SIGINTs."""
+stored). A Ctrl+C does not wait for the answers in flight: they are discarded (issue 36). Real SQLite file, real
+OpenAI-compatible HTTP server on 127.0.0.1, real SIGINTs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +23,7 @@ import db
 from services.cli import annotate as cli_annotate
 from services.cli.main import main
 from tests.support.mini_corpus import mini_store
-from tests.support.openai_server import Reply, by_content, fake_openai
+from tests.support.openai_server import Reply, by_document, fake_openai
 from tests.support.preannotate_progress import watch_preannotate_progress
 
 __all__ = ["fake_openai"]
@@ -55,8 +57,7 @@ def _rows(url: str) -> dict[str, list[tuple[str, str | None]]]:
 
 
 def _cache_entries(url: str) -> int:
-    """How many answers the LLM cache holds. ``run_concurrent`` waits for the request in flight before a second
-    Ctrl+C propagates, so that answer's thread has written it by the time ``main`` returns."""
+    """How many answers the LLM cache holds."""
     store = db.open_store(url)
     try:
         return db.llm_cache_stats(store).n_entries
@@ -82,8 +83,8 @@ def _counting_interrupts(real: Any, handled: list[threading.Event]) -> Any:
     test knows the first Ctrl+C was taken before it presses the second (two at once would be taken as one)."""
 
     @contextmanager
-    def wrapped(cancel: threading.Event) -> Iterator[threading.Event]:
-        with real(cancel) as pressed:
+    def wrapped(cancel: threading.Event, *message: str) -> Iterator[threading.Event]:
+        with real(cancel, *message) as pressed:
             inner = signal.getsignal(signal.SIGINT)
             count = iter(handled)
 
@@ -107,17 +108,21 @@ def test_a_first_ctrl_c_mid_batch_counts_only_the_stored_documents(url: str, cap
         if len(sent) == 2:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl+C while Mars is asked: Bread and Soup are not sent
             assert handled.wait(10)
+            return Reply.ok(str(_label(prompt)), delay_s=5.0)  # Mars's answer would take 5 s: not waited for
         return _label(prompt)
 
-    fake_openai(by_content(answer)).set_env(monkeypatch)
+    fake_openai(by_document(answer)).set_env(monkeypatch)
+    monkeypatch.setenv("MRAG_LLM_TIMEOUT", "30")
     monkeypatch.setattr(cli_annotate, "stop_on_ctrl_c", _counting_interrupts(cli_annotate.stop_on_ctrl_c, [handled]))
+    started = time.monotonic()
     assert _annotate(url) == 1
+    assert time.monotonic() - started < 3.0  # not the 5 s of Mars's answer
     err = capsys.readouterr()
-    assert err.out.strip().startswith("Mini: 2 suggestions stored, 0 failed, by llm:fake-model")
-    assert "stopped with 2 documents left; run the same command again to resume" in err.err
-    assert sent == ["Moon", "Mars"] and _rows(url) == {"Moon": [("ok", "space")], "Mars": [("ok", "space")]}
+    assert err.out.strip().startswith("Mini: 1 suggestion stored, 0 failed, by llm:fake-model")
+    assert "stopped with 3 documents left; run the same command again to resume" in err.err
+    assert sent == ["Moon", "Mars"] and _rows(url) == {"Moon": [("ok", "space")]}
     lines = _progress_lines(err.err)
-    assert lines and all(done <= 2 for done, _ in lines), lines  # never more than stored ('4/4' before)
+    assert lines and all(done <= 1 for done, _ in lines), lines  # never more than stored ('4/4' before)
 
 
 def test_a_second_ctrl_c_stores_the_answers_received_and_says_what_is_stored(url: str, capsys, monkeypatch,
@@ -135,7 +140,7 @@ def test_a_second_ctrl_c_stores_the_answers_received_and_says_what_is_stored(url
         return _label(prompt)
 
     progress = watch_preannotate_progress(monkeypatch)
-    fake_openai(by_content(answer)).set_env(monkeypatch)
+    fake_openai(by_document(answer)).set_env(monkeypatch)
     before, real = signal.getsignal(signal.SIGINT), cli_annotate.stop_on_ctrl_c
     monkeypatch.setattr(cli_annotate, "stop_on_ctrl_c", _counting_interrupts(real, handled))
     assert _annotate(url) == 130
@@ -144,14 +149,14 @@ def test_a_second_ctrl_c_stores_the_answers_received_and_says_what_is_stored(url
     assert captured.out.strip().startswith("Mini: 2 suggestions stored, 0 failed, by llm:fake-model")
     assert captured.err.strip().splitlines()[-1] == (
         "stopped with 2 documents left; run the same command again to resume")
-    # the two answers the batch received are stored; Bread's (in flight) is in the LLM cache only
+    # the two answers the batch received are stored; Bread's (in flight) is discarded, not even cached
     assert _rows(url) == {"Moon": [("ok", "space")], "Mars": [("ok", "space")]}
     assert sent == ["Moon", "Mars", "Bread"]
-    assert _cache_entries(url) == 3  # Moon, Mars and Bread, whose answer came in after the stop
+    assert _cache_entries(url) == 2  # Moon and Mars
 
     monkeypatch.setattr(cli_annotate, "stop_on_ctrl_c", real)
     assert _annotate(url) == 0
     assert capsys.readouterr().out.strip().startswith("Mini: 2 suggestions stored, 0 failed")
-    assert sent == ["Moon", "Mars", "Bread", "Soup"]  # Bread from the cache: nothing is asked twice
+    assert sent == ["Moon", "Mars", "Bread", "Bread", "Soup"]  # Bread asked again
     assert _rows(url) == {"Moon": [("ok", "space")], "Mars": [("ok", "space")], "Bread": [("ok", "food")],
                           "Soup": [("ok", "food")]}

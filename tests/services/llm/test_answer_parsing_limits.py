@@ -29,7 +29,8 @@ def test_nested_brackets_are_an_unusable_answer_not_an_internal_error(fake_opena
     server = fake_openai(lambda body: NESTED)
     (suggestion,) = annotate_documents(_client(server), [AnnotationDoc(1, "Moon", "The moon.")], CATEGORIES)
     assert suggestion.status == "failed" and suggestion.label is None
-    assert suggestion.error.startswith("answer contains a JSON object that is cut off or malformed")
+    assert suggestion.error.startswith("parse: no usable answer in 3 tries (the first prompt: answer contains a JSON "
+                                       "object that is cut off or malformed")
     (outcome,) = expand_many(_client(server), "intent", ["moon and mars?"], cache=MemoryCache())
     assert not outcome.ok and (outcome.error or "").startswith("unusable LLM answer: The LLM answer contains no "
                                                                "intent statements")

@@ -18,7 +18,7 @@ from services.llm.client import LLMClient
 from services.workflows import annotation as ann
 from services.workflows import corpus as cw
 from services.workflows.llm_cache import StoreLLMCache
-from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+from tests.support.openai_server import FakeOpenAIServer, Reply, by_content, by_document
 
 CSV = (
     "title,body,topic\n"
@@ -360,7 +360,7 @@ def test_preannotate_llm_path_with_fake_server(store: db.Store, small_corpus: db
         label = "cooking" if any(w in doc for w in ("pasta", "oven")) else "sport"
         return json.dumps({"label": label, "confidence": 0.8, "reason": "keywords"})
 
-    with FakeOpenAIServer(by_content(answer)) as server:
+    with FakeOpenAIServer(by_document(answer)) as server:
         client = LLMClient(server.llm_config(), sleep=lambda s: None)
         annotator = ann.LLMAnnotator(client, cache=StoreLLMCache(store))
         seen: list[tuple[int, int]] = []
@@ -371,7 +371,8 @@ def test_preannotate_llm_path_with_fake_server(store: db.Store, small_corpus: db
         assert seen == [(0, 7), (1, 7), (2, 7), (3, 7), (4, 7), (4, 7), (5, 7), (6, 7), (7, 7), (7, 7)]
         n_requests = len(server.requests)
         again = ann.preannotate(store, small_corpus.id, annotator, batch_size=4)
-        assert again.todo == 1 and len(server.requests) == n_requests + 1  # only the failed doc is retried
+        # only the failed doc is asked again: its first prompt and two re-asks with another prompt and temperature
+        assert again.todo == 1 and len(server.requests) == n_requests + 3
     ids = db.document_ids(store, small_corpus.id)
     assert db.list_suggestions(store, ids[1])[-1].category == "cooking"
     assert db.list_suggestions(store, ids[1])[-1].score == pytest.approx(0.8)

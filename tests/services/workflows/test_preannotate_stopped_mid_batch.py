@@ -2,11 +2,13 @@
 Annotate and Review page's Cancel, or a rerun: Streamlit raises inside it) or a Ctrl+C interrupts the LLM
 annotator, the suggestions the current batch already received are stored (one transaction) before the exception
 propagates. They were dropped: the bar said 5 documents annotated while only the 3 of the finished batch were kept
-(the answers sat in the LLM cache, so a resume cost nothing, but the counts did not match)."""
+(the answers sat in the LLM cache, so a resume cost nothing, but the counts did not match). The requests still in
+flight are not waited for: their answers are discarded (issue 36: a Cancel waited 17 s for them)."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -15,11 +17,12 @@ import db
 from services.llm.client import LLMClient
 from services.workflows import annotation as ann
 from services.workflows.llm_cache import StoreLLMCache
-from tests.support.openai_server import FakeOpenAIServer, Reply, by_content
+from tests.support.openai_server import FakeOpenAIServer, Reply, by_document, document_title
 
 TEXTS = ["goal in the match", "pasta with sauce", "the team won", "bake in the oven", "UNSURE what this is",
          "another goal", "cooking pasta"]
-#: what the fake model answers for each text: the category, or None for an answer that is no JSON (a failed one)
+#: what the fake model answers for each text: the category, or None for an answer that is no JSON (a failed one,
+#: the same to each of the three prompts the annotator tries)
 LABELS = ["sport", "cooking", "sport", "cooking", None, "sport", "cooking"]
 
 
@@ -59,8 +62,8 @@ def _stored(store: db.Store, ids: list[int]) -> dict[int, list[tuple[str, str | 
 
 
 def _sent(server: FakeOpenAIServer) -> Counter[str]:
-    """How many requests the server got per document title."""
-    return Counter(_title(body["messages"][-1]["content"]) for body in server.requests)
+    """How many requests the server got per document title (re-asks included)."""
+    return Counter(document_title(body) for body in server.requests)
 
 
 def test_a_stop_raised_in_progress_mid_batch_stores_the_documents_the_bar_counted(store: db.Store) -> None:
@@ -72,7 +75,7 @@ def test_a_stop_raised_in_progress_mid_batch_stores_the_documents_the_bar_counte
         if done == 5:  # the second batch (d3, d4, d5) has d3 and d4 answered: the user presses Cancel
             raise PageStopped
 
-    with FakeOpenAIServer(by_content(_answer)) as server:
+    with FakeOpenAIServer(by_document(_answer)) as server:
         client = LLMClient(server.llm_config(concurrency=1, max_retries=0), sleep=lambda s: None)
         annotator = ann.LLMAnnotator(client, cache=StoreLLMCache(store))
         with pytest.raises(PageStopped):
@@ -87,7 +90,8 @@ def test_a_stop_raised_in_progress_mid_batch_stores_the_documents_the_bar_counte
         agent, version = annotator.agent, annotator.model_version
         assert db.documents_without_suggestion(store, corpus.id, agent, version) == [ids[4], ids[5], ids[6]]
         first = _sent(server)
-        assert {f"d{i}": first[f"d{i}"] for i in range(5)} == {f"d{i}": 1 for i in range(5)}
+        # d4 three times: its first prompt and two re-asks with another prompt and temperature
+        assert {f"d{i}": first[f"d{i}"] for i in range(5)} == {"d0": 1, "d1": 1, "d2": 1, "d3": 1, "d4": 3}
 
         resumed = ann.preannotate(store, corpus.id, annotator, batch_size=3)
         assert (resumed.todo, resumed.ok, resumed.failed, resumed.cancelled) == (3, 2, 1, False)
@@ -98,31 +102,36 @@ def test_a_stop_raised_in_progress_mid_batch_stores_the_documents_the_bar_counte
                                    ids[4]: [("failed", None), ("failed", None)], ids[5]: [("ok", "sport")],
                                    ids[6]: [("ok", "cooking")]}
     # the answered documents were not asked again; d5 (perhaps sent before the stop, then cached) once in all
-    assert sent == Counter({"d0": 1, "d1": 1, "d2": 1, "d3": 1, "d4": 2, "d5": 1, "d6": 1})
+    assert sent == Counter({"d0": 1, "d1": 1, "d2": 1, "d3": 1, "d4": 6, "d5": 1, "d6": 1})
 
 
 @pytest.mark.every_backend
-def test_a_ctrl_c_with_requests_in_flight_stores_the_answers_counted_and_caches_the_others(store: db.Store) -> None:
-    """Four requests at once answer in the order d1, d2, d0, d3 (the server waits 0, 0.2, 0.4, 0.6 s); a Ctrl+C
-    after two answers keeps exactly d1 and d2. d0 and d3 were in flight: their answers reach the LLM cache, not the
-    suggestions (the bar never counted them), so the resume stores them without a request."""
+def test_a_ctrl_c_with_requests_in_flight_stores_the_answers_counted_and_discards_the_others(store: db.Store
+                                                                                            ) -> None:
+    """Four requests at once answer in the order d1, d2, d0, d3 (the server waits 0, 0.2, 2, 3 s); a Ctrl+C
+    after two answers keeps exactly d1 and d2 and returns at once. d0 and d3 were in flight: they are not waited for,
+    their requests are abandoned and nothing of them is stored or cached (the bar never counted them); the resume
+    asks for them again."""
     corpus, ids = _corpus(store, 4)
-    delays = {"d1": 0.0, "d2": 0.2, "d0": 0.4, "d3": 0.6}
+    delays = {"d1": 0.0, "d2": 0.2, "d0": 2.0, "d3": 3.0}
 
     def progress(done: int, total: int) -> None:
         if done == 2:
             raise KeyboardInterrupt
 
-    with FakeOpenAIServer(by_content(lambda user: _answer(user, delays))) as server:
+    with FakeOpenAIServer(by_document(lambda user: _answer(user, delays))) as server:
         client = LLMClient(server.llm_config(concurrency=4, max_retries=0, timeout_s=5.0), sleep=lambda s: None)
         annotator = ann.LLMAnnotator(client, cache=StoreLLMCache(store))
+        started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             ann.preannotate(store, corpus.id, annotator, batch_size=4, progress=progress)
+        assert time.monotonic() - started < 1.5  # not the 3 s of d3's answer
         assert _stored(store, ids) == {ids[1]: [("ok", "cooking")], ids[2]: [("ok", "sport")]}
         assert _sent(server) == Counter({"d0": 1, "d1": 1, "d2": 1, "d3": 1})
+        assert db.llm_cache_stats(store).n_entries == 2  # d1 and d2: the abandoned answers are nowhere
         resumed = ann.preannotate(store, corpus.id, annotator, batch_size=4)
         assert (resumed.todo, resumed.ok, resumed.failed) == (2, 2, 0)
-        assert _sent(server) == Counter({"d0": 1, "d1": 1, "d2": 1, "d3": 1})  # d0 and d3 came from the cache
+        assert _sent(server) == Counter({"d0": 2, "d1": 1, "d2": 1, "d3": 2})
     assert _stored(store, ids) == {ids[0]: [("ok", "sport")], ids[1]: [("ok", "cooking")],
                                    ids[2]: [("ok", "sport")], ids[3]: [("ok", "cooking")]}
 
@@ -137,13 +146,16 @@ def test_on_summary_counts_what_is_stored_after_each_store_the_stopped_batch_inc
         if done == 5:
             raise PageStopped
 
-    with FakeOpenAIServer(by_content(_answer)) as server:
+    with FakeOpenAIServer(by_document(_answer)) as server:
         client = LLMClient(server.llm_config(concurrency=1, max_retries=0), sleep=lambda s: None)
         with pytest.raises(PageStopped):
             ann.preannotate(store, corpus.id, ann.LLMAnnotator(client), batch_size=3, progress=progress,
                             on_summary=summaries.append)
     assert [(s.todo, s.ok, s.failed, s.cancelled, s.remaining) for s in summaries] == [
         (7, 0, 0, False, 7), (7, 3, 0, False, 4), (7, 4, 1, True, 3)]
-    assert summaries[-1].errors == [f"document 'd4' (id {ids[4]}): answer contains no JSON object: 'I cannot tell.'"]
+    (error,) = summaries[-1].errors
+    assert error.startswith(f"document 'd4' (id {ids[4]}): parse: no usable answer in 3 tries (the first prompt: "
+                            "answer contains no JSON object: 'I cannot tell.'; corrected at temperature 0.5: ")
+    assert summaries[-1].causes == {"parse": 1}
     stored = sum(len(db.list_suggestions(store, d)) for d in ids)
     assert stored == summaries[-1].stored == 5
