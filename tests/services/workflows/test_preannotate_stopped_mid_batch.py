@@ -125,7 +125,8 @@ def test_a_ctrl_c_with_requests_in_flight_stores_the_answers_counted_and_discard
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             ann.preannotate(store, corpus.id, annotator, batch_size=4, progress=progress)
-        assert time.monotonic() - started < 1.5  # not the 3 s of d3's answer
+        # not the 3 s of d3's answer (returning takes ~0.1 s; the margin is for a loaded machine's store)
+        assert time.monotonic() - started < 2.8
         assert _stored(store, ids) == {ids[1]: [("ok", "cooking")], ids[2]: [("ok", "sport")]}
         assert _sent(server) == Counter({"d0": 1, "d1": 1, "d2": 1, "d3": 1})
         assert db.llm_cache_stats(store).n_entries == 2  # d1 and d2: the abandoned answers are nowhere
