@@ -56,12 +56,35 @@ def run_settings(run: Any) -> str:
     return text if run.precision == "float32" else f"{text}, {run.precision}"
 
 
-def format_indexes(rows: list[Any]) -> str:
-    """The stored indexes (:func:`~services.workflows.indexing.stored_indexes`) as a plain table."""
+def format_indexes(rows: list[Any], milvus: dict[int, str] | None = None) -> str:
+    """The stored indexes (:func:`~services.workflows.indexing.stored_indexes`) as a plain table; with ``milvus``
+    (run id -> the state of its Milvus collections) a column that says it."""
     columns = [("index", ">6"), ("model", "<24"), ("layer", ">5"), ("pooling", "<7"), ("precision", "<9"),
                ("state", "<10"), ("documents", ">9"), ("size MB", ">8.1f"), ("evaluations", ">11")]
-    return text_table(columns, [[f"#{s.run.id}", s.run.model_name, s.run.layer, s.run.pooling, s.run.precision,
-                                 s.state, s.run.n_saved, s.size_bytes / 1e6, s.evaluations] for s in rows])
+    table = [[f"#{s.run.id}", s.run.model_name, s.run.layer, s.run.pooling, s.run.precision, s.state, s.run.n_saved,
+              s.size_bytes / 1e6, s.evaluations] for s in rows]
+    if milvus is not None:
+        columns.append(("milvus", "<24"))
+        for row, s in zip(table, rows):
+            row.append(milvus.get(s.run.id, "-"))
+    return text_table(columns, table)
+
+
+def milvus_states(store: Any, rows: list[Any]) -> dict[int, str] | None:
+    """Run id -> the state of its Milvus collections (``milvus ready``, ``milvus-hnsw building``, several joined by
+    ``; ``, ``-`` for none) when ``MRAG_MILVUS_URI`` is set, else None. An unusable Milvus raises
+    MilvusUnavailableError."""
+    from mrag_core import milvus_backend
+    from services.workflows.milvus_sync import collection_state
+
+    if milvus_backend.config_from_env() is None:
+        return None
+    states: dict[int, str] = {}
+    for s in rows:
+        found = [f"{backend} {state}" for backend in ("milvus", "milvus-hnsw")
+                 if (state := collection_state(store, s.run, backend)) != "missing"]
+        states[s.run.id] = "; ".join(found) or "-"
+    return states
 
 
 @store_command
@@ -72,8 +95,18 @@ def cmd_index(args: argparse.Namespace, store: Any) -> int:
 
     corpus = named_corpus(store, args.corpus)
     if args.list:
+        from mrag_core.milvus_backend import MilvusUnavailableError
+
         rows = indexing.stored_indexes(store, corpus.id)
-        print(format_indexes(rows) if rows else f"corpus {corpus.name!r} has no stored index")
+        if not rows:
+            print(f"corpus {corpus.name!r} has no stored index")
+            return 0
+        try:
+            milvus = milvus_states(store, rows)
+        except MilvusUnavailableError as exc:  # the table still says what the store holds
+            milvus = None
+            print(f"note: the Milvus state is not shown: {exc}", file=sys.stderr)
+        print(format_indexes(rows, milvus))
         return 0
     if corpus.n_documents == 0:
         return fail(f"corpus {corpus.name!r} has no documents")

@@ -154,6 +154,16 @@ def test_backend_milvus_builds_and_updates_the_collections(url: str, tmp_path: P
     last = capsys.readouterr().out.strip().splitlines()[1]
     assert last.startswith("index #2: milvus collections ready, 5 documents (1 written, 0 rows deleted, updated from "
                            "index #1's) in ")
+    # --list says where the collections stand: #2 took #1's over (renamed, only the new document written)
+    assert _index(url, "--list") == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert table[0].split()[-1] == "milvus"
+    col = table[0].index("milvus")
+    assert [(line.split()[0], line[col:].strip()) for line in table[1:]] == [("#2", "milvus ready"), ("#1", "-")]
+    monkeypatch.setenv("MRAG_MILVUS_URI", "http://127.0.0.1:9")  # nothing listens there
+    assert _index(url, "--list") == 0
+    out, err = capsys.readouterr()
+    assert "milvus" not in out.splitlines()[0] and err.startswith("note: the Milvus state is not shown: Milvus at ")
 
 
 def test_backend_milvus_unreachable_is_refused_before_embedding(url: str, monkeypatch, capsys) -> None:
