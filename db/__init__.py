@@ -41,7 +41,7 @@ from db.annotations import (
     suggestion_agents,
     undecided_documents,
 )
-from db.corpora import (
+from db.documents import (
     IMPORT_ANNOTATOR,
     AddResult,
     CategoryInfo,

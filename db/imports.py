@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from db._common import sha256_hex
-from db.corpora import (
+from db.documents import (
     AddResult,
     CorpusInfo,
     _clean_name,

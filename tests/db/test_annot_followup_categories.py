@@ -9,7 +9,7 @@ import pytest
 
 import db
 from db import Store
-from db.corpora import category_usage, merge_category
+from db.documents import category_usage, merge_category
 
 
 def _corpus(store: Store) -> tuple[db.CorpusInfo, dict[str, int], list[int]]:
