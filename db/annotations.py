@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from db._common import name_order, require
 from db._labels import latest_decision, latest_suggestion, version_conflict
-from db.documents import bump_labels_version
+from db.corpora import bump_labels_version
 from db.engine import Store
 from db.errors import InvalidInputError, NotFoundError, VersionConflictError
 from db.models import Category, Decision, Document, Suggestion, utcnow
