@@ -3,7 +3,8 @@
 Open once with :func:`open_store` (migrates the schema to head), then call the data-access
 functions, each taking the :class:`Store` first and returning plain dataclasses:
 
-- ``db.corpora``: corpora, categories, documents (import with dedupe, paging, search);
+- ``db.corpora``: corpora and their versions; ``db.categories``: categories (usage, delete, merge);
+  ``db.documents``: documents (import with dedupe, paging, search, edit, delete);
 - ``db.annotations``: suggestions, decisions with optimistic locking, review queue,
   effective labels, agreement;
 - ``db.querysets``: query sets, queries and ground truth;
@@ -43,40 +44,44 @@ from db.annotations import (
     suggestion_agents,
     undecided_documents,
 )
-from db.corpora import (
-    IMPORT_ANNOTATOR,
-    AddResult,
+from db.categories import (
     CategoryInfo,
     CategoryRemoval,
     CategoryUsage,
+    add_categories,
+    category_usage,
+    delete_category,
+    list_categories,
+    merge_category,
+    update_category,
+)
+from db.corpora import (
     CorpusFootprint,
     CorpusInfo,
+    corpus_footprints,
+    create_corpus,
+    delete_corpus,
+    get_corpus,
+    get_corpus_by_name,
+    list_corpora,
+    rename_corpus,
+)
+from db.documents import (
+    IMPORT_ANNOTATOR,
+    AddResult,
     DocumentDeletion,
     DocumentPage,
     DocumentRow,
-    add_categories,
     add_documents,
-    category_usage,
-    corpus_footprints,
-    create_corpus,
-    delete_category,
-    delete_corpus,
     delete_document,
     delete_documents,
     document_ids,
     document_sources,
-    get_corpus,
-    get_corpus_by_name,
     get_document,
     get_documents,
     ground_truth_queries,
-    list_categories,
-    list_corpora,
     list_documents,
-    merge_category,
-    rename_corpus,
     source_chunks,
-    update_category,
     update_document,
 )
 from db.embeddings import (

@@ -35,17 +35,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from db._common import sha256_hex
-from db.corpora import (
-    AddResult,
-    CorpusInfo,
-    _clean_name,
-    _corpus_info,
-    _ensure_categories,
-    bump_documents_version,
-    bump_labels_version,
-    insert_documents,
-    name_taken,
-)
+from db.categories import _ensure_categories
+from db.corpora import CorpusInfo, _clean_name, _corpus_info, bump_documents_version, bump_labels_version, name_taken
+from db.documents import AddResult, insert_documents
 from db.engine import Store
 from db.errors import LIVE_WINDOW_S, DuplicateError, NotFoundError, StoreError
 from db.liveness import heartbeat_age, new_owner, process_gone

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import db
-import db.corpora
+import db.documents
 from db import Store
 
 # --------------------------------------------------------------------------- corpora
@@ -244,7 +244,7 @@ def test_failure_after_documents_were_inserted_rolls_them_back(
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(db.corpora, "_record_import_labels", explode)
+    monkeypatch.setattr(db.documents, "_record_import_labels", explode)
     with pytest.raises(RuntimeError):
         db.add_documents(store, c.id, [{"text": f"doc {i}", "label": "l"} for i in range(50)])
     assert count_rows("documents") == 0

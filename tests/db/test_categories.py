@@ -1,5 +1,5 @@
-"""Merging and deleting categories in the store (``db.corpora.merge_category``, ``db.delete_category``,
-``db.corpora.category_usage``): labels move or go in one transaction, documents keep or lose their label as
+"""Merging and deleting categories in the store (``db.categories.merge_category``, ``db.delete_category``,
+``db.categories.category_usage``): labels move or go in one transaction, documents keep or lose their label as
 counted, queries whose ground truth's categories changed are flagged (their ground truth kept), stored
 evaluation results are untouched, and a change made after the user counted the labels is refused whole."""
 
@@ -9,7 +9,7 @@ import pytest
 
 import db
 from db import Store
-from db.corpora import category_usage, merge_category
+from db.categories import category_usage, merge_category
 
 
 def _corpus(store: Store) -> tuple[db.CorpusInfo, dict[str, int], list[int]]:
