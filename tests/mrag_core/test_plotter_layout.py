@@ -1,6 +1,6 @@
 """mrag_core.evaluation.plotter_layout: results as the authors' CLI plotter (multirag/plot/plotting.py of their
 repository, behind ``multirag-cli plot``) reads them, checked by walking the file as the plotter does
-(tests/support/plotter_walk.py)."""
+(tests/support/authors_plotter.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from mrag_core.evaluation import (
     plotter_missing,
     plotter_notes,
 )
-from tests.support.plotter_walk import absolute_box, histogram, walk_like_the_plotter
+from tests.support.authors_plotter import absolute_box, histogram, walk_like_the_plotter
 
 
 def synthetic_result(strategies: list[str], aspect_counts=PLOTTER_QUERY_TYPES, per_count: int = 3,  # noqa: ANN001

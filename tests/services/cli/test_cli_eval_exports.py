@@ -18,8 +18,8 @@ import db  # noqa: E402
 from mrag_core.evaluation import PLOTTER_KEYS  # noqa: E402
 from services.cli.evaluate import add_eval_parser, cmd_eval  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
+from tests.support.authors_plotter import relative  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
-from tests.support.plotter_walk import relative  # noqa: E402
 
 ALL_EIGHT = ",".join(PLOTTER_KEYS)  # standard, mrag, mrag-decay, mrag-distance, split, split-weighted, ...
 
