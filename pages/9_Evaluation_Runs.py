@@ -24,6 +24,7 @@ from mrag_core.wording import counted
 from services import storage
 from services.workflows import evaluation_runs as er
 from services.workflows import queries as query_store
+from services.workflows import run_intervals as ri
 from services.workflows import stored_runs as run_store
 from ui.chart_export import figure_png
 from ui.navigation import page_setup
@@ -331,7 +332,7 @@ with tab_view:
                 st.warning(note)
             if note := er.coverage_note(m):
                 st.warning(f"Run #{chosen.id} is {er.status_label(chosen)}. {note}")
-            cost = er.without_unused_cost(er.accuracy_and_cost(m))
+            cost = ri.with_mean_intervals(er.without_unused_cost(er.accuracy_and_cost(m)), m)
             spent = "tokens" in cost.columns
             st.subheader("Accuracy and cost" if spent else "Accuracy")
             st.caption("Means over all scored queries at k = each query's number of aspects." + (
@@ -339,6 +340,7 @@ with tab_view:
                 "expansions (cached answers counted at what they cost once), tokens spent = sent by this run, "
                 "LLM s = seconds waited for answers." if spent else " No strategy of this run used an LLM."))
             st.dataframe(cost, hide_index=True, key="ev_cost", column_config=COST_FORMAT)
+            st.caption(ri.INTERVAL_NOTE)
             if spent and (total_note := er.llm_total_note(m)):  # rows may share calls: their total, each once
                 st.caption(total_note)
             if chosen.timing.get("warning"):
@@ -445,6 +447,8 @@ with tab_compare:
             try:
                 loaded = {rid: er.load_run_metrics(store, rid) for rid in dict.fromkeys(r for r, _ in picked)}
                 means, tests = er.compare_runs(store, picked, metric=metric, k=int(k_mode) or None, metrics=loaded)
+                mean_ci, diff_ci = ri.compare_intervals(store, picked, metric=metric, k=int(k_mode) or None,
+                                                        metrics=loaded)
             except er.EvaluationInputError as exc:
                 st.error(md_plain(str(exc)))
             else:
@@ -458,7 +462,8 @@ with tab_compare:
                         st.warning(note)
                 read_at = er.compare_k_label(loaded, int(k_mode) or None)
                 st.markdown(f"**Mean {metric} per aspect count, at {read_at}**")
-                st.dataframe(er.means_table(means, metric, picked), key="ev_cmp_means")
+                st.dataframe(ri.means_table_with_intervals(er.means_table(means, metric, picked), mean_ci),
+                             key="ev_cmp_means")
                 st.markdown(f"**{metric} over all paired queries, at {read_at}, next to the LLM cost**")
                 overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
                 cost = er.items_cost(store, picked, metrics=loaded)
@@ -478,8 +483,13 @@ with tab_compare:
                             "win / tie / loss per query)")
                 st.caption(er.HOLM_NOTE)
                 shown = tests.assign(mean_diff=tests["mean_diff"].map(er.signed)) if len(tests) else tests
+                shown = ri.tests_with_intervals(shown, diff_ci)
                 p_format = {col: "{:.4f}" for col in ("t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm")}
                 st.dataframe(shown.style.format(p_format, na_rep=""), hide_index=True, key="ev_cmp_tests")
+                st.caption(ri.INTERVAL_NOTE)
+                st.download_button("Comparison with intervals (CSV)", key="ev_cmp_csv", mime="text/csv",
+                                   file_name=f"comparison_{metric}.csv",
+                                   data=ri.comparison_csv(metric, read_at, mean_ci, tests, diff_ci))
                 st.markdown("**Per-query drill-down**")
                 pq = er.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)
                 st.dataframe(pq, hide_index=True)

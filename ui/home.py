@@ -10,6 +10,7 @@ from services.demo.store import demo_corpus_id, ensure_demo_corpus
 from services.workflows import corpus as cw
 from services.workflows import indexing
 from services.workflows import queries as query_store
+from ui.demo_results import draw_demo_results
 from ui.page_list import PAGES, page_title
 from ui.render import md_plain
 from ui.state import building_note, ensure_demo, get_store, llm_config
@@ -84,6 +85,8 @@ def home() -> None:
                      disabled=demo_id is None):
             st.session_state["corpus_id"] = demo_id
             st.switch_page(path)
+    if demo_id is not None:
+        draw_demo_results(store)
 
     st.subheader("The idea")
     st.markdown(

@@ -45,4 +45,4 @@ def test_compare_tab_reads_runs_of_different_k_max_at_the_same_k() -> None:
     assert (f"These runs scored different ranges of k (#{runs[2]} k = 1..2, #{runs[3]} k = 1..3): every item is "
             "read at k = the number of aspects, but at most k = 2") in [w.value[:150] for w in at.warning][0]
     means = next(df.value for df in at.dataframe if list(df.value.index) == ["3", "all"])  # Mean weighted per count
-    assert means.loc["3"].tolist() == [pytest.approx(2 / 3)] * 2  # both at k = 2; was 2/3 against 1
+    assert means.loc["3"].iloc[::2].tolist() == [pytest.approx(2 / 3)] * 2  # both at k = 2; was 2/3 against 1

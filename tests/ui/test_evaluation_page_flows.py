@@ -222,7 +222,8 @@ def test_compare_tab_views_and_the_drilldown_opens_the_runs_own_index() -> None:
     at.multiselect(key="ev_cmp_items").set_value([(first_id, "standard"), (first_id, "mrag")]).run()
     ok(at)
     means = next(d.value for d in at.dataframe if f"#{first_id} mrag" in d.value.columns)
-    assert list(means.columns) == [f"#{first_id} standard", f"#{first_id} mrag"]  # the reference first
+    assert list(means.columns) == [f"#{first_id} standard", f"#{first_id} standard 95% CI", f"#{first_id} mrag",
+                                   f"#{first_id} mrag 95% CI"]  # the reference first, each mean's interval next
     assert list(means.index)[-1] == "all"
     tests = next(d.value for d in at.dataframe if "wilcoxon_p" in d.value.columns)
     assert all(isinstance(v, str) and v != "-0.000" for v in tests["mean_diff"])

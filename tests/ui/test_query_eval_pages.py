@@ -66,7 +66,8 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     assert listed["id"].tolist() == [runs[0].id] and listed["status"].tolist() == ["done"]
     assert listed["index"].tolist() == [f"#{kept.id}"] and kept.status == "done"
     accuracy = at2.dataframe[1].value  # no strategy used an LLM: accuracy only, no all-zero token columns
-    assert accuracy.columns.tolist() == ["strategy", "rsr", "csr", "weighted", "search_s"]
+    assert accuracy.columns.tolist() == ["strategy", "rsr", "rsr 95% CI", "csr", "csr 95% CI", "weighted",
+                                         "weighted 95% CI", "search_s"]
     assert "Accuracy" in [h.value for h in at2.subheader]
     # Each strategy has one colour in every chart (the improvement chart has no 'standard' to shift them).
     traces = [t for c in at2.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
@@ -78,7 +79,8 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     assert single["strategy"].tolist() == ["standard", "mrag"]
     assert (single["hits@1"] <= single["hits@2"]).all() and (single["hits@2"] <= single["queries"]).all()
     exports = [b.proto.label for b in at2.get("download_button") if not b.proto.label.startswith("Download chart")]
-    assert exports == ["Run as JSON", "Run as the MRAG authors' result file", "Per-query results (CSV)"]
+    assert exports == ["Run as JSON", "Run as the MRAG authors' result file", "Per-query results (CSV)",
+                       "Comparison with intervals (CSV)"]  # the last on the Compare runs tab
     # Compare standard vs mrag of that run: paired tests over the 24 demo queries.
     tests = _frame_with(at2, "wilcoxon_p")
     allrow = tests[tests["n_aspects"] == "all"].iloc[0]
