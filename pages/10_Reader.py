@@ -7,6 +7,10 @@ panel sends the top k), the reading is ``ui.reader_panel``.
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import streamlit as st
 
 import db

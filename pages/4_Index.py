@@ -10,6 +10,10 @@ of this corpus running for other settings is named, with a button that shows it.
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import time
 
 import pandas as pd

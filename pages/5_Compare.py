@@ -16,6 +16,10 @@ shown clamped on an index with fewer documents: on a larger one the chosen value
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st

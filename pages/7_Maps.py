@@ -7,6 +7,10 @@ Select points (box or lasso) to filter the document table.
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import math
 
 import pandas as pd

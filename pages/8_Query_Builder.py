@@ -5,6 +5,10 @@ Thin page: the work is in :mod:`mrag_core.workflows.querysets`; query sets live 
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any

@@ -10,6 +10,10 @@ for the session (``persist_state="session"``), k_max as chosen (shown clamped on
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import threading
 from pathlib import Path
 from typing import Any, Callable

@@ -16,6 +16,7 @@ import db
 from mrag_core.llm.config import LLMConfig
 from mrag_core.wording import counted
 from mrag_core.workflows.demo import DemoStatus, ensure_demo_corpus
+from ui.model_cache import get_model, model_pool  # noqa: F401 - the pages' model access, re-exported
 from ui.render import md_plain
 
 T = TypeVar("T")
@@ -150,18 +151,6 @@ def get_store() -> db.Store:
 def ensure_demo() -> DemoStatus:
     """Load the shipped demo corpus into the store once (idempotent)."""
     return ensure_demo_corpus(get_store())
-
-
-@st.cache_resource(show_spinner="Loading the model...", max_entries=3)
-def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
-    """A loaded model (registry name or local folder); one thread for interactive use."""
-    from mrag_core.device import configure_threads
-    from mrag_core.kernels import warm_up
-    from mrag_core.models.loader import load_model
-
-    configure_threads(max(1, int(os.environ.get("MRAG_THREADS", "1"))))
-    warm_up()  # compile / load the search kernels now, not on the first search
-    return load_model(name, attn_implementation=attn_implementation)
 
 
 @st.cache_resource
