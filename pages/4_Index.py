@@ -28,6 +28,7 @@ from mrag_core.models.loader import ModelLoadError
 from mrag_core.models.registry import MODEL_REGISTRY
 from mrag_core.workflows.indexing import BuildJob, find_run, precision_of, run_importance, run_state, stored_indexes
 from mrag_core.workflows.server_folders import FolderRefused, resolve_inside
+from ui.background import build_finished
 from ui.navigation import page_setup
 from ui.render import md_plain
 from ui.server_scope import server_folder_access
@@ -172,8 +173,10 @@ def consume(job: BuildJob) -> None:
         res = job.result
         kept = (f"; {res.copied} unchanged document{'s' if res.copied != 1 else ''} kept their vectors from an "
                 "earlier index") if res.copied else ""
+        maps = (" Its UMAP maps are being computed in the background: Maps opens on them when they are done."
+                if build_finished(store, job) else "")
         flash("index_message", "success", f"Embedded {res.embedded_now} document{'s' if res.embedded_now != 1 else ''} "
-              f"in {res.seconds:.1f} s{kept}.")
+              f"in {res.seconds:.1f} s{kept}.{maps}")
 
 
 if job is not None and not job.finished:

@@ -68,8 +68,8 @@ def _close_opening() -> None:
 
 
 def run_page(page: StreamlitPage) -> None:
-    """Run the chosen page, after starting to load the default model in the background (once per server,
-    :func:`ui.model_cache.warm_default_model`). A page's first run imports its libraries (torch, Plotly) before it draws
+    """Run the chosen page, after starting the server's background work: the default model loaded (once per server,
+    :func:`ui.model_cache.warm_default_model`), the demo index's UMAP maps (:mod:`ui.background`). A page's first run imports its libraries (torch, Plotly) before it draws
     anything: a spinner saying which page opens shows meanwhile, instead of a blank main area.
 
     A store error the page did not handle itself (another writer held the database past the busy timeout, a row
@@ -84,8 +84,10 @@ def run_page(page: StreamlitPage) -> None:
         warm_default_model()  # first: the model loads while the rest is imported
         import db
 
+        from ui.background import start_background_work
         from ui.render import md_plain
 
+        start_background_work()  # the demo index's UMAP maps, when wanted
         try:
             page.run()
         except db.StoreError as exc:
