@@ -13,7 +13,8 @@ that database and opens the page straight from its URL in a new Chromium tab (``
 * ``content``: what the page is for (Compare's button, a drawn chart, the Reader's retrieval line, the Index page's
   "is ready");
 * ``blank``: the longest stretch, from opening the URL, in which neither a spinner / progress bar nor the content
-  was shown: what a user watched without being told anything;
+  was shown: what a user watched without being told anything; and the same counted from the first spinner on (a page
+  that goes quiet between two waits);
 * ``said``: the texts the spinners showed, in order.
 
 ``--home-first S`` adds a row: Home opened first, S seconds spent there, then Compare opened from Home's step 2
@@ -35,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, AppServer  # noqa: E402
+from tests.support.main_area import Waits, watch  # noqa: E402
 
 #: What each page is for, as a JavaScript test on the main area ``m``.
 CONTENT = {
@@ -53,61 +54,6 @@ CONTENT = {
     "Reader": "m.innerText.includes('Fusion sub-queries')",
     "Index": "m.innerText.includes('is ready')",
 }
-
-PROBE = """(content) => {
-  const m = document.querySelector('[data-testid="stMain"]');
-  if (!m) return {first: false, said: [], content: false, method: null};
-  const visible = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
-  const said = [...m.querySelectorAll('[data-testid="stSpinner"], [data-testid="stProgress"]')]
-      .filter(visible).map(e => (e.innerText || '').replace(/\(\d+(\.\d+)? seconds?\)/, '').trim() || '(no text)');
-  const first = [...m.querySelectorAll('[data-testid="stElementContainer"]')].some(visible);
-  const box = [...m.querySelectorAll('[data-testid="stSelectbox"]')]
-      .find(e => (e.querySelector('[data-testid="stWidgetLabel"]')?.innerText || '').trim() === 'Method');
-  const method = box ? (box.querySelector('input')?.value || '').trim() : null;
-  return {first, said, content: eval(content), method};
-}"""
-
-
-@dataclass
-class Waits:
-    page: str
-    first: float | None = None
-    shown: float | None = None
-    content: float | None = None
-    blank: float = 0.0
-    said: list[str] = field(default_factory=list)
-    method: str | None = None
-
-
-def watch(page, name: str, timeout_s: float, t0: float | None = None) -> Waits:  # noqa: ANN001 - Playwright page
-    """Sample the main area every 100 ms from ``t0`` until the content shows (or ``timeout_s``)."""
-    t0 = time.perf_counter() if t0 is None else t0
-    out = Waits(name)
-    last_told = 0.0
-    while True:
-        try:
-            s = page.evaluate(PROBE, CONTENT[name])
-        except Exception:  # noqa: BLE001 - the page is still navigating
-            s = {"first": False, "said": [], "content": False, "method": None}
-        now = time.perf_counter() - t0
-        if s["first"] and out.first is None:
-            out.first = now
-        for text in s["said"]:
-            if text not in out.said:
-                out.said.append(text)
-        if s["said"] or s["content"]:
-            if out.shown is None:
-                out.shown = now
-            last_told = now
-        out.blank = max(out.blank, now - last_told)
-        if s["content"]:
-            out.content = now
-            out.method = s["method"]
-            return out
-        if now > timeout_s:
-            return out
-        time.sleep(0.1)
-
 
 def checkpointed(db_file: Path) -> None:
     with sqlite3.connect(db_file) as conn:  # fold the WAL into the file: the one file is the database
@@ -207,7 +153,7 @@ def main() -> None:
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 t = time.perf_counter()
                 page.goto(f"{server.url}/{name}", wait_until="commit")
-                rows.append(watch(page, name, args.timeout, t))
+                rows.append(watch(page, name, CONTENT[name], args.timeout, t))
                 page.close()
             finally:
                 server.stop()
@@ -222,7 +168,7 @@ def main() -> None:
                 time.sleep(args.home_first)
                 t = time.perf_counter()
                 step.click()
-                w = watch(page, "Compare", args.timeout, t)
+                w = watch(page, "Compare", CONTENT["Compare"], args.timeout, t)
                 w.page = f"Compare via Home ({args.home_first:.0f} s there)"
                 rows.append(w)
                 page.close()
@@ -232,12 +178,12 @@ def main() -> None:
         browser.close()
 
     print()
-    print("| first open | first element s | spinner or content s | content s | longest blank s | Maps method | "
-          "spinner texts |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| first open | first element s | spinner or content s | content s | longest blank s | "
+          "longest blank after the first spinner s | Maps method | spinner texts |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for w in rows:
         print(f"| {w.page} | {fmt(w.first)} | {fmt(w.shown)} | {fmt(w.content)} | {w.blank:.1f} | "
-              f"{w.method or '—'} | {'; '.join(w.said) or '—'} |")
+              f"{w.blank_after_shown:.1f} | {w.method or '—'} | {'; '.join(w.said) or '—'} |")
     if args.umap:
         cost = umap_cost(prepared / "t.db")
         print(f"\nUMAP maps of the demo index (13 spaces) in a fresh process: import umap {cost['import_umap_s']:.1f} s, "
