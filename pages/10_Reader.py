@@ -30,7 +30,7 @@ st.caption("Retrieval is only half of RAG: send the top-k documents of Standard 
            "and compare what the answers contain.")
 
 
-@st.cache_resource(max_entries=128)
+@st.cache_resource(max_entries=128, show_spinner="Embedding the query…")
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
     """Query and sub-queries in one forward pass (cached per run, by its db.identity_key, and texts)."""
     return embed_query(_lm, layer, query, subqueries)

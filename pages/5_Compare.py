@@ -62,7 +62,7 @@ st.caption("One query, several retrieval strategies, side by side. The query and
            "in one forward pass that feeds every strategy.")
 
 
-@st.cache_resource(max_entries=128)
+@st.cache_resource(max_entries=128, show_spinner="Embedding the query…")
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
                      expansions: tuple[tuple[str, tuple[str, ...]], ...], _lm, layer: int):  # noqa: ANN001
     """Query, sub-queries and every expansion text in one forward pass (cached per run, by its

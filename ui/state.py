@@ -153,7 +153,7 @@ def ensure_demo() -> DemoStatus:
     return ensure_demo_corpus(get_store())
 
 
-@st.cache_resource
+@st.cache_resource(show_spinner=False)
 def build_jobs() -> dict[tuple, Any]:
     """Index build jobs (``BuildJob``) of this server process, keyed by (corpus id, model, layer, pooling)."""
     return {}
@@ -368,7 +368,7 @@ def _run_index(run_id: int, identity: str, backend: str, seed: int = 0) -> tuple
     return load_run_index(get_store(), run_id, backend, seed)
 
 
-@st.cache_resource(max_entries=8)
+@st.cache_resource(max_entries=8, show_spinner="Loading the documents' labels and titles…")
 def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tuple[int, int, str]
                     ) -> tuple[list[str], list[str]]:
     """Labels and titles of a run's documents; ``corpus_state`` (version, labels version, updated_at) changes
