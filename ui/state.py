@@ -80,16 +80,31 @@ def keep_choice(label: str, options: Sequence[T], *, key: str, ident: Callable[[
     it is shown with.
 
     Streamlit identifies a select box's value by the option's displayed text: once that text changes (a corpus'
-    "(12 docs)" after an import, a query's text after an edit) the widget is a new one and falls back to its first
-    option, so the next action would silently go to another corpus or query. The chosen item's identity is kept in
-    the session (``_<key>_ident``) and passed as ``index``; an item that is gone falls back to ``index`` (default 0).
-    """
+    "(12 docs)" after an import, a query's text after an edit) the widget would fall back to its first option, so
+    the next action would silently go to another corpus or query. The box's item is, in order: the one the box
+    holds (the user's pick, or the last run's item, whatever its text now), else the one kept in the session
+    (``_<key>_ident``: the last choice, or :func:`preselect_choice`'s), else ``index`` (default 0). That item, as
+    the current options have it, is set as the box's value before the box is drawn, so that the browser shows it
+    too: a value the script chose (a set just generated) with ``index=`` alone was used by the page while the box
+    went on showing the old item, and picking the shown-but-unused item then did nothing."""
     remember = _ident_key(key)
     idents = [ident(o) for o in options]
-    wanted = st.session_state.get(remember)
-    index = idents.index(wanted) if wanted in idents else kwargs.pop("index", 0)
-    kwargs.pop("index", None)
-    chosen = (container or st).selectbox(label, options, index=index, key=key, format_func=format_func, **kwargs)
+    default = kwargs.pop("index", 0)
+    wanted: Hashable | None = None
+    if key in st.session_state:
+        try:
+            wanted = ident(st.session_state[key])
+        except Exception:  # noqa: BLE001 - a value that is not an item (a text Streamlit could not match)
+            wanted = None
+    if wanted not in idents:
+        wanted = st.session_state.get(remember)
+    index = idents.index(wanted) if wanted in idents else default
+    if options and index is not None:
+        st.session_state[key] = options[index]
+    else:  # no item (no options, or index=None): the box's own stale value would clash with index
+        st.session_state.pop(key, None)
+        kwargs["index"] = index
+    chosen = (container or st).selectbox(label, options, key=key, format_func=format_func, **kwargs)
     st.session_state[remember] = ident(chosen) if chosen is not None else None
     return chosen
 
