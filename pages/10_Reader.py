@@ -7,6 +7,10 @@ panel sends the top k), the reading is ``ui.reader_panel``.
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import streamlit as st
 
 from services import storage
@@ -26,7 +30,7 @@ st.caption("Retrieval is only half of RAG: send the top-k documents of Standard 
            "and compare what the answers contain.")
 
 
-@st.cache_resource(max_entries=128)
+@st.cache_resource(max_entries=128, show_spinner="Embedding the query…")
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
     """Query and sub-queries in one forward pass (cached per run, by its storage.identity_key, and texts)."""
     return embed_query(_lm, layer, query, subqueries)

@@ -10,6 +10,10 @@ of this corpus running for other settings is named, with a button that shows it.
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import time
 
 import pandas as pd
@@ -34,6 +38,7 @@ from services.workflows.indexing import (
     stored_indexes,
 )
 from services.workflows.server_folders import FolderRefused, resolve_inside
+from ui.background import build_finished
 from ui.navigation import page_setup
 from ui.render import md_plain
 from ui.server_scope import server_folder_access
@@ -196,8 +201,10 @@ def consume(job: BuildJob) -> None:
         written = job.milvus_result
         into = (f" Milvus ({job.milvus}): {written.written} document{'s' if written.written != 1 else ''} written, "
                 f"{written.n_docs} ready." if written is not None and written.status != "reused" else "")
+        maps = (" Its UMAP maps are being computed in the background: Maps opens on them when they are done."
+                if build_finished(store, job) else "")
         flash("index_message", "success", f"Embedded {res.embedded_now} document{'s' if res.embedded_now != 1 else ''} "
-              f"in {res.seconds:.1f} s{kept}.{into}")
+              f"in {res.seconds:.1f} s{kept}.{into}{maps}")
 
 
 if job is not None and not job.finished:

@@ -16,6 +16,10 @@ shown clamped on an index with fewer documents: on a larger one the chosen value
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -90,7 +94,7 @@ st.caption("One query, several retrieval strategies, side by side. The query and
            "in one forward pass that feeds every strategy.")
 
 
-@st.cache_resource(max_entries=128)
+@st.cache_resource(max_entries=128, show_spinner="Embedding the query…")
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
                      expansions: tuple[tuple[str, tuple[str, ...]], ...], _lm, layer: int):  # noqa: ANN001
     """Query, sub-queries and every expansion text in one forward pass (cached per run, by its

@@ -8,6 +8,10 @@ The choices (this page's and the stored-query picker's in ``ui.query_widgets``) 
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import plotly.graph_objects as go
 import streamlit as st
 

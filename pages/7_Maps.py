@@ -1,11 +1,18 @@
 """Maps: the documents in the standard space and in every head space (small multiples), coloured by
 category, with a query placed by the fitted transform and its retrieved / missed documents marked.
 
-Thin page: ``mrag_core.projection`` fits (PCA or UMAP) once per run and space and stores the maps.
+Thin page: ``mrag_core.projection`` fits (PCA or UMAP) once per run and space and stores the maps. UMAP maps are
+computed in the background (``services.workflows.maps``, a child process: its first fit compiles code for about
+half a minute), the demo index's as soon as it is built: the page opens on UMAP when an index's UMAP maps are all
+stored, else on PCA, saying while they are being computed, with their progress and Cancel.
 Select points (box or lasso) to filter the document table.
 """
 
 from __future__ import annotations
+
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
 
 import math
 
@@ -16,11 +23,11 @@ from plotly.subplots import make_subplots
 
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import METHODS, SpaceMap, place_query, space_names
-from services import maps as map_store
-from services import storage
 from services.maps import ensure_maps, forget_maps_without_model
 from services.workflows.compare import STRATEGY_LABELS, compare, embed_query
 from services.workflows.indexing import IndexBundle, model_for_run, query_window
+from services.workflows.maps import index_identity, maps_progress, missing_maps
+from ui.background import cancel_maps, maps_job, start_maps
 from ui.category_style import category_styles
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
@@ -129,12 +136,34 @@ def unplaced_note(maps: dict[str, SpaceMap], unplaced: list[str], method: str) -
     return " ".join(notes)
 
 
+@st.fragment(run_every=1.0)
+def computing_panel(job, method: str) -> None:  # noqa: ANN001 - a MapsJob
+    """The background UMAP job of the shown index: its progress, and Cancel; the whole page again once it ends."""
+    if job.finished:
+        st.rerun(scope="app")
+    done, total = job.progress()
+    meanwhile = (" PCA maps are shown meanwhile; the page switches to UMAP when they are done." if method == "pca"
+                 else "")
+    st.progress(done / total if total else 0.0,
+                text=f"UMAP maps of index #{job.run.id} are being computed in the background: {done} of {total} "
+                     f"stored (the first one takes longest: UMAP compiles its code).{meanwhile}")
+    if st.button("Cancel", key="maps_cancel", help="stops computing them; the maps already stored are kept"):
+        cancel_maps(job)
+        st.rerun(scope="app")
+
+
 store, corpus = open_corpus_page()
 runs = finished_runs_or_stop(store, corpus)
 c1, c2, c3 = st.columns([3, 1, 1])
 run = index_picker(store, runs, key="maps_run", container=c1)
+seed_now = int(st.session_state.get("maps_seed", 0))
+umap_done, n_spaces = maps_progress(store, run, "umap", seed_now)
+# Maps opens on UMAP once an index's UMAP maps are all stored (the demo's are computed when it is built), else on
+# PCA; a choice made for this index stays until its UMAP maps become complete.
+follow_default("maps_method", (index_identity(run), seed_now, umap_done == n_spaces),
+               "umap" if umap_done == n_spaces else "pca")
 method = c2.selectbox("Method", METHODS, key="maps_method", **KEEP,
-                      format_func={"pca": "PCA (fast)", "umap": "UMAP (slow first time)"}.get)
+                      format_func={"pca": "PCA (fast)", "umap": "UMAP"}.get)
 seed = int(c3.number_input("Seed", 0, 10_000, 0, key="maps_seed", **KEEP))
 stale_index_warning(store, run)
 
@@ -143,31 +172,33 @@ if run.n_saved < 3:
             "Corpus Import page and update the index.")
     st.stop()
 names = space_names(run.n_heads)
-stored = {p.space for p in map_store.list_projections(store, run.id) if p.method == method and p.seed == seed}
-todo = [s for s in names if s not in stored]
-go_key = f"maps_go_{storage.identity_key(run)}_{seed}"  # not the id alone: a rebuilt index may get a deleted one's id
-if todo and method == "umap" and not st.session_state.get(go_key):
-    st.info(f"{len(todo)} of {len(names)} UMAP maps are not computed yet for this index. They are computed once and "
-            "stored; the first UMAP run in a process spends ~30 s compiling.")
+umap_job = maps_job(run, "umap", seed)
+if umap_job is not None and not umap_job.finished and (method == "umap" or umap_done < n_spaces):
+    computing_panel(umap_job, method)
+    if method == "umap":
+        st.stop()
+elif umap_job is not None and umap_job.outcome is not None and umap_job.outcome.status == "failed":
+    st.error(f"Computing the UMAP maps failed: {md_plain(umap_job.outcome.error)}")
+elif umap_job is not None and umap_job.outcome is not None and umap_job.outcome.status == "elsewhere" and \
+        umap_done < n_spaces:
+    st.info(f"{md_plain(umap_job.outcome.error)} {umap_done} of {n_spaces} UMAP maps are stored so far; reload the "
+            "page to see more.")
+todo = missing_maps(store, run, method, seed)
+if todo and method == "umap":
+    st.info(f"{len(todo)} of {len(names)} UMAP maps are not computed yet for this index. They are computed once, in "
+            "the background, and stored; the first takes about a minute (UMAP compiles its code).")
     if st.button("Compute UMAP maps", type="primary", key="maps_compute"):
-        st.session_state[go_key] = True
+        start_maps(store, run, "umap", seed)
         st.rerun()
     st.stop()
-cancel_slot = st.empty()  # the Cancel button lives only while maps are being computed
-if todo and method == "umap":
-    # A click during the computation interrupts this script run at the next progress update; the rerun
-    # sees the click, stops asking for maps and keeps the ones already stored (computing resumes later).
-    if cancel_slot.button("Cancel", key="maps_cancel"):
-        st.session_state[go_key] = False
-        st.rerun()
 if todo:
     bar = st.progress(0.0, text=f"Computing {len(todo)} {method.upper()} maps (stored per space)…")
     maps = ensure_maps(store, run.id, method, seed=seed,
                        progress=lambda d, t: bar.progress(d / t, text=f"Map {d} / {t}"))
     bar.empty()
-    cancel_slot.empty()
 else:
-    maps = ensure_maps(store, run.id, method, seed=seed)
+    with st.spinner(f"Loading the {method.upper()} maps…"):
+        maps = ensure_maps(store, run.id, method, seed=seed)
 
 bundle = index_bundle(store, run)
 
@@ -207,7 +238,8 @@ if query_text:
         if st.button(f"Refit {len(unplaced)} map{'s' if len(unplaced) != 1 else ''} with their models",
                      key="maps_refit"):
             forget_maps_without_model(store, run.id, method, seed=seed, spaces=unplaced)
-            st.session_state[go_key] = True  # UMAP: computed now, without asking again
+            if method == "umap":  # computed in the background, without asking again
+                start_maps(store, run, "umap", seed)
             st.rerun()
     res = compare(bundle, q_emb, sub_emb, strategies=(strategy,), k=k, ground_truth=ground_truth)
     retrieved = {r.doc_id for r in res.outcomes[strategy].rows}

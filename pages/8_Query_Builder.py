@@ -5,6 +5,10 @@ Thin page: the work is in :mod:`services.workflows.querysets`; query sets live i
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,10 +40,11 @@ def _text_block(text: str) -> None:
 
 
 @contextmanager
-def _client() -> Iterator[Any]:
-    """The configured endpoint's LLM client for one action (closed after it), or None: the offline composer."""
+def _client(offline: bool = False) -> Iterator[Any]:
+    """The configured endpoint's LLM client for one action (closed after it), or None: the offline composer
+    (``offline``, or no endpoint configured)."""
     cfg = llm_config()
-    if cfg is None:
+    if cfg is None or offline:
         yield None
         return
     from services.llm.client import LLMClient
@@ -114,12 +119,20 @@ with tab_gen:
         _report(last_report)
     max_n = qw.max_aspects(store, corpus.id)
     cfg = llm_config()
+    offline_note = ("queries are written by the **offline composer** (deterministic extracts of each document's "
+                    "most distinctive sentences, not LLM stories). The set is marked 'generated-offline'.")
     if cfg is None:
-        st.info("No LLM endpoint configured: queries are written by the **offline composer** (deterministic "
-                "extracts of each document's most distinctive sentences, not LLM stories). The set is marked "
-                "'generated-offline'.")
-    else:
-        st.success(f"Stories are written by the LLM: {md_plain(cfg.describe())}")
+        st.info(f"No LLM endpoint configured: {offline_note}")
+        use_offline = True
+    else:  # as the command line's --generator llm / offline
+        use_offline = st.radio("Generator", ["llm", "offline"], horizontal=True, key="qb_gen_kind",
+                               format_func={"llm": "LLM", "offline": "Offline composer (no LLM)"}.get,
+                               help="the offline composer costs no tokens and needs no endpoint; a set is "
+                                    "resumed with the generator it was started with") == "offline"
+        if use_offline:
+            st.info(f"Offline: {offline_note}")
+        else:
+            st.success(f"Stories are written by the LLM: {md_plain(cfg.describe())}")
     if max_n == 0:
         st.info("No labelled document in this corpus: every aspect needs a category.")
     else:
@@ -136,7 +149,7 @@ with tab_gen:
             stop_slot = stop_button("qb_gen_stop", STOP_HELP)
             bar, progress = _progress()
             try:
-                with _client() as client:
+                with _client(offline=use_offline) as client:
                     rep = qw.generate_query_set(store, corpus_id=corpus.id, name=name, aspect_counts=counts,
                                                 per_count=int(per_count), seed=int(seed), client=client,
                                                 want_fusion=want_fusion, n_fusion=int(n_fusion), progress=progress)
@@ -155,7 +168,8 @@ with tab_gen:
             stop_slot = stop_button(f"qb_resume_stop_{q.id}", STOP_HELP)
             bar, progress = _progress()
             try:
-                with _client() as client:
+                # with the generator it was started with (as the command line resumes it)
+                with _client(offline=str(q.params.get("generator", "")).startswith("offline")) as client:
                     rep = qw.generate_query_set(store, corpus_id=corpus.id, query_set_id=q.id, client=client,
                                                 progress=progress)
             except qw.QuerySetError as exc:

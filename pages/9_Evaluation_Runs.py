@@ -10,6 +10,10 @@ for the session (``persist_state="session"``), k_max as chosen (shown clamped on
 
 from __future__ import annotations
 
+from ui.navigation import open_through_app
+
+open_through_app(__file__)  # first, before the imports below (see its docstring)
+
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +35,7 @@ from ui.navigation import page_setup
 from ui.query_widgets import query_set_label
 from ui.render import md_plain, text_block
 from ui.run_controls import stop_button
-from ui.state import KEEP, get_model, keep_choice, kept_number, llm_config, open_corpus_page
+from ui.state import KEEP, follow_default, get_model, keep_choice, kept_number, llm_config, open_corpus_page
 from ui.strategy_colors import strategy_style
 
 page_setup(__file__, "📊")
@@ -105,6 +109,36 @@ def _report_runs(ids: list[int]) -> None:
             st.warning(f"Run #{rid}: {info.timing['warning']}.")
     if ids:
         ss["ev_view_run"] = ids[-1]
+
+
+def _aspect_counts(m: er.RunMetrics) -> list[int]:
+    """The run's query aspect counts, smallest first."""
+    return sorted(int(n) for n in m.summary["n_aspects"].unique())
+
+
+def _success_figure(m: er.RunMetrics, n_aspects: int):  # noqa: ANN202 - a Plotly figure
+    """Success ratio (RSR and CSR) against k of the run's ``n_aspects``-aspect queries, one line per strategy."""
+    curve = m.summary[m.summary["n_aspects"] == n_aspects]
+    long = curve.melt(id_vars=["strategy", "k"], value_vars=["rsr", "csr"], var_name="metric", value_name="ratio")
+    long["metric"] = long["metric"].map({"rsr": "exact (RSR)", "csr": "category (CSR)"})
+    return px.line(long, x="k", y="ratio", color="strategy", facet_col="metric", markers=True,
+                   **strategy_style(m.strategies), range_y=[0, 1.05],
+                   title=f"{n_aspects}-aspect queries (n = {int(curve['n_queries'].max())})")
+
+
+def _results_at_once(run_id: int) -> None:
+    """Right after a run: its accuracy table and its success-against-k chart at its largest aspect count (the
+    Runs tab has every view of it)."""
+    m = er.load_run_metrics(store, run_id)
+    if m.per_query.empty:
+        return
+    n_max = _aspect_counts(m)[-1]
+    st.markdown(f"**Results of run #{run_id}**: means at k = each query's number of aspects; success against k of "
+                f"its {n_max}-aspect queries. Every view of it (other aspect counts, per-query distribution, "
+                "improvement over Standard, exports) is under the Runs tab.")
+    st.dataframe(er.without_unused_cost(er.accuracy_and_cost(m)), hide_index=True, key="ev_new_cost",
+                 column_config=COST_FORMAT)
+    st.plotly_chart(_success_figure(m, n_max), key="ev_new_curve")
 
 
 def _run_label(r: storage.EvalRunInfo, escape: Callable[[str], str] = str) -> str:
@@ -257,10 +291,12 @@ with tab_run:
                             ids = [er.run_evaluation(store, layer=layers[0], **kwargs)]
                     except er.EvaluationInputError as exc:
                         st.error(md_plain(str(exc)))
-                    else:
-                        _report_runs(ids)
+                        ids = []
                     bar.empty()
                     stop_slot.empty()
+                    _report_runs(ids)
+                    if ids:  # the run's results at once, not just "Run #N done"
+                        _results_at_once(ids[-1])
 
     open_sweeps = [p for p in er.sweep_plans(store, corpus.id) if not p.finished]
     in_open_sweeps = {r.id for p in open_sweeps for r in p.runs}
@@ -345,16 +381,13 @@ with tab_view:
                 st.caption(total_note)
             if chosen.timing.get("warning"):
                 st.warning(chosen.timing["warning"])
-            aspects = sorted(int(n) for n in m.summary["n_aspects"].unique())
+            aspects = _aspect_counts(m)
             st.subheader("Success ratio vs k")
+            # opens at the largest aspect count (where the strategies differ; at 1 aspect every line is near 1.0),
+            # again for each run viewed
+            follow_default("ev_view_n", chosen.id, aspects[-1])
             n_sel = st.selectbox("Aspect count", aspects, key="ev_view_n")
-            curve = m.summary[m.summary["n_aspects"] == n_sel]
-            long = curve.melt(id_vars=["strategy", "k"], value_vars=["rsr", "csr"], var_name="metric",
-                              value_name="ratio")
-            long["metric"] = long["metric"].map({"rsr": "exact (RSR)", "csr": "category (CSR)"})
-            fig = px.line(long, x="k", y="ratio", color="strategy", facet_col="metric", markers=True,
-                          **strategy_style(m.strategies),
-                          range_y=[0, 1.05], title=f"{n_sel}-aspect queries (n = {int(curve['n_queries'].max())})")
+            fig = _success_figure(m, n_sel)
             st.plotly_chart(fig, key="ev_curve")
             if note := er.fused_depth_note(m.strategies):
                 st.caption(note)

@@ -6,22 +6,24 @@ from __future__ import annotations
 import streamlit as st
 
 from services import storage
-from services.demo.store import demo_corpus_id, ensure_demo_corpus
+from services.demo.store import demo_corpus_id, demo_query_set_id, ensure_demo_corpus
 from services.workflows import corpus as cw
 from services.workflows import indexing
 from services.workflows import queries as query_store
 from ui.demo_results import draw_demo_results
 from ui.page_list import PAGES, page_title
 from ui.render import md_plain
-from ui.state import building_note, ensure_demo, get_store, llm_config
+from ui.state import building_note, ensure_demo, get_store, llm_config, preselect_choice
 
 DEMO_STEPS = (
-    ("pages/4_Index.py", "Index: embed the demo corpus (standard, per-head, split vectors)"),
+    ("pages/4_Index.py", "Index: embed the demo corpus (standard, per-head, split vectors)", None),
     ("pages/5_Compare.py", "Compare: a demo query with the most aspects comes preselected; Standard vs MRAG side by "
-                           "side, with the per-head evidence"),
-    ("pages/9_Evaluation_Runs.py", "Evaluation Runs: score all demo queries, k = 1..32, and compare runs"),
+                           "side, with the per-head evidence", "compare_qs"),
+    ("pages/9_Evaluation_Runs.py", "Evaluation Runs: score all demo queries, k = 1..32, and compare runs", "ev_qs"),
 )
-"""Home's "Start here" steps: (page, what it does on the demo corpus)."""
+"""Home's "Start here" steps: (page, what it does on the demo corpus, the page's query set box or None). A step
+opens its page on the demo corpus and, where it has a query set box, on the demo query set (not the corpus'
+newest set, e.g. one just generated)."""
 
 def home() -> None:
     """Draw the landing page."""
@@ -79,11 +81,14 @@ def home() -> None:
     else:
         st.info("The demo corpus has no index yet. Step 1 builds it with the shipped MiniLM model (96 documents, "
                 "about 15 s on one CPU core).")
-    for n, (path, label) in enumerate(DEMO_STEPS, start=1):
-        # Buttons, not links: each step opens its page on the demo corpus, whichever corpus was chosen before.
+    for n, (path, label, set_box) in enumerate(DEMO_STEPS, start=1):
+        # Buttons, not links: each step opens its page on the demo corpus (and the demo query set), whichever
+        # corpus and set were chosen before.
         if st.button(f"{n}. {label}", key=f"home_step_{n}", type="tertiary", icon=":material/arrow_forward:",
                      disabled=demo_id is None):
             st.session_state["corpus_id"] = demo_id
+            if set_box is not None and (demo_qs := demo_query_set_id(store)) is not None:
+                preselect_choice(set_box, demo_qs)
             st.switch_page(path)
     if demo_id is not None:
         draw_demo_results(store)

@@ -18,6 +18,7 @@ from services.demo.store import DemoStatus, ensure_demo_corpus
 from services.llm.config import LLMConfig
 from services.workflows import corpus as cw
 from services.workflows import indexing
+from ui.model_cache import get_model, model_pool  # noqa: F401 - the pages' model access, re-exported
 from ui.render import md_plain
 
 T = TypeVar("T")
@@ -81,16 +82,31 @@ def keep_choice(label: str, options: Sequence[T], *, key: str, ident: Callable[[
     it is shown with.
 
     Streamlit identifies a select box's value by the option's displayed text: once that text changes (a corpus'
-    "(12 docs)" after an import, a query's text after an edit) the widget is a new one and falls back to its first
-    option, so the next action would silently go to another corpus or query. The chosen item's identity is kept in
-    the session (``_<key>_ident``) and passed as ``index``; an item that is gone falls back to ``index`` (default 0).
-    """
+    "(12 docs)" after an import, a query's text after an edit) the widget would fall back to its first option, so
+    the next action would silently go to another corpus or query. The box's item is, in order: the one the box
+    holds (the user's pick, or the last run's item, whatever its text now), else the one kept in the session
+    (``_<key>_ident``: the last choice, or :func:`preselect_choice`'s), else ``index`` (default 0). That item, as
+    the current options have it, is set as the box's value before the box is drawn, so that the browser shows it
+    too: a value the script chose (a set just generated) with ``index=`` alone was used by the page while the box
+    went on showing the old item, and picking the shown-but-unused item then did nothing."""
     remember = _ident_key(key)
     idents = [ident(o) for o in options]
-    wanted = st.session_state.get(remember)
-    index = idents.index(wanted) if wanted in idents else kwargs.pop("index", 0)
-    kwargs.pop("index", None)
-    chosen = (container or st).selectbox(label, options, index=index, key=key, format_func=format_func, **kwargs)
+    default = kwargs.pop("index", 0)
+    wanted: Hashable | None = None
+    if key in st.session_state:
+        try:
+            wanted = ident(st.session_state[key])
+        except Exception:  # noqa: BLE001 - a value that is not an item (a text Streamlit could not match)
+            wanted = None
+    if wanted not in idents:
+        wanted = st.session_state.get(remember)
+    index = idents.index(wanted) if wanted in idents else default
+    if options and index is not None:
+        st.session_state[key] = options[index]
+    else:  # no item (no options, or index=None): the box's own stale value would clash with index
+        st.session_state.pop(key, None)
+        kwargs["index"] = index
+    chosen = (container or st).selectbox(label, options, key=key, format_func=format_func, **kwargs)
     st.session_state[remember] = ident(chosen) if chosen is not None else None
     return chosen
 
@@ -154,19 +170,7 @@ def ensure_demo() -> DemoStatus:
     return ensure_demo_corpus(get_store())
 
 
-@st.cache_resource(show_spinner="Loading the model...", max_entries=3)
-def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
-    """A loaded model (registry name or local folder); one thread for interactive use."""
-    from mrag_core.device import configure_threads
-    from mrag_core.kernels import warm_up
-    from mrag_core.models.loader import load_model
-
-    configure_threads(max(1, int(os.environ.get("MRAG_THREADS", "1"))))
-    warm_up()  # compile / load the search kernels now, not on the first search
-    return load_model(name, attn_implementation=attn_implementation)
-
-
-@st.cache_resource
+@st.cache_resource(show_spinner=False)
 def build_jobs() -> dict[tuple, Any]:
     """Index build jobs (``BuildJob``) of this server process, keyed by (corpus id, model, layer, pooling)."""
     return {}
@@ -382,7 +386,7 @@ def _run_index(run_id: int, identity: str, backend: str, seed: int = 0) -> tuple
     return load_run_index(get_store(), run_id, backend, seed)
 
 
-@st.cache_resource(max_entries=8)
+@st.cache_resource(max_entries=8, show_spinner="Loading the documents' labels and titles…")
 def _document_facts(run_id: int, identity: str, backend: str, corpus_state: tuple[int, int, str]
                     ) -> tuple[list[str], list[str]]:
     """Labels and titles of a run's documents; ``corpus_state`` (version, labels version, updated_at) changes

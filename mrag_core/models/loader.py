@@ -8,7 +8,9 @@ gives the per-head vectors (see :mod:`mrag_core.extraction`).
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,22 @@ def layer_index(layer: int | None, n_layers: int) -> int:
     return idx
 
 
+#: Held while a model loads: one load at a time per process. Transformers' lazy module is not safe to import from
+#: two threads at once: the app's start-up warm-up (MiniLM, sdpa) and a page loading MiniLM with eager attention at
+#: the same moment made the second fail with "cannot import name 'AutoConfig' from 'transformers'".
+LOADING = threading.RLock()
+
+
+def _one_load_at_a_time(load: Any) -> Any:
+    @functools.wraps(load)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with LOADING:
+            return load(*args, **kwargs)
+
+    return locked
+
+
+@_one_load_at_a_time
 def load_model(
     spec_or_name: ModelSpec | str = "minilm",
     *,

@@ -65,6 +65,20 @@ def demo_corpus_id(store: db.Store) -> int | None:
     return corpus.id if corpus is not None else None
 
 
+def demo_query_set_id(store: db.Store) -> int | None:
+    """The id of the demo corpus' own query set (the 24 hand-written queries, whatever it is called now), or None
+    when it or the demo corpus is gone. Home's demo steps open it, not the corpus' newest set."""
+    corpus_id = demo_corpus_id(store)
+    marked = db.get_marker(store, DEMO_QUERIES_MARKER)
+    if corpus_id is None or marked is None or not marked.isdigit():
+        return None
+    try:
+        qs = db.get_query_set(store, int(marked))
+    except db.NotFoundError:
+        return None
+    return qs.id if qs.corpus_id == corpus_id else None
+
+
 def ensure_demo_corpus(store: db.Store, *, restore: bool = False) -> DemoStatus:
     """Create the demo corpus with its categories, documents and query set, or complete an interrupted
     first start; a corpus in use is left as it is. A demo corpus the user deleted is created again only

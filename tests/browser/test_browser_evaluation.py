@@ -47,6 +47,13 @@ def test_runs_figures_comparison_and_restart(demo_app_instance, browser_page):
         _pick(page, "Strategies", name)
     first, second = 1, 2  # a fresh database
     assert _run(page, first) == 24 * 4  # 24 demo queries x standard, mrag, split, fusion
+    # the run's results at once, under the message: its table and its chart at the largest aspect count (6), not
+    # at 1 aspect where every line is 1.0
+    new_run = page.get_by_role("tabpanel", name="New run")
+    new_run.get_by_text(f"Results of run #{first}").wait_for()
+    new_run.locator('[data-testid="stDataFrame"]').first.wait_for()
+    new_run.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    new_run.locator('[data-testid="stPlotlyChart"]').get_by_text("6-aspect queries (n = 4)").first.wait_for()
 
     _pick(page, "MRAG variant", "decay")
     page.get_by_role("button", name="Run evaluation").wait_for()

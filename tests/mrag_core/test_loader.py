@@ -139,3 +139,39 @@ def test_load_model_refuses_a_missing_layer_from_the_config_before_the_weights(t
         load_model(str(tmp_path), device="cpu", check_layer=-3)
     with pytest.raises(ModelLoadError, match="cannot load the model"):
         load_model(str(tmp_path), device="cpu", check_layer=-1)
+
+
+LOADS_AT_ONCE = """
+import json, os, sys, threading
+os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+os.environ["HF_HUB_OFFLINE"] = "1"
+from mrag_core.models.loader import load_model
+errors, dims = [], []
+def load(attn):
+    try:
+        m = load_model("minilm", attn_implementation=attn)
+        dims.append([m.hidden_size, m.n_heads, m.attn_implementation])
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=load, args=(a,)) for a in ("sdpa", "eager", "sdpa", "eager")]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps({"errors": errors, "dims": dims}))
+"""
+
+
+def test_models_loaded_by_four_threads_at_once_in_a_fresh_process_all_load() -> None:
+    """The app warms MiniLM (sdpa) at start-up while a page may load it with eager attention: in a process that
+    has not imported transformers yet, loads at once failed with "cannot import name 'AutoConfig' from
+    'transformers'" (its lazy module is not thread-safe; 4 of 4 tries here before the loader's lock)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", LOADS_AT_ONCE], cwd=root, capture_output=True, text=True,
+                         timeout=600, check=True, env={**os.environ, "PYTHONPATH": str(root)})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["errors"] == []
+    assert sorted(got["dims"]) == [[384, 12, "eager"]] * 2 + [[384, 12, "sdpa"]] * 2

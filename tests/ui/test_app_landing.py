@@ -125,3 +125,23 @@ def test_start_here_steps_open_their_page_on_the_demo_corpus() -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["corpus_id"] == demo.id
     assert at.title[0].value == "Compare" and at.selectbox(key="_corpus_id_select").value.id == demo.id
+
+
+def test_step_3_opens_evaluation_runs_on_the_demo_query_set_not_the_newest() -> None:
+    """A set generated later is the corpus' newest (the page's default), and the user had chosen it before: step 3
+    still opens Evaluation Runs on the demo's own 24 queries (it opened on the newest set)."""
+    store = db.open_store(os.environ["MRAG_DATABASE_URL"])
+    AppTest.from_file(APP, default_timeout=60).run()  # loads the demo
+    demo = db.get_corpus_by_name(store, DEMO_CORPUS_NAME)
+    (demo_set,) = db.list_query_sets(store, demo.id)
+    newer = db.create_query_set(store, demo.id, "Generated later", source="manual")
+    assert db.list_query_sets(store, demo.id)[0].id == newer.id
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["_ev_qs_ident"] = newer.id  # chosen on Evaluation Runs before
+    at.run()
+    at.button(key="home_step_3").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Evaluation Runs"
+    chosen = at.selectbox(key="ev_qs").value
+    assert (chosen.id, chosen.name, chosen.n_queries) == (demo_set.id, "Demo queries", 24)
+    store.close()

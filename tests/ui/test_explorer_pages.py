@@ -47,10 +47,22 @@ def ok(at: AppTest) -> AppTest:
 
 @pytest.fixture(scope="module")
 def built(env):
-    """Build the demo index through the Index page's button; returns the finished page."""
+    """Build the demo index through the Index page's button; returns the finished page. The build starts the demo
+    index's UMAP maps in the background (followed in tests/ui/test_maps_page_umap.py); this module tests the pages'
+    own flows, on PCA maps: that job is cancelled."""
+    from ui.background import cancel_maps, maps_jobs
+
     at = ok(page("4_Index.py").run())
     assert "No index for these settings yet." in texts(at.info)
-    return build_through_index_page(at)
+    at = build_through_index_page(at)
+    jobs = list(maps_jobs().values())
+    assert [(j.run.id, j.method, j.seed) for j in jobs] == [(1, "umap", 0)]
+    assert any("Its UMAP maps are being computed in the background" in m for m in texts(at.success))
+    for job in jobs:
+        cancel_maps(job)
+        assert job.wait(10)
+    maps_jobs().clear()
+    return at
 
 
 def test_index_page_builds_and_shows_importance(built):
@@ -676,7 +688,9 @@ def test_maps_page_places_query_and_stores_maps(built):
     assert len(table) == 96 and set(table.columns) >= {"title", "category", "retrieved", "ground truth"}
     store = db.open_store()
     run_id = int(at.selectbox(key="maps_run").value.id)
-    assert {p.space for p in db.list_projections(store, run_id)} == {"standard", *(f"head:{h}" for h in range(12))}
+    assert at.selectbox(key="maps_method").value == "pca"  # its UMAP maps are not all stored
+    pca = [p for p in db.list_projections(store, run_id) if p.method == "pca"]
+    assert {p.space for p in pca} == {"standard", *(f"head:{h}" for h in range(12))}
     at.radio(key="maps_qsrc").set_value("From a query set").run()
     at.selectbox(key="maps_aspects").select(3).run()
     qsel = at.selectbox(key="maps_query")
@@ -685,7 +699,7 @@ def test_maps_page_places_query_and_stores_maps(built):
     table = at.dataframe[-1].value
     assert table["ground truth"].sum() == 3 and table["retrieved"].sum() == 3
     assert any("MRAG at k=3" in c for c in texts(at.caption))
-    assert len(db.list_projections(store, run_id)) == 13  # reused, not recomputed
+    assert len([p for p in db.list_projections(store, run_id) if p.method == "pca"]) == 13  # reused, not recomputed
     store.close()
 
 
@@ -718,67 +732,66 @@ def test_maps_page_says_when_a_query_cannot_be_placed_on_maps_stored_without_the
     store.close()
 
 
-def test_maps_page_umap_cancel_button_only_while_computing(built, monkeypatch):
-    """Choosing UMAP asks before computing; while the maps are computed a Cancel button shows, and it is
-    gone once they are stored (it used to stay on the page after the last map). The UMAP fit itself is
-    swapped for PCA here: this is the page's flow, the fit is tested in tests/mrag_core/test_projection.py."""
+def test_maps_page_umap_computed_in_the_background_with_cancel_only_while_computing(built):
+    """Choosing UMAP asks before computing; Compute starts a background job (a child process) for this index and
+    seed, shown with its progress and a Cancel button; Cancel stops it within a second, and the page asks again,
+    without a Cancel button (it used to stay on the page after the last map)."""
     import db
-    from mrag_core import projection
+    from ui.background import maps_job, maps_jobs
 
-    real_fit = projection.fit_projection
-    fitted: list[str] = []
-
-    def quick_fit(vectors, method="pca", **kwargs):
-        fitted.append(method)
-        return real_fit(vectors, "pca", **kwargs)
-
-    monkeypatch.setattr(projection, "fit_projection", quick_fit)
     at = ok(page("7_Maps.py").run())
+    ok(at.number_input(key="maps_seed").set_value(3).run())
     at.selectbox(key="maps_method").set_value("umap").run()
     ok(at)
     assert any("13 of 13 UMAP maps are not computed yet" in t for t in texts(at.info))
     assert not [b for b in at.button if b.key == "maps_cancel"]
-    at.button(key="maps_compute").click().run()
-    ok(at)
-    assert fitted.count("umap") == 13  # (the PCA maps are fitted too when this test runs alone)
-    store = db.open_store()
-    run_id = int(at.selectbox(key="maps_run").value.id)
-    assert len([p for p in db.list_projections(store, run_id) if p.method == "umap"]) == 13
-    store.close()
-    assert not [b for b in at.button if b.key == "maps_cancel"]
-    assert len(at.dataframe[-1].value) == 96  # the maps' document table is drawn
+    run = at.selectbox(key="maps_run").value
+    ok(at.button(key="maps_compute").click().run())
+    job = maps_job(run, "umap", 3)
+    try:
+        assert job is not None and not job.finished
+        (bar,) = at.get("progress")
+        assert f"UMAP maps of index #{run.id} are being computed in the background:" in bar.proto.text
+        assert [b.key for b in at.button if b.key == "maps_cancel"] == ["maps_cancel"]
+        ok(at.button(key="maps_cancel").click().run())
+        assert job.wait(2.0) and job.outcome.status == "cancelled"
+        ok(at.run())
+        assert any("UMAP maps are not computed yet" in t for t in texts(at.info))
+        assert not [b for b in at.button if b.key == "maps_cancel"] and not at.get("progress")
+        store = db.open_store()
+        stored = [p for p in db.list_projections(store, run.id) if p.method == "umap" and p.seed == 3]
+        assert all(db.load_projection(store, p.id).coords.shape == (96, 2) for p in stored)  # kept, each whole
+        store.close()
+    finally:
+        job.cancel()
+        maps_jobs().clear()
 
 
-def test_maps_page_umap_go_ahead_belongs_to_one_index_not_its_id(built, monkeypatch):
-    """The "Compute UMAP maps" click is remembered per index identity (id + creation time): a go-ahead
-    given to a deleted index whose id SQLite handed to a newer one does not start the newer one's UMAP
-    fits unasked (the fit is swapped for PCA as above, to count fits)."""
-    from types import SimpleNamespace
+def test_maps_page_umap_job_belongs_to_one_index_not_its_id(built):
+    """A UMAP job of a deleted index whose id SQLite handed to a newer one is not the newer one's: the page asks
+    before computing; a job of this index itself is shown as computing."""
+    from dataclasses import replace
 
     import db
-    from mrag_core import projection
+    from services.workflows.maps import MapsJob
+    from ui.background import maps_jobs
 
-    real_fit = projection.fit_projection
-    fitted: list[str] = []
-    monkeypatch.setattr(projection, "fit_projection",
-                        lambda vectors, method="pca", **kw: fitted.append(method) or real_fit(vectors, "pca", **kw))
     at = ok(page("7_Maps.py").run())
     run = at.selectbox(key="maps_run").value
+    ok(at.number_input(key="maps_seed").set_value(7).run())
     at.selectbox(key="maps_method").set_value("umap").run()
     store = db.open_store()
     try:
-        assert not [p for p in db.list_projections(store, run.id) if p.seed == 7]  # no map of seed 7 yet
+        earlier = replace(run, created_at=run.created_at - timedelta(hours=1))
+        maps_jobs()[(db.identity_key(earlier), "umap", 7)] = MapsJob(store, earlier, "umap", 7)  # not started
+        ok(at.run())
+        assert any("13 of 13 UMAP maps are not computed yet" in t for t in texts(at.info)) and not at.get("progress")
+        maps_jobs()[(db.identity_key(run), "umap", 7)] = MapsJob(store, run, "umap", 7)
+        ok(at.run())
+        assert "being computed in the background: 0 of 13 stored" in at.get("progress")[0].proto.text
     finally:
+        maps_jobs().clear()
         store.close()
-    at.number_input(key="maps_seed").set_value(7).run()
-    earlier = SimpleNamespace(id=run.id, created_at=run.created_at - timedelta(hours=1))
-    at.session_state[f"maps_go_{db.identity_key(earlier)}_7"] = True  # the deleted index's go-ahead
-    ok(at.run())
-    assert fitted.count("umap") == 0
-    assert any("13 of 13 UMAP maps are not computed yet" in t for t in texts(at.info))
-    at.session_state[f"maps_go_{db.identity_key(run)}_7"] = True  # this index's own go-ahead
-    ok(at.run())
-    assert fitted.count("umap") == 13
 
 
 def test_stale_index_is_reported_and_updated_embedding_only_the_edited_document(built):
@@ -820,8 +833,16 @@ def test_stale_index_is_reported_and_updated_embedding_only_the_edited_document(
             break
         time.sleep(0.5)
         at.run()
-    assert ("Embedded 1 document in" in texts(at.success)[0]
-            and texts(at.success)[0].endswith("; 95 unchanged documents kept their vectors from an earlier index."))
+    message = texts(at.success)[0]
+    assert ("Embedded 1 document in" in message
+            and "; 95 unchanged documents kept their vectors from an earlier index." in message)
+    # the updated index is the demo's: its UMAP maps are computed in the background too (cancelled here)
+    assert message.endswith("Its UMAP maps are being computed in the background: Maps opens on them when they are "
+                            "done.")
+    from ui.background import cancel_maps, maps_jobs
+
+    for job in list(maps_jobs().values()):
+        cancel_maps(job)
     cmp = ok(page("5_Compare.py").run())
     assert not any("is stale" in w for w in texts(cmp.warning))
     labels = cmp.selectbox(key="compare_run").options

@@ -12,6 +12,7 @@ from services.demo.store import (
     DEMO_QUERIES_MARKER,
     DEMO_QUERY_SET_NAME,
     demo_corpus_id,
+    demo_query_set_id,
     ensure_demo_corpus,
 )
 
@@ -104,3 +105,16 @@ def test_restoring_under_a_taken_name_changes_nothing(store) -> None:
     with pytest.raises(db.DuplicateError):
         ensure_demo_corpus(store, restore=True)
     assert [(c.id, c.n_documents) for c in db.list_corpora(store)] == [(mine.id, 0)]
+
+
+def test_the_demo_query_set_is_found_not_the_newest(store) -> None:
+    status = ensure_demo_corpus(store)
+    newer = db.create_query_set(store, status.corpus_id, "Generated later", source="manual")
+    assert db.list_query_sets(store, status.corpus_id)[0].id == newer.id  # the newest is not the demo's
+    assert demo_query_set_id(store) == status.query_set_id
+    db.delete_query_set(store, status.query_set_id)
+    assert demo_query_set_id(store) is None  # gone: not the newer set in its place
+    restored = ensure_demo_corpus(store, restore=True)
+    assert demo_query_set_id(store) == restored.query_set_id != newer.id
+    db.delete_corpus(store, status.corpus_id)
+    assert demo_query_set_id(store) is None
