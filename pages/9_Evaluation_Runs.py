@@ -136,7 +136,8 @@ def _results_at_once(run_id: int) -> None:
     st.markdown(f"**Results of run #{run_id}**: means at k = each query's number of aspects; success against k of "
                 f"its {n_max}-aspect queries. Every view of it (other aspect counts, per-query distribution, "
                 "improvement over Standard, exports) is under the Runs tab.")
-    st.dataframe(er.without_unused_cost(er.accuracy_and_cost(m)), hide_index=True, key="ev_new_cost",
+    st.dataframe(ri.with_mean_intervals(er.without_unused_cost(er.accuracy_and_cost(m)), m), hide_index=True,
+                 key="ev_new_cost",
                  column_config=COST_FORMAT)
     st.plotly_chart(_success_figure(m, n_max), key="ev_new_curve")
 

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from mrag_core import projection
+from services import maps as map_store
 from services.demo.store import demo_corpus_id
 from services.workflows import maps as mw
 
@@ -52,7 +53,7 @@ def store_umap_maps(store: db.Store, run: db.EmbeddingRunInfo, spaces=None) -> N
     real_fit = projection.fit_projection
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(projection, "fit_projection", lambda vectors, method="pca", **kw: real_fit(vectors, "pca", **kw))
-        projection.ensure_maps(store, run.id, "umap", spaces=spaces)
+        map_store.ensure_maps(store, run.id, "umap", spaces=spaces)
 
 
 def test_maps_opens_on_umap_when_its_umap_maps_are_stored_and_keeps_a_pca_choice(demo_run):
