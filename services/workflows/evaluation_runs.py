@@ -86,7 +86,7 @@ from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.sentence_round_robin import query_part_rows
 from mrag_core.settings import DEFAULT_C, DEFAULT_MODEL, DEFAULT_W, VARIANTS, RetrievalSettings
 from mrag_core.significance import holm_adjust, paired_test, significance_mark
-from mrag_core.strategy_registry import STRATEGIES, Strategy, UnknownStrategyError, resolve_all
+from mrag_core.strategy_registry import STRATEGIES, Strategy, UnknownStrategyError, label_of, resolve_all
 from services.heartbeat import Heartbeat
 from services.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
 from services.llm_strategies import ExpansionOutcome, expand_many
@@ -1346,10 +1346,12 @@ def run_csv(metrics: RunMetrics) -> str:
     """Per-query, per-k rows as CSV: strategy, query_id, n_aspects, k, rsr, csr, weighted, then the run's
     :data:`CSV_SETTINGS` in every row: ``weighted`` is (w·RSR + CSR) / (w + 1) with the run's ``w``, and ``k``
     runs 1..``k_max``; with them, the CSVs of several runs concatenated in pandas still say which run, which w and
-    which k range each row comes from."""
+    which k range each row comes from. Last, ``label``: the strategy's name as the app shows it (the registry's
+    label, e.g. ``Sentence round-robin (Standard + MRAG per sentence)`` for the recommended one)."""
     buf = io.StringIO()
     frame = metrics.per_query[["strategy", "query_id", "n_aspects", "k", "rsr", "csr", "weighted"]]
-    frame.assign(run_id=metrics.run.id, w=metrics.w, k_max=metrics.k_max).to_csv(buf, index=False)
+    frame.assign(run_id=metrics.run.id, w=metrics.w, k_max=metrics.k_max,
+                 label=frame["strategy"].map(label_of)).to_csv(buf, index=False)
     return buf.getvalue()
 
 

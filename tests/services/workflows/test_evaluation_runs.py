@@ -131,7 +131,7 @@ def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     theirs = json.loads(er.authors_file_json(m))  # the same numbers under the authors' keys and names
     assert set(theirs) == {"standard-rag", "mrag", "fusion-rag"}
     assert theirs["standard-rag"]["2"]["category_rat"] == layout["standard"]["2"]["category_success_ratio"]
-    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max"
+    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max,label"
     imp = er.relative_improvement(m, k=2)
     s = m.summary.set_index(["strategy", "n_aspects", "k"])
     r = imp.set_index(["strategy", "n_aspects"]).loc[("mrag", 2)]
@@ -945,3 +945,10 @@ def test_the_recommended_alias_runs_the_sentence_round_robin(store, setup, lm) -
         "sentence-round-robin", "mrag"]
     d = er.drilldown(store, [(run_id, "standard"), (run_id, "sentence-round-robin")], queries[0].id)
     assert d.strategies == ["standard", "sentence-round-robin"]
+    import io
+
+    import pandas as pd
+
+    csv = pd.read_csv(io.StringIO(er.run_csv(er.load_run_metrics(store, run_id))))
+    assert set(zip(csv["strategy"], csv["label"])) == {
+        ("standard", "Standard RAG"), ("sentence-round-robin", "Sentence round-robin (Standard + MRAG per sentence)")}
