@@ -74,8 +74,8 @@ def test_a_stopped_run_is_listed_as_stopped_not_running() -> None:
 
     at.session_state["_ev_cancel"] = cancel  # what the page's Run evaluation kept for this session
     worker = threading.Thread(target=er.run_evaluation, args=(store,), kwargs=dict(
-        corpus_id=corpus_id, query_set_id=qs_id, strategies=["standard", "mrag"], k_max=8, batch_size=4,
-        progress=slow_batches, cancel=cancel))
+        corpus_id=corpus_id, query_set_id=qs_id, settings=RetrievalSettings(strategies=("standard", "mrag"), k_max=8),
+        batch_size=4, progress=slow_batches, cancel=cancel))
     worker.start()
     assert reached.wait(120)
     ok(at.run())  # the Stop click's rerun
