@@ -37,11 +37,8 @@ from mrag_core.device import pick_device
 from mrag_core.flat_scan import FlatScan
 from mrag_core.hnsw_tuning import Calibration, VoteFn, calibrate, calibrate_votes, calibration_sets, check_target
 from mrag_core.kernels import top_c_rows
+from mrag_core.settings import BACKENDS  # written once, there
 
-BACKENDS = ("torch", "faiss-flat", "faiss-hnsw", "milvus", "milvus-hnsw")
-IN_PROCESS = ("torch", "faiss-flat", "faiss-hnsw")
-"""Backends that hold the vectors in this process; ``milvus`` (exact) and ``milvus-hnsw`` search a Milvus collection
-(:mod:`mrag_core.milvus_backend`)."""
 METRICS = ("cosine", "ip")
 
 

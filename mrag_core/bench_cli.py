@@ -19,7 +19,6 @@ import argparse
 import sys
 from typing import Any, Callable, Protocol, Sequence
 
-from mrag_core.backends import BACKENDS
 from mrag_core.cli_basics import (
     CLIError,
     add_llm_options,
@@ -31,8 +30,20 @@ from mrag_core.cli_basics import (
     silence_stdout,
     write_layouts,
 )
-from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, summarize
-from mrag_core.llm_strategies import LLMOptions, is_llm_strategy
+from mrag_core.evaluation import EvaluationResult, summarize
+from mrag_core.llm_strategies import LLMOptions
+from mrag_core.settings import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    DEFAULT_C,
+    DEFAULT_K_MAX,
+    DEFAULT_LAYER,
+    DEFAULT_MODEL,
+    DEFAULT_W,
+    POOLINGS,
+    RetrievalSettings,
+)
+from mrag_core.strategy_registry import STRATEGIES, UnknownStrategyError, parse_strategies, resolve
 from mrag_core.wording import counted
 
 __all__ = ["DEFAULT_STRATEGIES", "MOVED_COMMANDS", "LLMBench", "add_bench_parser", "cmd_bench", "main", "moved"]
@@ -58,11 +69,12 @@ class LLMBench(Protocol):
 
 
 def _strategies(value: str) -> list[str]:
-    names = [s.strip() for s in value.split(",") if s.strip()]
-    bad = [s for s in names if s not in NAMED_STRATEGIES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown strategies {bad}; choose from {', '.join(NAMED_STRATEGIES)}")
-    return names
+    """The ``--strategies`` list: ids or aliases (:mod:`mrag_core.strategy_registry`), kept as given, so that
+    ``recommended`` is reported (and keyed in ``--json``) as ``recommended``."""
+    try:
+        return parse_strategies(value)
+    except UnknownStrategyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _recall_target(value: str) -> float:
@@ -84,16 +96,19 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     b.add_argument("--articles", help="articles JSON / JSON.bz2: [{title, text, label}]")
     b.add_argument("--queries", help="queries JSON / JSON.bz2: [{topics, text, fusion}]")
     b.add_argument("--topic-layout", help="legal / accident folder: <category>/<category>_<topic>.json")
-    b.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
-    more = ", ".join(n for n in NAMED_STRATEGIES if n not in DEFAULT_STRATEGIES.split(","))
+    b.add_argument("--model", default=DEFAULT_MODEL, help="registry name (minilm, smollm2) or a local HF folder")
+    more = ", ".join(n for n in STRATEGIES if n not in DEFAULT_STRATEGIES.split(","))
     b.add_argument("--strategies", type=_strategies, default=_strategies(DEFAULT_STRATEGIES),
-                   help=f"comma list (default {DEFAULT_STRATEGIES}); also {more}")
-    b.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
-    b.add_argument("--pooling", choices=("last", "first", "mean"), help="token pooling of head vectors")
-    b.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
-    b.add_argument("--k-max", type=positive_int, default=32, help="score k = 1..K (default 32)")
-    b.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
-    b.add_argument("--backend", choices=BACKENDS, default="torch",
+                   help=f"comma list (default {DEFAULT_STRATEGIES}); also {more}; 'recommended' is "
+                        f"{resolve('recommended').id}")
+    b.add_argument("--layer", type=int, default=DEFAULT_LAYER, help="layer for head embeddings (default -1 = last)")
+    b.add_argument("--pooling", choices=POOLINGS, help="token pooling of head vectors")
+    b.add_argument("--c", type=positive_int, default=DEFAULT_C, help=f"per-space search depth (default {DEFAULT_C})")
+    b.add_argument("--k-max", type=positive_int, default=DEFAULT_K_MAX,
+                   help=f"score k = 1..K (default {DEFAULT_K_MAX})")
+    b.add_argument("--w", type=float, default=DEFAULT_W,
+                   help=f"weight of exact hits in the weighted ratio (default {DEFAULT_W:g})")
+    b.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
                    help="milvus / milvus-hnsw: a scratch collection in $MRAG_MILVUS_URI (else a temporary Milvus Lite)")
     b.add_argument("--target-recall", type=_recall_target, default=0.9,
                    help="faiss-hnsw, milvus-hnsw: each space's efSearch is the smallest reaching this recall@32 "
@@ -122,6 +137,15 @@ def _engine_only(names: Sequence[str]) -> str:
             "the LLM strategies")
 
 
+def bench_settings(args: argparse.Namespace) -> RetrievalSettings:
+    """``bench``'s options as :class:`~mrag_core.settings.RetrievalSettings` (checked)."""
+    try:
+        return RetrievalSettings(model=args.model, layer=args.layer, pooling=args.pooling, c=args.c, k_max=args.k_max,
+                                 w=args.w, strategies=tuple(args.strategies), backend=args.backend).check()
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
 def cmd_bench(args: argparse.Namespace, llm: LLMBench | None = None) -> int:
     """Run ``bench``; ``llm`` evaluates the LLM-assisted strategies (without it they are refused)."""
     from mrag_core.benchmark import BenchmarkFormatError
@@ -143,7 +167,7 @@ def cmd_bench(args: argparse.Namespace, llm: LLMBench | None = None) -> int:
     for option, path in (("--json", args.json_out), ("--authors-json", args.authors_json_out),
                          ("--plotter-json", args.plotter_json_out)):
         check_output_file(option, path)
-    llm_names = [s for s in args.strategies if is_llm_strategy(s)]
+    llm_names = [s for s in args.strategies if resolve(s).needs_llm]
     options = llm_options_from(args)
     if llm_names:
         if llm is None:
@@ -158,16 +182,17 @@ def cmd_bench(args: argparse.Namespace, llm: LLMBench | None = None) -> int:
     print(f"model {lm.spec.name}: {lm.family}, {lm.n_layers} layers, {lm.n_heads} heads x {lm.head_dim}, "
           f"layer {lm.layer_index(args.layer)}, device {lm.device}", file=sys.stderr)
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
-    base = [s for s in args.strategies if not is_llm_strategy(s)]
-    out = run_benchmark(lm, data, base, layer=args.layer, c=args.c, k_max=args.k_max,
-                        backend=args.backend, batch_size=args.batch_size, log=log, target_recall=args.target_recall)
+    asked = bench_settings(args)
+    base = [s for s in asked.strategies if not resolve(s).needs_llm]
+    out = run_benchmark(lm, data, base, layer=asked.layer, c=asked.c, k_max=asked.k_max,
+                        backend=asked.backend, batch_size=args.batch_size, log=log, target_recall=args.target_recall)
     costs: list[dict[str, Any]] = []
     if llm_names:
         assert llm is not None
         llm_result, costs = llm.evaluate(lm, data, out.index, llm_names, options, args, log)
         merged = {**out.result.strategies, **llm_result.strategies}
         out.result.strategies = {s: merged[s] for s in args.strategies}
-    print(format_table(summarize(out.result, w=args.w)))
+    print(format_table(summarize(out.result, w=asked.w)))
     if costs:
         assert llm is not None
         llm.report(costs, llm_names)

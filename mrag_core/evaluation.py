@@ -33,49 +33,25 @@ import numpy as np
 from mrag_core.backends import Hits
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
-from mrag_core.metrics.weighted import weighted_success_ratio
+from mrag_core.metrics import (
+    category_success_prefix,
+    category_success_ratio,
+    retrieval_success_prefix,
+    retrieval_success_ratio,
+    weighted_success_ratio,
+)
+from mrag_core.rrf import reciprocal_rank_fusion
+from mrag_core.sentence_round_robin import sentence_round_robin_many
+from mrag_core.settings import DEFAULT_C, DEFAULT_K_MAX, DEFAULT_W
 from mrag_core.strategies import head_hits, mrag_search, split_hits, split_search, standard_search
-from mrag_core.voting import reciprocal_rank_fusion, vote_hits
+from mrag_core.strategy_registry import PREFIX_KINDS, STRATEGIES, Strategy, UnknownStrategyError, resolve, resolve_all
+from mrag_core.voting import vote_hits
 
+StrategySpec = Strategy
+"""A named strategy configuration (the registry's :class:`~mrag_core.strategy_registry.Strategy`)."""
 
-@dataclass(frozen=True)
-class StrategySpec:
-    """A named strategy configuration: ``kind`` in standard | mrag | split | fusion | fusion-mrag.
-
-    Fusion kinds fuse the lists of several texts; ``source`` says which: ``fusion`` (the queries'
-    stored sub-queries, ``subqueries``) or an LLM family (``multi-query`` | ``hyde`` | ``intent``,
-    the ``expansions``).
-    """
-
-    name: str
-    kind: str
-    variant: str = "importance"
-    source: str = "fusion"
-
-    @property
-    def llm(self) -> bool:
-        """Whether the strategy needs LLM expansions."""
-        return self.kind.startswith("fusion") and self.source != "fusion"
-
-
-# Named strategies; the authors' result keys (results.tar.bz2) in comments.
-NAMED_STRATEGIES: dict[str, StrategySpec] = {
-    "standard": StrategySpec("standard", "standard"),                         # standard-rag
-    "mrag": StrategySpec("mrag", "mrag", "importance"),                       # mrag
-    "mrag-decay": StrategySpec("mrag-decay", "mrag", "decay"),                # mrag-strategy-decay
-    "mrag-distance": StrategySpec("mrag-distance", "mrag", "distance"),       # mrag-strategy-distance
-    "split": StrategySpec("split", "split", "decay"),                         # split-rag
-    "split-weighted": StrategySpec("split-weighted", "split", "importance"),   # split-rag-strategy-weighted
-    "fusion": StrategySpec("fusion", "fusion"),                               # fusion-rag
-    "fusion-mrag": StrategySpec("fusion-mrag", "fusion-mrag", "importance"),  # fusion-mrag
-    # LLM-assisted (mrag_core.llm_strategies): Multi-Query RAG, HyDE, intent-aware hypothetical queries
-    "multi-query": StrategySpec("multi-query", "fusion", source="multi-query"),
-    "multi-query-mrag": StrategySpec("multi-query-mrag", "fusion-mrag", "importance", "multi-query"),
-    "hyde": StrategySpec("hyde", "fusion", source="hyde"),
-    "hyde-mrag": StrategySpec("hyde-mrag", "fusion-mrag", "importance", "hyde"),
-    "intent": StrategySpec("intent", "fusion", source="intent"),
-    "intent-mrag": StrategySpec("intent-mrag", "fusion-mrag", "importance", "intent"),
-}
+NAMED_STRATEGIES: dict[str, Strategy] = STRATEGIES
+"""Every strategy by id (:data:`mrag_core.strategy_registry.STRATEGIES`; aliases through ``resolve``)."""
 
 
 class EvaluationCancelled(RuntimeError):
@@ -85,12 +61,14 @@ class EvaluationCancelled(RuntimeError):
 @dataclass(frozen=True)
 class QueryCase:
     """One query's ground truth: document indices (one per aspect) and, optionally, its sub-queries' rows
-    (in ``subqueries``) and its expansion texts' rows per LLM family (in ``expansions``)."""
+    (in ``subqueries``), its expansion texts' rows per LLM family (in ``expansions``) and its parts' rows (its
+    sentences, in ``parts``)."""
 
     relevant: tuple[int, ...]
     n_aspects: int
     subquery_rows: tuple[int, ...] = ()
     expansion_rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    part_rows: tuple[int, ...] = ()
 
 
 @dataclass
@@ -114,40 +92,26 @@ class EvaluationResult:
 
 def prefix_ratios(ranking: Sequence[int], relevant: Sequence[int], labels: Sequence[str], k_max: int,
                   units: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """RSR and CSR of every prefix ``ranking[:k]``, k = 1..k_max, in O(k_max).
+    """RSR and CSR of every prefix ``ranking[:k]``, k = 1..k_max, in O(k_max)
+    (:func:`~mrag_core.metrics.retrieval_success_prefix`, :func:`~mrag_core.metrics.category_success_prefix`).
 
-    RSR_k = (# distinct relevant units among the first k) / |G|; CSR_k = (# distinct G-categories among
-    the first k) / |cat(G)|. A unit is the document itself, or its topic when ``units`` maps documents
-    to topics (topic-level scoring: G is then the set of the query's topics).
-    A ranking shorter than k_max keeps its last value.
+    A unit is the document itself, or its topic when ``units`` maps documents to topics (topic-level scoring: G is
+    then the set of the query's topics). A ranking shorter than k_max keeps its last value.
     """
     unit = (lambda d: d) if units is None else (lambda d: units[d])
-    g = {unit(d) for d in relevant}
-    g_cats = {labels[d] for d in relevant}
-    hit = np.zeros(k_max)
-    new_cat = np.zeros(k_max)
-    seen: set[str] = set()
-    found: set[int] = set()
-    for j, d in enumerate(ranking[:k_max]):
-        u = unit(d)
-        if u in g and u not in found:
-            found.add(u)
-            hit[j] = 1.0
-        cat = labels[d]
-        if cat in g_cats and cat not in seen:
-            seen.add(cat)
-            new_cat[j] = 1.0
-    return np.cumsum(hit) / max(len(g), 1), np.cumsum(new_cat) / max(len(g_cats), 1)
+    top = ranking[:k_max]
+    rsr = retrieval_success_prefix([unit(d) for d in top], [unit(d) for d in relevant], k_max)
+    csr = category_success_prefix([labels[d] for d in top], [labels[d] for d in relevant], k_max)
+    return rsr, csr
 
 
 def set_ratios(retrieved: Sequence[int], relevant: Sequence[int], labels: Sequence[str],
                units: Sequence[int] | None = None) -> tuple[float, float]:
-    """RSR and CSR of one retrieved set (``units`` as in :func:`prefix_ratios`)."""
+    """RSR and CSR of one retrieved set (``units`` as in :func:`prefix_ratios`;
+    :func:`~mrag_core.metrics.retrieval_success_ratio`, :func:`~mrag_core.metrics.category_success_ratio`)."""
     unit = (lambda d: d) if units is None else (lambda d: units[d])
-    g = {unit(d) for d in relevant}
-    g_cats = {labels[d] for d in relevant}
-    r = {unit(d) for d in retrieved}
-    return len(g & r) / max(len(g), 1), len(g_cats & {labels[d] for d in retrieved}) / max(len(g_cats), 1)
+    return (retrieval_success_ratio([unit(d) for d in retrieved], [unit(d) for d in relevant]),
+            category_success_ratio([labels[d] for d in retrieved], [labels[d] for d in relevant]))
 
 
 def _mrag_lists_per_depth(ids: np.ndarray, scores: np.ndarray, imp: np.ndarray, variant: str, metric: str,
@@ -188,25 +152,28 @@ def evaluate(
     labels: Sequence[str],
     strategies: Sequence[str] = ("standard", "mrag", "split", "fusion", "fusion-mrag"),
     *,
-    k_max: int = 32,
-    c: int = 32,
+    k_max: int = DEFAULT_K_MAX,
+    c: int = DEFAULT_C,
     subqueries: Embeddings | None = None,
     expansions: Embeddings | None = None,
     hyde_with_query: bool = True,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     units: Sequence[int] | None = None,
+    parts: Embeddings | None = None,
 ) -> EvaluationResult:
     """Score every strategy on every query for k = 1..k_max (see module docstring).
 
     ``subqueries``: embeddings of the stored Fusion sub-queries (rows ``case.subquery_rows``);
-    ``expansions``: embeddings of all LLM expansion texts (rows ``case.expansion_rows[family]``).
-    A query without rows for a fusion-like strategy retrieves nothing (scores 0).
+    ``expansions``: embeddings of all LLM expansion texts (rows ``case.expansion_rows[family]``);
+    ``parts``: embeddings of the queries' parts for the sentence round-robin (rows ``case.part_rows``).
+    A query without rows for a fusion-like strategy retrieves nothing (scores 0). ``strategies`` are ids or
+    aliases (:func:`mrag_core.strategy_registry.resolve`); results are keyed by the names as given.
     """
-    unknown = [s for s in strategies if s not in NAMED_STRATEGIES]
-    if unknown:
-        raise ValueError(f"unknown strategies {unknown}: use {', '.join(NAMED_STRATEGIES)}")
-    specs = [NAMED_STRATEGIES[s] for s in strategies]
+    try:
+        specs = resolve_all(strategies)
+    except UnknownStrategyError as exc:
+        raise ValueError(str(exc)) from None
     nq = len(cases)
     result = EvaluationResult(k_max=k_max, cases=list(cases))
     depth = max(c, k_max)
@@ -216,6 +183,8 @@ def evaluate(
         raise ValueError("fusion strategies need sub-query embeddings (the queries' 'fusion' lists)")
     if need_llm and expansions is None:
         raise ValueError(f"LLM strategies {[sp.name for sp in specs if sp.llm]} need the expansion texts' embeddings")
+    if any(sp.kind == "parts" for sp in specs) and parts is None:
+        raise ValueError("the sentence round-robin needs the embeddings of the queries' parts (their sentences)")
     # one search per (texts, view, depth, search key): on exact backends every vote shares one;
     # calibrated HNSW searches each vote to its own final-list accuracy
     searched: dict[tuple[str, str, int, str | None], Hits] = {}
@@ -269,8 +238,12 @@ def evaluate(
         rsr = np.zeros((nq, k_max))
         csr = np.zeros((nq, k_max))
         retrieved: list[list[int]] = []
-        if spec.kind in ("standard", "mrag", "split"):
-            if spec.kind == "standard":
+        if spec.kind in PREFIX_KINDS:
+            if spec.kind == "parts":
+                assert parts is not None
+                runs = sentence_round_robin_many(index, parts, [case.part_rows for case in cases], k_max, c,
+                                                 variant=spec.variant)
+            elif spec.kind == "standard":
                 runs = standard_search(index, queries, k_max)
             elif spec.kind == "mrag":
                 runs = mrag_search(index, queries, k_max, c, spec.variant, hits=hits_for("heads", spec.variant),
@@ -319,10 +292,7 @@ def authors_layout(result: EvaluationResult) -> dict[str, dict[str, dict[str, li
     return out
 
 
-AUTHORS_FILE_NAMES: dict[str, str] = {
-    "standard": "standard-rag", "split": "split-rag", "split-weighted": "split-rag-strategy-weighted",
-    "fusion": "fusion-rag", "mrag-decay": "mrag-strategy-decay", "mrag-distance": "mrag-strategy-distance",
-}
+AUTHORS_FILE_NAMES: dict[str, str] = {s.id: s.authors_name for s in STRATEGIES.values() if s.authors_name}
 """Our strategy names that the authors' result files spell otherwise (``mrag`` and ``fusion-mrag`` are the same;
 the LLM-assisted strategies are ours and keep their names)."""
 
@@ -336,12 +306,20 @@ def authors_file_layout(result: EvaluationResult) -> dict[str, dict[str, dict[st
     project's names."""
     out: dict[str, dict[str, dict[str, list[list[float | int]]]]] = {}
     for name, per_n in authors_layout(result).items():
-        out[AUTHORS_FILE_NAMES.get(name, name)] = {
+        out[AUTHORS_FILE_NAMES.get(_id_of(name), name)] = {
             n: {"rat": block["success_ratio"], "suc": _all_found(block["success_ratio"]),
                 "category_rat": block["category_success_ratio"],
                 "category_suc": _all_found(block["category_success_ratio"])}
             for n, block in per_n.items()}
     return out
+
+
+def _id_of(name: str) -> str:
+    """The id of a result's name (an alias such as ``recommended`` keeps its strategy's authors' name)."""
+    try:
+        return resolve(name).id
+    except UnknownStrategyError:
+        return name
 
 
 PLOTTER_KEYS: dict[str, str] = {
@@ -424,7 +402,7 @@ class SummaryRow:
     n_queries: int
 
 
-def summarize(result: EvaluationResult, *, w: float = 2.0,
+def summarize(result: EvaluationResult, *, w: float = DEFAULT_W,
               k_rule: Callable[[int], list[int]] | None = None) -> list[SummaryRow]:
     """Mean RSR / CSR / weighted per strategy and aspect count at k = n and k = 2n (capped at k_max)."""
     k_rule = k_rule or (lambda n: sorted({min(n, result.k_max), min(2 * n, result.k_max)}))

@@ -31,7 +31,9 @@ import numpy as np
 
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
+from mrag_core.settings import DEFAULT_C
 from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
+from mrag_core.strategy_registry import STRATEGIES
 
 __all__ = [
     "LLM_FAMILIES",
@@ -50,24 +52,11 @@ __all__ = [
 
 LLM_FAMILIES = ("multi-query", "hyde", "intent")
 
-# strategy name -> (LLM family, MRAG voting per sub-query)
-LLM_STRATEGIES: dict[str, tuple[str, bool]] = {
-    "multi-query": ("multi-query", False),
-    "multi-query-mrag": ("multi-query", True),
-    "hyde": ("hyde", False),
-    "hyde-mrag": ("hyde", True),
-    "intent": ("intent", False),
-    "intent-mrag": ("intent", True),
-}
+# strategy name -> (LLM family, MRAG voting per sub-query), from the registry
+LLM_STRATEGIES: dict[str, tuple[str, bool]] = {s.id: (s.source, s.kind == "fusion-mrag")
+                                               for s in STRATEGIES.values() if s.needs_llm}
 
-LLM_STRATEGY_LABELS: dict[str, str] = {
-    "multi-query": "Multi-Query RAG",
-    "multi-query-mrag": "Multi-Query MRAG",
-    "hyde": "HyDE",
-    "hyde-mrag": "HyDE + MRAG",
-    "intent": "Intent queries",
-    "intent-mrag": "Intent queries + MRAG",
-}
+LLM_STRATEGY_LABELS: dict[str, str] = {s: STRATEGIES[s].label for s in LLM_STRATEGIES}
 
 FAMILY_LABELS: dict[str, str] = {
     "multi-query": "Multi-query rewrites",
@@ -167,7 +156,7 @@ def llm_search(
     query: Embeddings,
     texts: Embeddings,
     k: int,
-    c: int = 32,
+    c: int = DEFAULT_C,
     variant: str = "importance",
     options: LLMOptions = LLMOptions(),
 ) -> Retrieved:

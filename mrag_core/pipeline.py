@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -13,6 +13,9 @@ from mrag_core.embedding_cache import cached_embed
 from mrag_core.evaluation import EvaluationResult, QueryCase, evaluate
 from mrag_core.extraction import Embeddings
 from mrag_core.models.loader import LoadedModel
+from mrag_core.sentence_round_robin import query_part_rows
+from mrag_core.settings import DEFAULT_C, DEFAULT_K_MAX
+from mrag_core.strategy_registry import resolve
 from mrag_core.topic_layout import load_topic_layout
 
 Log = Callable[[str], None]
@@ -56,8 +59,8 @@ class PipelineOutput:
 
 
 def run_benchmark(
-    lm: LoadedModel, data: BenchmarkData, strategies: Sequence[str], *, layer: int = -1, c: int = 32,
-    k_max: int = 32, backend: str = "torch", batch_size: int = 32, log: Log = print,
+    lm: LoadedModel, data: BenchmarkData, strategies: Sequence[str], *, layer: int = -1, c: int = DEFAULT_C,
+    k_max: int = DEFAULT_K_MAX, backend: str = "torch", batch_size: int = 32, log: Log = print,
     progress: Callable[[str, int, int], None] | None = None, target_recall: float | None = 0.9,
 ) -> PipelineOutput:
     """Embed documents, queries and sub-queries (cached), build the index, evaluate all strategies."""
@@ -80,11 +83,16 @@ def run_benchmark(
         rows = tuple(range(len(sub_texts), len(sub_texts) + len(q.fusion)))
         sub_texts.extend(q.fusion)
         cases.append(QueryCase(tuple(gt), q.n_aspects, rows))
-    need_fusion = any(s.startswith("fusion") for s in strategies)
-    subs = None
-    if need_fusion:
+    specs = [resolve(s) for s in strategies]
+    subs = parts = None
+    if any(sp.fuses and not sp.needs_llm for sp in specs):
         subs, _ = cached_embed(lm, sub_texts, kind="query", layer=layer, batch_size=batch_size,
                                progress=stage("sub-queries"))
+    if any(sp.kind == "parts" for sp in specs):  # the queries' sentences, all in one batch
+        part_texts, part_rows = query_part_rows([q.text for q in data.queries])
+        cases = [replace(case, part_rows=rows) for case, rows in zip(cases, part_rows)]
+        parts, _ = cached_embed(lm, part_texts, kind="query", layer=layer, batch_size=batch_size,
+                                progress=stage("query parts"))
     timings["embed_queries"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     index = CorpusIndex.build(docs, backend=backend, target_recall=target_recall)
@@ -93,7 +101,7 @@ def run_benchmark(
         log(f"HNSW {line}")
     t0 = time.perf_counter()
     result = evaluate(index, qemb, cases, [a.label for a in data.articles], strategies, k_max=k_max, c=c,
-                      subqueries=subs, units=data.units, progress=stage("evaluation"))
+                      subqueries=subs, units=data.units, progress=stage("evaluation"), parts=parts)
     timings["evaluate"] = time.perf_counter() - t0
     log(f"evaluated {len(cases)} queries x {len(strategies)} strategies in {timings['evaluate']:.2f}s")
     return PipelineOutput(result, docs, index, timings)

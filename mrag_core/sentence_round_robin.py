@@ -39,6 +39,7 @@ from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
 from mrag_core.query_parts import split_sentences
 from mrag_core.rrf import reciprocal_rank_fusion
+from mrag_core.settings import DEFAULT_C
 from mrag_core.strategies import Retrieved, SpaceHit
 from mrag_core.voting import RRF_K, vote_hits
 
@@ -49,6 +50,7 @@ __all__ = [
     "VIEWS",
     "PartHit",
     "PartsRetrieved",
+    "query_part_rows",
     "query_parts",
     "round_robin",
     "search_parts",
@@ -91,6 +93,17 @@ def query_parts(text: str) -> list[str]:
         return parts
     stripped = " ".join((text or "").split())
     return [stripped] if stripped else []
+
+
+def query_part_rows(texts: Sequence[str]) -> tuple[list[str], list[tuple[int, ...]]]:
+    """The parts of every query in ``texts`` laid out for one embedding batch: (all parts, each query's rows)."""
+    flat: list[str] = []
+    rows: list[tuple[int, ...]] = []
+    for text in texts:
+        parts = query_parts(text)
+        rows.append(tuple(range(len(flat), len(flat) + len(parts))))
+        flat.extend(parts)
+    return flat, rows
 
 
 def round_robin(lists: Sequence[Sequence[int]], rrf_k: int = RRF_K) -> list[int]:
@@ -151,7 +164,7 @@ def _fuse(index: CorpusIndex, std: Hits, heads: Hits, rows: Sequence[int], k: in
     return out
 
 
-def sentence_round_robin(index: CorpusIndex, parts: Embeddings, k: int, c: int = 32, *,
+def sentence_round_robin(index: CorpusIndex, parts: Embeddings, k: int, c: int = DEFAULT_C, *,
                          part_texts: Sequence[str] = (), variant: str = "importance",
                          with_evidence: bool = True) -> PartsRetrieved:
     """Sentence round-robin for ONE query given its parts' embeddings (rows in the order of
@@ -163,7 +176,7 @@ def sentence_round_robin(index: CorpusIndex, parts: Embeddings, k: int, c: int =
 
 
 def sentence_round_robin_many(index: CorpusIndex, parts: Embeddings, rows: Sequence[Sequence[int]], k: int,
-                              c: int = 32, *, variant: str = "importance",
+                              c: int = DEFAULT_C, *, variant: str = "importance",
                               with_evidence: bool = False) -> list[PartsRetrieved]:
     """Sentence round-robin for many queries at once: ``parts`` holds every query's parts, ``rows[q]`` the rows
     of query ``q``'s parts. One search for all parts; each query fused as :func:`sentence_round_robin` does."""

@@ -22,9 +22,9 @@ import numpy as np
 from mrag_core.backends import Hits
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.extraction import Embeddings
-from mrag_core.voting import reciprocal_rank_fusion, vote_hits
-
-STRATEGIES = ("standard", "mrag", "split", "fusion", "fusion-mrag")
+from mrag_core.rrf import reciprocal_rank_fusion
+from mrag_core.settings import DEFAULT_C
+from mrag_core.voting import vote_hits
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def split_hits(index: CorpusIndex, q: Embeddings, c: int, vote: str | None = Non
     return index.split.search(q.split(index.n_heads), c, vote=vote)
 
 
-def mrag_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant: str = "importance",
+def mrag_search(index: CorpusIndex, q: Embeddings, k: int, c: int = DEFAULT_C, variant: str = "importance",
                 hits: Hits | None = None, with_evidence: bool = True) -> list[Retrieved]:
     """MRAG for every query in ``q`` (``hits`` may be passed to reuse a search made for a vote with the
     same ``index.heads.search_key`` as ``variant``)."""
@@ -90,7 +90,7 @@ def mrag_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant:
     ]
 
 
-def split_search(index: CorpusIndex, q: Embeddings, k: int, c: int = 32, variant: str = "decay",
+def split_search(index: CorpusIndex, q: Embeddings, k: int, c: int = DEFAULT_C, variant: str = "decay",
                  hits: Hits | None = None, with_evidence: bool = True) -> list[Retrieved]:
     """Split RAG for every query (authors' default vote 2^-p; ``importance`` gives s_i * 2^-p)."""
     hits = hits or split_hits(index, q, c, variant)
@@ -107,7 +107,7 @@ def _fuse(lists: list[list[int]], k: int, strategy: str) -> Retrieved:
     return Retrieved(strategy, [int(d) for d, _ in fused], [s for _, s in fused], sub_rankings=lists)
 
 
-def fusion_search(index: CorpusIndex, subqueries: Embeddings, k: int, c: int = 32) -> Retrieved:
+def fusion_search(index: CorpusIndex, subqueries: Embeddings, k: int, c: int = DEFAULT_C) -> Retrieved:
     """Fusion RAG for ONE query given its sub-query embeddings: standard search per sub-query, RRF."""
     if len(subqueries) == 0:
         return Retrieved("fusion", [], [])
@@ -115,7 +115,7 @@ def fusion_search(index: CorpusIndex, subqueries: Embeddings, k: int, c: int = 3
     return _fuse([hits.ids[j, 0].tolist() for j in range(len(subqueries))], k, "fusion")
 
 
-def fusion_mrag_search(index: CorpusIndex, subqueries: Embeddings, k: int, c: int = 32,
+def fusion_mrag_search(index: CorpusIndex, subqueries: Embeddings, k: int, c: int = DEFAULT_C,
                        variant: str = "importance") -> Retrieved:
     """Fusion MRAG for ONE query: MRAG per sub-query (top ``c``), RRF over the lists."""
     if len(subqueries) == 0:

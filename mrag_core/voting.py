@@ -23,7 +23,6 @@ from functools import lru_cache
 import numpy as np
 
 from mrag_core.kernels import sum_rank_votes, sum_votes
-from mrag_core.rrf import reciprocal_rank_fusion  # noqa: F401  (one RRF for every strategy)
 
 VARIANTS = ("importance", "decay", "distance")
 RRF_K = 60

@@ -1,5 +1,6 @@
 """Reader: one query's top-k documents from two strategies go to an LLM with the multi-aspect reader
-prompt; the Standard and MRAG answers are shown side by side with the distinct facts each contains.
+prompt; the two answers (Standard and MRAG first; the recommended strategy, named by its label, among the
+choices) are shown side by side with the distinct facts each contains.
 
 Thin page: retrieval is ``services.workflows.compare`` (every strategy at up to 20 results; the
 panel sends the top k), the reading is ``ui.reader_panel``.
@@ -14,7 +15,15 @@ open_through_app(__file__)  # first, before the imports below (see its docstring
 import streamlit as st
 
 from services import storage
-from services.workflows.compare import STRATEGY_LABELS, SUBQUERY_SOURCES, compare, embed_query, resolve_subqueries
+from services.workflows.compare import (
+    PARTS_KEY,
+    STRATEGY_LABELS,
+    SUBQUERY_SOURCES,
+    compare,
+    embed_query_and_texts,
+    resolve_subqueries,
+    sentence_split,
+)
 from services.workflows.indexing import query_window, too_small_to_search
 from ui.navigation import page_setup
 from ui.query_widgets import query_picker
@@ -31,9 +40,12 @@ st.caption("Retrieval is only half of RAG: send the top-k documents of Standard 
 
 
 @st.cache_resource(max_entries=128, show_spinner="Embedding the query…")
-def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], _lm, layer: int):  # noqa: ANN001
-    """Query and sub-queries in one forward pass (cached per run, by its storage.identity_key, and texts)."""
-    return embed_query(_lm, layer, query, subqueries)
+def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...], parts: tuple[str, ...], _lm,  # noqa: ANN001
+                     layer: int):
+    """Query, sub-queries and the query's sentences (the recommended strategy's parts) in one forward pass
+    (cached per run, by its storage.identity_key, and texts)."""
+    q, subs, groups, _ = embed_query_and_texts(_lm, layer, query, subqueries, parts=parts)
+    return q, subs, groups.get(PARTS_KEY)
 
 
 store, corpus = open_corpus_page()
@@ -57,9 +69,12 @@ if cut := query_window(lm, query_text).note(query_text, run.model_name.split("/"
 
 # --- retrieval (every strategy; Fusion uses the stored sub-queries or one per sentence) ----------
 subqueries, sub_source = resolve_subqueries(query_text, stored_fusion, prefer="stored")
-q_emb, sub_emb, _ = query_embeddings(storage.identity_key(run), query_text, tuple(subqueries), lm, run.layer)
+parts = tuple(sentence_split(query_text))
+q_emb, sub_emb, part_emb = query_embeddings(storage.identity_key(run), query_text, tuple(subqueries), parts, lm,
+                                            run.layer)
 result = compare(bundle, q_emb, sub_emb, strategies=list(STRATEGY_LABELS), k=min(K_MAX, bundle.index.n_docs),
-                 ground_truth=ground_truth, query=query_text, subqueries=subqueries, subquery_source=sub_source)
+                 ground_truth=ground_truth, query=query_text, subqueries=subqueries, subquery_source=sub_source,
+                 parts=part_emb, part_texts=parts)
 st.caption(f"Fusion sub-queries: {len(subqueries)}, {SUBQUERY_SOURCES[sub_source]}."
            + (f" Ground truth: {len(ground_truth)} document(s), one per aspect." if ground_truth else ""))
 

@@ -1,5 +1,6 @@
-"""Compare: one query through Standard, MRAG, Split, Fusion and Fusion MRAG side by side, with
-ground-truth marks, RSR / CSR / weighted at k, and the per-head evidence behind the MRAG list.
+"""Compare: one query through Standard, MRAG, the recommended strategy (sentence round-robin; these three are
+preselected), Split, Fusion and Fusion MRAG side by side, with ground-truth marks, RSR / CSR / weighted at k, the
+per-head evidence behind the MRAG list and the per-sentence, per-view, per-head evidence behind the recommended one.
 With an LLM endpoint, the LLM-assisted strategies (Multi-Query, HyDE, intent queries, each also
 with MRAG voting) are extra columns, with their generated texts and token / latency cost.
 
@@ -25,9 +26,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from mrag_core.backends import IN_PROCESS
 from mrag_core.llm_strategies import FAMILY_LABELS, LLMOptions, families_for, family_of
 from mrag_core.milvus_backend import MilvusUnavailableError
+from mrag_core.settings import DEFAULT_C, IN_PROCESS
 from mrag_core.voting import VARIANTS
 from services import storage
 from services.workflows import corpus as cw
@@ -39,6 +40,9 @@ from services.workflows.compare import (
     FUSION_STRATEGIES,
     LLM_STRATEGY_NAMES,
     MARK_SYMBOLS,
+    PARTS_KEY,
+    PRESELECTED_STRATEGIES,
+    RECOMMENDED,
     STRATEGY_LABELS,
     SUBQUERY_SOURCES,
     Comparison,
@@ -46,6 +50,7 @@ from services.workflows.compare import (
     embed_query_and_texts,
     resolve_expansions,
     resolve_subqueries,
+    sentence_split,
 )
 from services.workflows.evaluation_runs import DrillDown, fused_strategies
 from services.workflows.indexing import (
@@ -96,10 +101,11 @@ st.caption("One query, several retrieval strategies, side by side. The query and
 
 @st.cache_resource(max_entries=128, show_spinner="Embedding the query…")
 def query_embeddings(run_key: str, query: str, subqueries: tuple[str, ...],
-                     expansions: tuple[tuple[str, tuple[str, ...]], ...], _lm, layer: int):  # noqa: ANN001
-    """Query, sub-queries and every expansion text in one forward pass (cached per run, by its
-    storage.identity_key, and texts)."""
-    return embed_query_and_texts(_lm, layer, query, subqueries, {f: list(t) for f, t in expansions})
+                     expansions: tuple[tuple[str, tuple[str, ...]], ...], parts: tuple[str, ...], _lm,  # noqa: ANN001
+                     layer: int):
+    """Query, sub-queries, every expansion text and the query's sentences (the recommended strategy's parts) in
+    one forward pass (cached per run, by its storage.identity_key, and texts)."""
+    return embed_query_and_texts(_lm, layer, query, subqueries, {f: list(t) for f, t in expansions}, parts)
 
 
 ss = st.session_state
@@ -248,12 +254,15 @@ query_owner = (query_text, tuple(ground_truth))
 if drilled is not None and drilled.k:  # the run's k, for this query
     choose_number("compare_k", drilled.k, query_owner)
 on_k = kept_number("compare_k", 1, k_max, min(len(ground_truth) or 5, 20), query_owner)  # k follows the aspects
-on_c = kept_number("compare_c", 1, c_max, 32)
+on_c = kept_number("compare_c", 1, c_max, DEFAULT_C)
 # The strategies get a row of their own: a multiselect shows its chips on one line, so in half the row
 # the fifth strategy (and any after it) was cut off at usual window widths.
-ss.setdefault("compare_strategies", list(STRATEGY_LABELS))  # all of them, until chosen here or by a drill-down
+ss.setdefault("compare_strategies", list(PRESELECTED_STRATEGIES))  # until chosen here or by a drill-down
 strategies = st.multiselect("Strategies", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get,
-                            key="compare_strategies", **KEEP)
+                            key="compare_strategies", **KEEP,
+                            help="Standard RAG, MRAG and the recommended strategy (no LLM: each sentence of the "
+                                 "query searched in the standard space and by MRAG, taken in turn, fused) are "
+                                 "preselected.")
 cc = st.columns(3)
 k = cc[0].number_input("k (results)", 1, k_max, key="compare_k", on_change=on_k, **KEEP)
 c = cc[1].number_input("c (per-head depth)", 1, c_max, key="compare_c", on_change=on_c, **KEEP,
@@ -359,12 +368,15 @@ if families:
             st.error(f"{FAMILY_LABELS[fam]}: {md_plain(outcome.error or 'failed')}. Its strategies are left out.")
     llm_strategies = [s for s in llm_strategies if expansions[family_of(s)].ok]
 exp_texts = tuple((f, o.texts) for f, o in expansions.items() if o.ok)
-q_emb, sub_emb, exp_emb, _ = query_embeddings(storage.identity_key(run), query_text, tuple(subqueries), exp_texts, lm,
-                                              run.layer)
+parts = tuple(sentence_split(query_text))
+q_emb, sub_emb, exp_emb, _ = query_embeddings(storage.identity_key(run), query_text, tuple(subqueries), exp_texts,
+                                              parts, lm, run.layer)
+part_emb = exp_emb.get(PARTS_KEY)
 result = compare(bundle, q_emb, sub_emb, strategies=[*strategies, *llm_strategies], k=int(k), c=int(c),
                  variant=variant, ground_truth=ground_truth, query=query_text, subqueries=subqueries,
                  subquery_source=sub_source, expansions={f: o for f, o in expansions.items() if o.ok},
-                 expansion_embeddings=exp_emb, llm_options=llm_options)
+                 expansion_embeddings={f: e for f, e in exp_emb.items() if f != PARTS_KEY}, llm_options=llm_options,
+                 parts=part_emb, part_texts=parts)
 if not result.outcomes:
     st.stop()
 
@@ -465,3 +477,25 @@ if result.evidence is not None:
             "ground-truth categories": [", ".join(a.gt_categories) for a in result.aspects],
         }), hide_index=True, key="compare_head_aspects", height="content",  # every head in view, no inner scroll
             column_config={"importance": st.column_config.NumberColumn(format="%.4f")})
+
+# --- the recommended strategy's evidence ---------------------------------------------------------
+if result.parts is not None:
+    pe = result.parts
+    st.subheader(f"Why the recommended strategy, {STRATEGY_LABELS[RECOMMENDED]}, returned these documents")
+    st.caption(f"The query is cut into {len(pe.parts)} sentence(s) (s1, s2, ...). Each sentence searches the standard "
+               f"space (top c = {result.c}) and votes over the heads (MRAG, top c). Per view, the sentences' lists "
+               "are taken in turn (every sentence's first document before any sentence's second), and the two "
+               "views' rankings are fused by RRF, 1/(60 + position). Ranks are shown from 1; for MRAG, the heads "
+               "whose votes put the document in that sentence's list (strongest first, with their rank in the head).")
+    st.dataframe(pd.DataFrame({"sentence": [f"s{i + 1}" for i in range(len(pe.parts))], "text": pe.parts}),
+                 hide_index=True, key="compare_parts")
+    st.dataframe(pd.DataFrame({
+        "rank": list(range(1, len(pe.docs) + 1)),
+        "title": [bundle.titles[d] for d in pe.docs],
+        "category": [bundle.labels[d] for d in pe.docs],
+        "score": pe.score,
+        "Standard view": [int(r) + 1 if r >= 0 else None for r in pe.view_rank[0]],
+        "MRAG view": [int(r) + 1 if r >= 0 else None for r in pe.view_rank[1]],
+        "found by (sentence: view #rank (heads))": [pe.found_by(j) for j in range(len(pe.docs))],
+    }), hide_index=True, key="compare_part_evidence",
+        column_config={"score": st.column_config.NumberColumn(format="%.4f")})

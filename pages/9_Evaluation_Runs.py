@@ -22,8 +22,10 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from mrag_core.evaluation import NAMED_STRATEGIES
 from mrag_core.llm_strategies import LLMOptions
+from mrag_core.settings import DEFAULT_C, DEFAULT_K_MAX, DEFAULT_MODEL, DEFAULT_W, VARIANTS, RetrievalSettings
+from mrag_core.strategy_registry import RECOMMENDED
+from mrag_core.strategy_registry import STRATEGIES as NAMED_STRATEGIES
 from mrag_core.wording import counted
 from services import storage
 from services.workflows import evaluation_runs as er
@@ -219,7 +221,10 @@ with tab_run:
         model_name = c2.text_input("Model", value="minilm", key="ev_model", **KEEP,
                                    help="registry name (minilm, smollm2) or a local Hugging Face folder")
         strategies = st.multiselect("Strategies", BASE_STRATEGIES, default=["standard", "mrag"], key="ev_strats",
-                                    help="mrag-decay / mrag-distance / split-weighted are voting variants", **KEEP)
+                                    format_func=lambda s: f"{s} (recommended)" if s == RECOMMENDED else s,
+                                    help="mrag-decay / mrag-distance / split-weighted are voting variants; "
+                                         f"{RECOMMENDED} (recommended, no LLM): "
+                                         f"{NAMED_STRATEGIES[RECOMMENDED].label}", **KEEP)
         llm_strats = st.multiselect(
             "LLM-assisted strategies (cost tokens)", LLM_STRATEGY_NAMES, default=[], key="ev_llm_strats",
             disabled=llm_cfg is None, **KEEP,
@@ -247,14 +252,14 @@ with tab_run:
         c3, c4, c5, c6, c7, c8 = st.columns(6)
         layers_text = c3.text_input("Layer(s)", value="-1", key="ev_layers", **KEEP,
                                     help="one layer, or several separated by commas for a layer sweep (-1 = last)")
-        variant = c4.selectbox("MRAG variant", er.VARIANTS, key="ev_variant", **KEEP,
+        variant = c4.selectbox("MRAG variant", VARIANTS, key="ev_variant", **KEEP,
                                help="applied to plain 'mrag' (importance = s_i · 2^-rank)")
-        c_depth = c5.number_input("c (per-space depth)", min_value=1, value=32, step=1, key="ev_c", **KEEP)
-        on_kmax = kept_number("ev_kmax", 1, max(1, corpus.n_documents), 32)
+        c_depth = c5.number_input("c (per-space depth)", min_value=1, value=DEFAULT_C, step=1, key="ev_c", **KEEP)
+        on_kmax = kept_number("ev_kmax", 1, max(1, corpus.n_documents), DEFAULT_K_MAX)
         k_max = c6.number_input("k_max", min_value=1, max_value=max(1, corpus.n_documents), step=1, key="ev_kmax",
                                 on_change=on_kmax, **KEEP,
                                 help="kept as chosen; shown no larger than the corpus' number of documents")
-        w = c7.number_input("w (exact-hit weight)", min_value=0.0, value=2.0, step=0.5, key="ev_w", **KEEP)
+        w = c7.number_input("w (exact-hit weight)", min_value=0.0, value=DEFAULT_W, step=0.5, key="ev_w", **KEEP)
         seed = c8.number_input("Seed", min_value=0, value=0, step=1, key="ev_seed", **KEEP,
                                help="samples the pairs of the head importance s_i; 0 uses the importance stored "
                                     "with the index")
@@ -266,11 +271,13 @@ with tab_run:
             if not layers:
                 st.error("Layer(s) must be whole numbers separated by commas, e.g. -1 or 2,4,5.")
             else:
+                asked = RetrievalSettings(model=model_name.strip() or DEFAULT_MODEL, layer=layers[0],
+                                          strategies=tuple(strategies), c=int(c_depth), k_max=int(k_max),
+                                          variant=variant, w=float(w), seed=int(seed))
                 try:
-                    er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=strategies,
-                                        c=int(c_depth), k_max=int(k_max), variant=variant, w=float(w),
+                    er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, settings=asked,
                                         llm_config=llm_cfg, llm_options=llm_options)
-                    lm = get_model(model_name.strip() or "minilm")
+                    lm = get_model(asked.model)
                     for layer in layers:
                         lm.layer_index(layer)
                 except er.EvaluationInputError as exc:
@@ -281,15 +288,13 @@ with tab_run:
                     stop_slot = stop_button("ev_stop", STOP_HELP)
                     bar, progress = _progress_runner()
                     cancel = ss["_ev_cancel"] = threading.Event()  # set by the next rerun (Stop, any click)
-                    kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, model_name=model_name.strip() or "minilm",
-                                  strategies=strategies, c=int(c_depth), k_max=int(k_max), variant=variant,
-                                  w=float(w), seed=int(seed), progress=progress, lm=lm, llm_config=llm_cfg,
-                                  llm_options=llm_options, cancel=cancel)
+                    kwargs = dict(corpus_id=corpus.id, query_set_id=qs.id, settings=asked, progress=progress, lm=lm,
+                                  llm_config=llm_cfg, llm_options=llm_options, cancel=cancel)
                     try:
                         if len(layers) > 1:
                             ids = er.layer_sweep(store, layers=layers, **kwargs)
                         else:
-                            ids = [er.run_evaluation(store, layer=layers[0], **kwargs)]
+                            ids = [er.run_evaluation(store, **kwargs)]
                     except er.EvaluationInputError as exc:
                         st.error(md_plain(str(exc)))
                         ids = []

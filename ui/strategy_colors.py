@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mrag_core.evaluation import NAMED_STRATEGIES
+from mrag_core.strategy_registry import STRATEGIES as NAMED_STRATEGIES
 
 STRATEGY_COLORS: dict[str, str] = {
     "standard": "#7f7f7f",
@@ -21,6 +21,7 @@ STRATEGY_COLORS: dict[str, str] = {
     "split-weighted": "#ff7f0e",
     "fusion": "#98df8a",
     "fusion-mrag": "#2ca02c",
+    "sentence-round-robin": "#17becf",
     "multi-query": "#ff9896",
     "multi-query-mrag": "#d62728",
     "hyde": "#c5b0d5",
@@ -28,9 +29,9 @@ STRATEGY_COLORS: dict[str, str] = {
     "intent": "#c49c94",
     "intent-mrag": "#8c564b",
 }
-"""Colour of each named strategy (:data:`mrag_core.evaluation.NAMED_STRATEGIES`)."""
+"""Colour of each named strategy (:data:`mrag_core.strategy_registry.STRATEGIES`)."""
 
-SPARE_COLORS: tuple[str, ...] = ("#e377c2", "#bcbd22", "#17becf", "#f7b6d2", "#dbdb8d", "#9edae5", "#393b79",
+SPARE_COLORS: tuple[str, ...] = ("#e377c2", "#bcbd22", "#f7b6d2", "#dbdb8d", "#9edae5", "#393b79",
                                  "#637939", "#8c6d31", "#843c39")
 """Colours for strategies without a fixed one (in the order they are met), then repeated."""
 

@@ -13,8 +13,9 @@ from typing import Any, Callable, Sequence
 
 from mrag_core import bench_cli
 from mrag_core.cli_basics import CLIError
-from mrag_core.evaluation import NAMED_STRATEGIES, EvaluationResult, QueryCase, evaluate
+from mrag_core.evaluation import EvaluationResult, QueryCase, evaluate
 from mrag_core.llm_strategies import LLMOptions, TextBatch, families_for
+from mrag_core.strategy_registry import resolve
 from services.cli.common import llm_endpoint, print_cost_table
 
 __all__ = ["ServicesLLMBench", "bench_cost_rows", "cmd_bench"]
@@ -98,10 +99,10 @@ def bench_cost_rows(names: Sequence[str], records: dict[str, list[dict[str, Any]
     an evaluation run's cost table (:func:`~services.workflows.evaluation_runs.once_each_cost`)."""
     from services.workflows import evaluation_runs as er
 
-    rows = [{"strategy": name, **er.cost_row(records[NAMED_STRATEGIES[name].source]),
+    rows = [{"strategy": name, **er.cost_row(records[resolve(name).source]),
              er.SHARED_COLUMN: ", ".join(er.shared_with(names, name))} for name in names]
     if len(names) > 1:
         once = er.once_each_cost((name, qi, record) for name in names
-                                 for qi, record in enumerate(records[NAMED_STRATEGIES[name].source]))
+                                 for qi, record in enumerate(records[resolve(name).source]))
         rows.append({"strategy": "total", **once, er.SHARED_COLUMN: ""})
     return rows

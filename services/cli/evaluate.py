@@ -25,6 +25,7 @@ import sys
 import threading
 from typing import Any
 
+from mrag_core import settings
 from mrag_core.cli_basics import (
     add_llm_options,
     check_output_file,
@@ -35,8 +36,9 @@ from mrag_core.cli_basics import (
     text_table,
     write_layouts,
 )
-from mrag_core.evaluation import NAMED_STRATEGIES, summarize
+from mrag_core.evaluation import summarize
 from mrag_core.llm_strategies import LLMOptions
+from mrag_core.strategy_registry import STRATEGIES, UnknownStrategyError, parse_strategies
 from services.cli.common import (
     add_database_option,
     every_few_seconds,
@@ -51,15 +53,21 @@ DEFAULT_EVAL_STRATEGIES = "standard,mrag"
 
 
 def _strategies(value: str) -> list[str]:
-    names = [s.strip() for s in value.split(",") if s.strip()]
-    bad = [s for s in names if s not in NAMED_STRATEGIES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown strategies {bad}; choose from {', '.join(NAMED_STRATEGIES)}")
-    return names
+    """The ``--strategies`` list: ids or aliases (``recommended``), as their ids (a run stores ids)."""
+    try:
+        return parse_strategies(value, keep_names=False)
+    except UnknownStrategyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-DEFAULT_K_MAX = 32
+DEFAULT_K_MAX = settings.DEFAULT_K_MAX
 """``eval``'s k_max when none is given (capped at the corpus' number of documents), as the authors scored."""
+
+
+def _settings(args: argparse.Namespace) -> settings.RetrievalSettings:
+    """The run's settings from ``eval``'s options."""
+    return settings.RetrievalSettings(model=args.model, layer=args.layer, strategies=tuple(args.strategies), c=args.c,
+                                      k_max=args.k_max, variant=args.variant, w=args.w, seed=args.seed)
 
 
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -67,16 +75,21 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     e = subparsers.add_parser("eval", help="evaluate a stored query set of a stored corpus; the run is saved")
     e.add_argument("--corpus", help="corpus name (as on the Corpus Import page)")
     e.add_argument("--query-set", help="query set name of that corpus")
-    e.add_argument("--model", default="minilm", help="registry name (minilm, smollm2) or a local HF folder")
+    e.add_argument("--model", default=settings.DEFAULT_MODEL,
+                   help="registry name (minilm, smollm2) or a local HF folder")
     e.add_argument("--strategies", type=_strategies, default=_strategies(DEFAULT_EVAL_STRATEGIES),
-                   help=f"comma list (default {DEFAULT_EVAL_STRATEGIES}); any of {', '.join(NAMED_STRATEGIES)}")
-    e.add_argument("--layer", type=int, default=-1, help="layer for head embeddings (default -1 = last)")
-    e.add_argument("--variant", choices=("importance", "decay", "distance"), default="importance",
-                   help="MRAG voting variant applied to 'mrag' (default importance)")
-    e.add_argument("--c", type=positive_int, default=32, help="per-space search depth (default 32)")
+                   help=f"comma list (default {DEFAULT_EVAL_STRATEGIES}); any of {', '.join(STRATEGIES)}, or "
+                        "'recommended'")
+    e.add_argument("--layer", type=int, default=settings.DEFAULT_LAYER,
+                   help="layer for head embeddings (default -1 = last)")
+    e.add_argument("--variant", choices=settings.VARIANTS, default=settings.DEFAULT_VARIANT,
+                   help=f"MRAG voting variant applied to 'mrag' (default {settings.DEFAULT_VARIANT})")
+    e.add_argument("--c", type=positive_int, default=settings.DEFAULT_C,
+                   help=f"per-space search depth (default {settings.DEFAULT_C})")
     e.add_argument("--k-max", type=positive_int, default=None,
                    help=f"score k = 1..K (default {DEFAULT_K_MAX}, or the corpus' number of documents when fewer)")
-    e.add_argument("--w", type=float, default=2.0, help="weight of exact hits in the weighted ratio (default 2)")
+    e.add_argument("--w", type=float, default=settings.DEFAULT_W,
+                   help=f"weight of exact hits in the weighted ratio (default {settings.DEFAULT_W:g})")
     e.add_argument("--seed", type=int, default=0, help="seed (head importance sampling)")
     add_llm_options(e)
     e.add_argument("--name", default="", help="a name for the run")
@@ -128,12 +141,11 @@ def same_settings_command(run: Any, corpus_name: str, query_set_name: str) -> st
     query set, model, strategies (voting variants applied) and variant, layer and c as asked for, k_max, w, seed
     and, for LLM strategies, its LLM options."""
     cfg = run.config
+    asked = settings.RetrievalSettings.from_dict(cfg, requested=True, seed=int(run.seed or 0))
     words = ["mrag-studio", "eval", "--corpus", corpus_name, "--query-set", query_set_name,
-             "--model", str(cfg.get("model", "minilm")), "--strategies", ",".join(cfg.get("strategies", [])),
-             "--variant", str(cfg.get("variant", "importance")),
-             f"--layer={int(cfg.get('layer_requested', cfg.get('layer', -1)))}",
-             "--c", str(int(cfg.get("c_requested", cfg.get("c", 32)))), "--k-max", str(int(cfg.get("k_max", 32))),
-             "--w", f"{float(cfg.get('w', 2.0)):g}", "--seed", str(int(run.seed or 0))]
+             "--model", asked.model, "--strategies", ",".join(cfg.get("strategies", [])),
+             "--variant", asked.variant, f"--layer={asked.layer}", "--c", str(asked.c), "--k-max", str(asked.k_max),
+             "--w", f"{asked.w:g}", "--seed", str(asked.seed)]
     if isinstance(cfg.get("llm"), dict):
         options = LLMOptions.from_dict(cfg["llm"])
         words += ["--rewrites", str(options.n_rewrites), "--intent-answers", str(options.n_answers),
@@ -250,8 +262,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         if args.k_max is None:  # not asked for: as many as there are, up to the default (a given one is checked)
             args.k_max = min(DEFAULT_K_MAX, corpus.n_documents)
         try:
-            er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, strategies=args.strategies,
-                                c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
+            er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, settings=_settings(args),
                                 llm_options=llm_options_from(args))
         except er.EvaluationInputError as exc:
             return fail(str(exc))
@@ -281,10 +292,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
                 run_id = er.resume_evaluation(store, resume, lm=lm, progress=progress, cancel=cancel)
             else:
                 run_id = er.run_evaluation(
-                    store, corpus_id=corpus.id, query_set_id=sets[0].id, model_name=model_name, layer=args.layer,
-                    strategies=args.strategies, c=args.c, k_max=args.k_max, variant=args.variant, w=args.w,
-                    seed=args.seed, lm=lm, name=args.name, progress=progress, cancel=cancel,
-                    llm_options=llm_options_from(args))
+                    store, corpus_id=corpus.id, query_set_id=sets[0].id, settings=_settings(args), lm=lm,
+                    name=args.name, progress=progress, cancel=cancel, llm_options=llm_options_from(args))
     except er.EvaluationInputError as exc:
         return fail(str(exc))
     info = db.get_eval_run(store, run_id)
@@ -299,7 +308,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     if len(metrics.per_query):
         print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
         write_layouts(er.to_evaluation_result(metrics), *outputs.values())
-        llm = [s for s in metrics.strategies if NAMED_STRATEGIES.get(s) is not None and NAMED_STRATEGIES[s].llm]
+        llm = [s for s in metrics.strategies if s in STRATEGIES and STRATEGIES[s].needs_llm]
         if llm:
             print()
             total = [{"strategy": "total", **er.llm_cost_total(metrics)}] if len(llm) > 1 else []

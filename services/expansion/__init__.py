@@ -12,12 +12,12 @@ Unusable LLM answers raise :class:`ExpansionError`; transport failures raise
 
 from __future__ import annotations
 
+from mrag_core.rrf import reciprocal_rank_fusion
 from services.expansion.common import Expansion, ExpansionError
 from services.expansion.fusion_queries import fusion_subqueries
 from services.expansion.hyde import hypothetical_passage
 from services.expansion.intent import intent_statements
 from services.expansion.multi_query import rewrite_queries
-from services.expansion.rrf import reciprocal_rank_fusion
 
 __all__ = [
     "Expansion",

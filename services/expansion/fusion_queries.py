@@ -1,7 +1,7 @@
 """Fusion RAG baseline: the LLM splits a question into ``n`` sub-queries, one per line.
 
 Each sub-query is retrieved separately and the rankings are merged with
-:func:`~services.expansion.rrf.reciprocal_rank_fusion`. The prompt is the one
+:func:`~mrag_core.rrf.reciprocal_rank_fusion`. The prompt is the one
 used when queries are generated (:func:`~services.querygen.story_prompt.fusion_messages`),
 so stored fusion sub-queries and on-the-fly ones are alike. Parsing:
 :func:`~services.expansion.common.parse_list` (the list items only, cleaned,

@@ -17,7 +17,6 @@ is the store's document id. Ground truth comes in as document ids and is mapped 
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -26,39 +25,33 @@ import numpy as np
 
 from mrag_core.evaluation import set_ratios
 from mrag_core.extraction import Embeddings, embed_texts
-from mrag_core.llm_strategies import (
-    LLM_STRATEGIES,
-    LLM_STRATEGY_LABELS,
-    LLMOptions,
-    families_for,
-    family_of,
-    llm_search,
-)
+from mrag_core.llm_strategies import LLM_STRATEGIES, LLMOptions, families_for, family_of
 from mrag_core.metrics.weighted import weighted_success_ratio
 from mrag_core.models.loader import LoadedModel
-from mrag_core.strategies import (
-    Retrieved,
-    fusion_mrag_search,
-    fusion_search,
-    mrag_search,
-    split_search,
-    standard_search,
+from mrag_core.sentence_round_robin import VIEWS, PartsRetrieved, query_parts
+from mrag_core.settings import DEFAULT_C, DEFAULT_W
+from mrag_core.strategies import Retrieved, SpaceHit
+from mrag_core.strategy_registry import (
+    PRESELECTED,
+    RECOMMENDED,
+    STRATEGIES,
+    QueryInputs,
+    UnknownStrategyError,
+    resolve,
 )
 from services.llm.concurrency import run_concurrent
 from services.llm_strategies import ExpansionOutcome, expand_one
 from services.workflows.indexing import IndexBundle
 
-STRATEGY_LABELS: dict[str, str] = {
-    "standard": "Standard RAG",
-    "mrag": "MRAG",
-    "split": "Split RAG",
-    "fusion": "Fusion RAG",
-    "fusion-mrag": "Fusion MRAG",
-}
-FUSION_STRATEGIES = ("fusion", "fusion-mrag")
+# Compare's own strategies (no LLM), from the registry (mrag_core.strategy_registry), and what it preselects.
+STRATEGY_LABELS: dict[str, str] = {s.id: s.label for s in STRATEGIES.values() if s.compare}
+PRESELECTED_STRATEGIES = PRESELECTED
+FUSION_STRATEGIES = tuple(s for s in STRATEGY_LABELS if STRATEGIES[s].fuses)
 # The LLM-assisted strategies (extra columns when an endpoint is configured).
-ALL_STRATEGY_LABELS: dict[str, str] = {**STRATEGY_LABELS, **LLM_STRATEGY_LABELS}
 LLM_STRATEGY_NAMES = tuple(LLM_STRATEGIES)
+ALL_STRATEGY_LABELS: dict[str, str] = {**STRATEGY_LABELS, **{s: STRATEGIES[s].label for s in LLM_STRATEGY_NAMES}}
+PARTS_KEY = "query parts"
+"""The key of the query's parts (its sentences) among :func:`embed_query_and_texts`' embedded text groups."""
 
 # Ground-truth marks of a result row.
 MARK_EXACT = "exact"            # the document is a ground-truth document
@@ -132,6 +125,61 @@ class HeadAspect:
 
 
 @dataclass
+class PartEvidence:
+    """Why the sentence round-robin (the recommended strategy) returned its documents.
+
+    ``parts``: the query's sentences. For returned document ``j`` (``docs[j]``, an index row):
+    ``view_rank[v, j]`` its 0-based position in view ``v``'s round-robin ranking (``VIEWS``: Standard, MRAG;
+    -1 absent), ``part_rank[p, v, j]`` its 0-based rank in part ``p``'s list of view ``v`` (-1 absent), and
+    ``heads[p][j]`` the heads whose votes put it in part ``p``'s MRAG list (head, rank there, vote).
+    ``score[j]``: its RRF score over the two views."""
+
+    parts: list[str]
+    docs: list[int]
+    view_rank: np.ndarray
+    part_rank: np.ndarray
+    heads: list[list[list[SpaceHit]]]
+    score: np.ndarray
+
+    def found_by(self, j: int) -> str:
+        """One line: for every part holding document ``j``, the views that list it and their ranks (from 1), the
+        MRAG view with its three strongest heads, e.g. ``s1: Standard #1, MRAG #2 (h3 #1, h0 #4); s2: MRAG #5``."""
+        out = []
+        for p in range(len(self.parts)):
+            bits = []
+            for v, view in enumerate(VIEWS):
+                r = int(self.part_rank[p, v, j])
+                if r < 0:
+                    continue
+                bit = f"{'Standard' if view == 'standard' else 'MRAG'} #{r + 1}"
+                if view == "mrag" and self.heads[p][j]:
+                    top = sorted(self.heads[p][j], key=lambda h: -h.contribution)[:3]
+                    bit += " (" + ", ".join(f"h{h.space} #{h.rank + 1}" for h in top) + ")"
+                bits.append(bit)
+            if bits:
+                out.append(f"s{p + 1}: " + ", ".join(bits))
+        return "; ".join(out)
+
+
+def part_evidence(res: PartsRetrieved) -> PartEvidence:
+    """The per-part, per-view, per-head evidence of a sentence round-robin result (its ``evidence`` and
+    ``part_evidence``, the engine's own ranks and votes)."""
+    docs = [int(d) for d in res.doc_ids]
+    m = len(res.parts)
+    view_rank = np.full((len(VIEWS), len(docs)), -1, dtype=np.int64)
+    part_rank = np.full((m, len(VIEWS), len(docs)), -1, dtype=np.int64)
+    heads: list[list[list[SpaceHit]]] = [[[] for _ in docs] for _ in range(m)]
+    for j, d in enumerate(docs):
+        for hit in res.evidence.get(d, []):
+            view_rank[hit.space, j] = hit.rank
+        for ph in res.part_evidence.get(d, []):
+            part_rank[ph.part, VIEWS.index(ph.view), j] = ph.rank
+            if ph.heads:
+                heads[ph.part][j] = list(ph.heads)
+    return PartEvidence(list(res.parts), docs, view_rank, part_rank, heads, np.asarray(res.scores, dtype=np.float64))
+
+
+@dataclass
 class Comparison:
     query: str
     subqueries: list[str]
@@ -145,12 +193,13 @@ class Comparison:
     aspects: list[HeadAspect] = field(default_factory=list)
     embed_seconds: float = 0.0
     expansions: dict[str, ExpansionOutcome] = field(default_factory=dict)
+    parts: PartEvidence | None = None
 
 
 def sentence_split(text: str) -> list[str]:
-    """Sentences of ``text`` (split after . ! ? followed by space); empty pieces dropped."""
-    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", text or "")]
-    return [p for p in parts if len(p) > 1]
+    """The sentences of ``text`` as the recommended strategy cuts them (:func:`mrag_core.query_parts.split_sentences`:
+    abbreviations kept, long sentences cut, short fragments joined, repeats dropped), else the whole text."""
+    return query_parts(text)
 
 
 def resolve_subqueries(
@@ -217,11 +266,14 @@ def resolve_expansions(
 
 def embed_query_and_texts(
     lm: LoadedModel, layer: int, query: str, subqueries: Sequence[str] = (),
-    expansions: Mapping[str, Sequence[str]] | None = None,
+    expansions: Mapping[str, Sequence[str]] | None = None, parts: Sequence[str] = (),
 ) -> tuple[Embeddings, Embeddings, dict[str, Embeddings], float]:
-    """The query, its sub-queries and every expansion family's texts in ONE forward pass:
-    (query [1], sub-queries [m], {family: texts' embeddings}, seconds)."""
+    """The query, its sub-queries, every expansion family's texts and the query's ``parts`` (its sentences, for
+    the recommended strategy; under :data:`PARTS_KEY`) in ONE forward pass:
+    (query [1], sub-queries [m], {family or PARTS_KEY: texts' embeddings}, seconds)."""
     expansions = {f: list(t) for f, t in (expansions or {}).items()}
+    if parts:
+        expansions[PARTS_KEY] = list(parts)
     texts = [query, *subqueries]
     spans: dict[str, list[int]] = {}
     for fam, fam_texts in expansions.items():
@@ -304,7 +356,7 @@ def compare(
     *,
     strategies: Sequence[str] = ("standard", "mrag", "split", "fusion", "fusion-mrag"),
     k: int = 5,
-    c: int = 32,
+    c: int = DEFAULT_C,
     variant: str = "importance",
     ground_truth: Sequence[int] = (),
     query: str = "",
@@ -313,8 +365,12 @@ def compare(
     expansions: Mapping[str, ExpansionOutcome] | None = None,
     expansion_embeddings: Mapping[str, Embeddings] | None = None,
     llm_options: LLMOptions = LLMOptions(),
+    parts: Embeddings | None = None,
+    part_texts: Sequence[str] = (),
 ) -> Comparison:
-    """Run ``strategies`` for one query embedding ``q`` (and sub-queries ``subs`` for Fusion).
+    """Run ``strategies`` (ids or aliases: ``recommended``; outcomes keyed by id) for one query embedding ``q``
+    (and sub-queries ``subs`` for Fusion; the query's ``parts`` and ``part_texts`` for the recommended sentence
+    round-robin, whose per-part evidence is ``Comparison.parts``).
 
     ``ground_truth`` are document ids (those not in the index are ignored). MRAG, Fusion MRAG and
     the ``-mrag`` LLM strategies use ``variant``; Split RAG uses the authors' default vote (2^-rank).
@@ -326,9 +382,12 @@ def compare(
     embeddings in ``expansion_embeddings`` (ValueError otherwise); see
     :func:`~mrag_core.llm_strategies.llm_search`.
     """
-    unknown = [s for s in strategies if s not in ALL_STRATEGY_LABELS]
-    if unknown:
-        raise ValueError(f"unknown strategies {unknown}: use {', '.join(ALL_STRATEGY_LABELS)}")
+    try:
+        strategies = list(dict.fromkeys(resolve(s).id for s in strategies))
+    except UnknownStrategyError as exc:
+        raise ValueError(str(exc)) from None
+    if RECOMMENDED in strategies and parts is None:
+        raise ValueError(f"{RECOMMENDED} needs the query's parts (its sentences) embedded")
     expansions = dict(expansions or {})
     expansion_embeddings = dict(expansion_embeddings or {})
     missing = [s for s in families_for(strategies)
@@ -345,18 +404,9 @@ def compare(
     for key in strategies:
         t0 = time.perf_counter()
         family = family_of(key)
-        if family is not None:
-            res = llm_search(index, key, q, expansion_embeddings[family], k, k, variant, llm_options)
-        elif key == "standard":
-            res = standard_search(index, q, k)[0]
-        elif key == "mrag":
-            res = mrag_search(index, q, k, c, variant)[0]
-        elif key == "split":
-            res = split_search(index, q, k, c)[0]
-        elif key == "fusion":
-            res = fusion_search(index, subs, k, c=k)
-        else:
-            res = fusion_mrag_search(index, subs, k, c=k, variant=variant)
+        inputs = QueryInputs(q, subs, parts, tuple(part_texts),
+                             expansion_embeddings.get(family) if family is not None else None, llm_options)
+        res = STRATEGIES[key].search(index, inputs, k, c, variant)
         seconds = time.perf_counter() - t0
         marks = mark_rows(res.doc_ids, labels, gt_rows)
         rows = [ResultRow(i + 1, int(r), int(doc_ids[r]), titles[r], labels[r], float(s), m)
@@ -364,11 +414,13 @@ def compare(
         rsr = csr = weighted = None
         if gt_rows:
             rsr, csr = set_ratios(res.doc_ids, gt_rows, labels)
-            weighted = weighted_success_ratio(rsr, csr, 2.0)
-        cmp.outcomes[key] = StrategyOutcome(key, ALL_STRATEGY_LABELS[key], res, rows, rsr, csr, weighted, seconds,
+            weighted = weighted_success_ratio(rsr, csr, DEFAULT_W)
+        cmp.outcomes[key] = StrategyOutcome(key, STRATEGIES[key].label, res, rows, rsr, csr, weighted, seconds,
                                             expansions.get(family) if family is not None else None)
         if key == "mrag":
             cmp.evidence = head_evidence(res, index.head_importance.score)
             # Aspects each head finds among its own strongest k hits (its top-c list is in ``evidence``).
             cmp.aspects = head_aspects(res, index.head_importance.score, labels, gt_rows, k) if gt_rows else []
+        if isinstance(res, PartsRetrieved):
+            cmp.parts = part_evidence(res)
     return cmp

@@ -64,12 +64,10 @@ import db
 from mrag_core.corpus_index import CorpusIndex
 from mrag_core.embedding_cache import cached_embed
 from mrag_core.evaluation import (
-    NAMED_STRATEGIES,
     EvaluationCancelled,
     EvaluationResult,
     QueryCase,
     StrategyResult,
-    StrategySpec,
     authors_file_layout,
     authors_layout,
     evaluate,
@@ -87,7 +85,10 @@ from mrag_core.llm_strategies import (
     is_llm_strategy,
 )
 from mrag_core.metrics.weighted import weighted_success_ratio
+from mrag_core.sentence_round_robin import query_part_rows
+from mrag_core.settings import DEFAULT_C, DEFAULT_MODEL, DEFAULT_W, VARIANTS, RetrievalSettings
 from mrag_core.significance import holm_adjust, paired_test, significance_mark
+from mrag_core.strategy_registry import STRATEGIES, Strategy, UnknownStrategyError, label_of, resolve_all
 from services.heartbeat import Heartbeat
 from services.llm.config import LLMConfig, LLMConfigError, no_endpoint_message
 from services.llm_strategies import ExpansionOutcome, expand_many
@@ -95,7 +96,6 @@ from services.workflows import indexing
 
 ProgressFn = Callable[[str, int, int], None]
 UNLABELED = "(unlabeled)"
-VARIANTS = ("importance", "decay", "distance")
 DEFAULT_BATCH = 64
 
 __all__ = [
@@ -211,12 +211,17 @@ def status_label(run: db.EvalRunInfo) -> str:
 
 
 def apply_variant(strategies: Sequence[str], variant: str) -> list[str]:
-    """The MRAG voting ``variant`` applied to plain ``mrag``: ``decay`` -> ``mrag-decay``,
+    """The strategies as ids (an alias such as ``recommended`` becomes its id, :mod:`mrag_core.strategy_registry`),
+    with the MRAG voting ``variant`` applied to plain ``mrag``: ``decay`` -> ``mrag-decay``,
     ``distance`` -> ``mrag-distance`` (``importance`` keeps ``mrag``). Order kept, duplicates dropped."""
     if variant not in VARIANTS:
         raise EvaluationInputError(f"unknown voting variant {variant!r}: use one of {', '.join(VARIANTS)}")
+    try:
+        ids = [sp.id for sp in resolve_all(strategies)]
+    except UnknownStrategyError as exc:
+        raise EvaluationInputError(str(exc)) from None
     out: list[str] = []
-    for s in strategies:
+    for s in ids:
         name = f"mrag-{variant}" if s == "mrag" and variant != "importance" else s
         if name not in out:
             out.append(name)
@@ -258,9 +263,9 @@ def _check_request(store: db.Store, corpus_id: int, query_set_id: int, strategie
         raise EvaluationInputError(f"query set {qs.name!r} belongs to another corpus")
     if not strategies:
         raise EvaluationInputError("choose at least one strategy")
-    unknown = [s for s in strategies if s not in NAMED_STRATEGIES]
+    unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
-        raise EvaluationInputError(f"unknown strategies {unknown}: use {', '.join(NAMED_STRATEGIES)}")
+        raise EvaluationInputError(f"unknown strategies {unknown}: use {', '.join(STRATEGIES)}")
     if c < 1 or k_max < 1:
         raise EvaluationInputError(f"c and k_max must be at least 1 (got c={c}, k_max={k_max})")
     if w < 0:
@@ -309,14 +314,14 @@ def check_llm_options(options: LLMOptions) -> None:
             f"the number of intent answers must be between 1 and {MAX_ANSWERS} (got {options.n_answers})")
 
 
-def validate_request(store: db.Store, *, corpus_id: int, query_set_id: int, strategies: Sequence[str],
-                     c: int = 32, k_max: int = 32, variant: str = "importance", w: float = 2.0,
+def validate_request(store: db.Store, *, corpus_id: int, query_set_id: int,
+                     settings: RetrievalSettings = RetrievalSettings(),
                      llm_config: LLMConfig | None = None, llm_options: LLMOptions | None = None) -> list[str]:
-    """Check a request without running it (before loading a model); returns the strategies with the
-    variant applied. LLM strategies need ``llm_config`` or an endpoint in the environment.
-    Raises :class:`EvaluationInputError` with a one-line reason."""
-    final = apply_variant(list(strategies), variant)
-    _check_request(store, corpus_id, query_set_id, final, c, k_max, w)
+    """Check a request (its ``settings``: strategies, c, k_max, variant, w) without running it (before loading a
+    model); returns the strategies as ids with the variant applied. LLM strategies need ``llm_config`` or an
+    endpoint in the environment. Raises :class:`EvaluationInputError` with a one-line reason."""
+    final = apply_variant(list(settings.strategies), settings.variant)
+    _check_request(store, corpus_id, query_set_id, final, settings.c, settings.k_max, settings.w)
     if families_for(final):
         check_llm_options(llm_options or LLMOptions())
     _endpoint_for(final, llm_config)
@@ -499,14 +504,7 @@ def run_evaluation(
     *,
     corpus_id: int,
     query_set_id: int,
-    model_name: str = "minilm",
-    layer: int = -1,
-    strategies: Sequence[str] = ("standard", "mrag"),
-    c: int = 32,
-    k_max: int = 32,
-    variant: str = "importance",
-    w: float = 2.0,
-    seed: int = 0,
+    settings: RetrievalSettings = RetrievalSettings(),
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     run_id: int | None = None,
@@ -520,7 +518,10 @@ def run_evaluation(
 ) -> int:
     """Create (or, with ``run_id``, resume) an evaluation run and score it; returns the run id.
 
-    With ``run_id`` the stored configuration is used and the other settings are ignored; the missing results
+    ``settings``: model, layer, strategies (ids or aliases, stored as ids), c, k_max, voting variant, w and seed
+    (:class:`~mrag_core.settings.RetrievalSettings`; its ``pooling`` and ``backend`` are not used: the model's pooling
+    is, and a run searches exactly). With ``run_id`` the stored configuration is used and the other settings are
+    ignored; the missing results
     are scored, and those of queries edited since the run scored them (:func:`edited_since`) are scored again.
     The resume scores the query set as it is when it starts: ``config["n_queries"]`` becomes its number of
     evaluable queries (those added since the run began count) when the resume claims the run, and in the same
@@ -543,6 +544,9 @@ def run_evaluation(
     and is asked again on resume). ``timing["llm_expansions_s"]``, like the other session seconds
     (:data:`SESSION_SECONDS`), adds up the run's sessions, one stopped during the expansions included.
     """
+    model_name, layer, variant = settings.model, settings.layer, settings.variant
+    c, k_max, w, seed = settings.c, settings.k_max, settings.w, settings.seed
+    strategies: Sequence[str] = settings.strategies
     if run_id is not None:
         try:
             info = db.get_eval_run(store, run_id)
@@ -552,9 +556,9 @@ def run_evaluation(
             raise EvaluationInputError(finished_run_message(info))
         cfg = info.config
         corpus_id, query_set_id = info.corpus_id, info.query_set_id
-        model_name, layer = cfg["model"], int(cfg["layer"])
-        strategies, c, k_max = list(cfg["strategies"]), int(cfg["c"]), int(cfg["k_max"])
-        w, seed = float(cfg.get("w", 2.0)), int(info.seed or 0)
+        stored = RetrievalSettings.from_dict(cfg, seed=int(info.seed or 0))
+        model_name, layer, strategies = stored.model, stored.layer, list(stored.strategies)
+        c, k_max, w, seed = stored.c, stored.k_max, stored.w, stored.seed
         embedding_run_id = cfg.get("embedding_run_id") or embedding_run_id
         llm_options = LLMOptions.from_dict(cfg.get("llm"))
         _check_request(store, corpus_id, query_set_id, strategies, c, k_max, w)
@@ -670,7 +674,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
         edited = edited_since(prior_info, queries)  # scored from an older version: scored again, every strategy
         for s in strategies:
             todo[s] -= edited
-            if NAMED_STRATEGIES[s].llm:
+            if STRATEGIES[s].llm:
                 todo[s] -= _llm_failed_queries(store, run_id, s)
         pending_q = [q for q in queries if any(q.id not in done for done in todo.values())]
         total = sum(1 for s in strategies for q in queries if q.id not in todo[s])
@@ -683,15 +687,23 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                 assert endpoint is not None
                 t0 = time.perf_counter()
                 wanted = {fam: [q for q in pending_q if any(q.id not in todo[s] for s in strategies
-                                                            if NAMED_STRATEGIES[s].source == fam)]
+                                                            if STRATEGIES[s].source == fam)]
                           for fam in families}
                 try:
                     _expand_queries(endpoint, store, families, wanted, options, stage, cancel, expanded, save_usage,
                                     stopped)
                 finally:  # a session stopped here spent these seconds too (added to earlier sessions' on store)
                     timing["llm_expansions_s"] = time.perf_counter() - t0
-            need_fusion = any(NAMED_STRATEGIES[s].kind.startswith("fusion") and not NAMED_STRATEGIES[s].llm
+            need_fusion = any(STRATEGIES[s].kind.startswith("fusion") and not STRATEGIES[s].llm
                               for s in strategies)
+            partemb = None
+            part_rows: dict[int, tuple[int, ...]] = {}
+            if any(STRATEGIES[s].kind == "parts" for s in strategies):  # every query's sentences, one batch
+                part_texts, rows_of = query_part_rows([q.text for q in pending_q])
+                part_rows = {q.id: r for q, r in zip(pending_q, rows_of)}
+                with _seconds_into(timing, "embed_queries"):
+                    partemb, _ = cached_embed(qlm, part_texts, kind="query", layer=layer_idx, batch_size=16,
+                                              progress=stage("query parts"), cancel=cancel)
             sub_texts: list[str] = []
             sub_rows: dict[int, tuple[int, ...]] = {}
             fallback: set[int] = set()
@@ -720,7 +732,7 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
             qrow = {q.id: i for i, q in enumerate(pending_q)}
             skipped_gt = 0
             for s in strategies:
-                spec = NAMED_STRATEGIES[s]
+                spec = STRATEGIES[s]
                 rest = [q for q in pending_q if q.id not in todo[s]]
                 for start in range(0, len(rest), batch_size):
                     if cancel is not None and cancel.is_set():
@@ -730,26 +742,32 @@ def _score_run(store: db.Store, run_id: int, *, corpus_id: int, queries: list[db
                     rows: list[int] = []
                     sub_take: list[int] = []
                     exp_take: list[int] = []
+                    part_take: list[int] = []
                     for q in batch:
                         relevant = tuple(row_of[d] for d in q.ground_truth if d in row_of)
                         if len(relevant) < len(q.ground_truth):
                             skipped_gt += 1
                         srows: tuple[int, ...] = ()
+                        prows: tuple[int, ...] = ()
                         erows: dict[str, tuple[int, ...]] = {}
-                        if spec.kind.startswith("fusion") and not spec.llm:
+                        if spec.kind == "parts":
+                            prows = tuple(range(len(part_take), len(part_take) + len(part_rows[q.id])))
+                            part_take.extend(part_rows[q.id])
+                        elif spec.kind.startswith("fusion") and not spec.llm:
                             srows = tuple(range(len(sub_take), len(sub_take) + len(sub_rows[q.id])))
                             sub_take.extend(sub_rows[q.id])
                         elif spec.llm:
                             mine = exp_rows[(spec.source, q.id)]
                             erows[spec.source] = tuple(range(len(exp_take), len(exp_take) + len(mine)))
                             exp_take.extend(mine)
-                        cases.append(QueryCase(relevant, q.n_aspects, srows, erows))
+                        cases.append(QueryCase(relevant, q.n_aspects, srows, erows, prows))
                         rows.append(qrow[q.id])
                     t0 = time.perf_counter()
                     res = evaluate(prepared.index, qemb.take(rows), cases, prepared.labels, [s], k_max=k_max, c=c,
                                    subqueries=subemb.take(sub_take) if sub_take else None,
                                    expansions=expemb.take(exp_take) if exp_take and expemb is not None else None,
-                                   hyde_with_query=options.hyde_with_query, cancel=cancel, units=units)
+                                   hyde_with_query=options.hyde_with_query, cancel=cancel, units=units,
+                                   parts=partemb.take(part_take) if partemb is not None else None)
                     eval_s[s] = eval_s.get(s, 0.0) + time.perf_counter() - t0
                     sr = res.strategies[s]
                     db.save_eval_results(store, run_id, [
@@ -820,7 +838,7 @@ def _added_seconds(prior: Any, now: dict[str, float]) -> dict[str, float]:
     return {**earlier, **{k: earlier.get(k, 0.0) + v for k, v in now.items()}}
 
 
-def _details(spec: StrategySpec, query_id: int, fallback: set[int],
+def _details(spec: Strategy, query_id: int, fallback: set[int],
              expanded: dict[tuple[str, int], ExpansionOutcome]) -> dict[str, Any] | None:
     """A result's ``details``: ``fusion_fallback`` for Fusion without stored sub-queries; ``llm`` (the
     expansion record, ``fallback`` when it failed) for LLM strategies."""
@@ -857,8 +875,8 @@ def resume_evaluation(store: db.Store, run_id: int, *, lm: Any | None = None,
     except db.NotFoundError as exc:
         raise EvaluationInputError(f"evaluation run {run_id} does not exist") from exc
     return run_evaluation(store, corpus_id=info.corpus_id, query_set_id=info.query_set_id,
-                          model_name=info.config.get("model", "minilm"), run_id=run_id, lm=lm,
-                          progress=progress, cancel=cancel, llm_config=llm_config)
+                          settings=RetrievalSettings(model=str(info.config.get("model") or DEFAULT_MODEL)),
+                          run_id=run_id, lm=lm, progress=progress, cancel=cancel, llm_config=llm_config)
 
 
 def layer_sweep(
@@ -866,14 +884,8 @@ def layer_sweep(
     *,
     corpus_id: int,
     query_set_id: int,
-    model_name: str = "minilm",
     layers: Sequence[int],
-    strategies: Sequence[str] = ("standard", "mrag"),
-    c: int = 32,
-    k_max: int = 32,
-    variant: str = "importance",
-    w: float = 2.0,
-    seed: int = 0,
+    settings: RetrievalSettings = RetrievalSettings(),
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     lm: Any | None = None,
@@ -881,18 +893,17 @@ def layer_sweep(
     llm_options: LLMOptions | None = None,
     batch_size: int = DEFAULT_BATCH,
 ) -> list[int]:
-    """One run per layer of one model (same strategies and settings); the runs share a
+    """One run per layer of one model (the same ``settings``, their ``layer`` set per run); the runs share a
     ``config.sweep`` id and record all the sweep's layers (``config.sweep_layers``, as requested), so
     :func:`resume_sweep` can finish a stopped sweep. Stops after a run that did not finish (``cancel``
     set, or stopped otherwise). LLM expansions are asked once: the later layers' runs read them from the cache."""
     if not layers:
         raise EvaluationInputError("choose at least one layer")
-    lm = _load_model(model_name, lm)
+    lm = _load_model(settings.model, lm)
     sweep = uuid.uuid4().hex[:12]
     return _sweep_layers(store, list(layers), sweep=sweep, progress=progress, runs=lambda layer, prog: run_evaluation(
-        store, corpus_id=corpus_id, query_set_id=query_set_id, model_name=model_name, layer=layer,
-        strategies=strategies, c=c, k_max=k_max, variant=variant, w=w, seed=seed, progress=prog, cancel=cancel,
-        lm=lm, extra_config={"sweep": sweep, "sweep_layers": list(layers)}, llm_config=llm_config,
+        store, corpus_id=corpus_id, query_set_id=query_set_id, settings=settings.with_(layer=layer), progress=prog,
+        cancel=cancel, lm=lm, extra_config={"sweep": sweep, "sweep_layers": list(layers)}, llm_config=llm_config,
         llm_options=llm_options, batch_size=batch_size))
 
 
@@ -981,18 +992,17 @@ def resume_sweep(store: db.Store, run_id: int, *, lm: Any | None = None, progres
     if plan is None:
         return [resume_evaluation(store, run_id, lm=lm, progress=progress, cancel=cancel, llm_config=llm_config)]
     cfg = info.config
-    lm = _load_model(str(cfg.get("model", "minilm")), lm)
+    lm = _load_model(str(cfg.get("model") or DEFAULT_MODEL), lm)
     todo = [layer for layer in plan.layers if (r := plan.run_for(layer)) is None or r.status != "done"]
 
     def run_layer(layer: int, prog: ProgressFn) -> int:
         existing = plan.run_for(layer)
         if existing is not None:
             return resume_evaluation(store, existing.id, lm=lm, progress=prog, cancel=cancel, llm_config=llm_config)
+        asked = RetrievalSettings.from_dict(cfg, requested=True, seed=int(info.seed or 0)).with_(layer=layer)
         return run_evaluation(
-            store, corpus_id=info.corpus_id, query_set_id=info.query_set_id, model_name=str(cfg.get("model")),
-            layer=layer, strategies=list(cfg.get("strategies", [])), c=int(cfg.get("c_requested", cfg.get("c", 32))),
-            k_max=int(cfg.get("k_max", 32)), variant=str(cfg.get("variant", "importance")),
-            w=float(cfg.get("w", 2.0)), seed=int(info.seed or 0), progress=prog, cancel=cancel, lm=lm,
+            store, corpus_id=info.corpus_id, query_set_id=info.query_set_id, settings=asked, progress=prog,
+            cancel=cancel, lm=lm,
             extra_config={"sweep": plan.sweep, "sweep_layers": plan.layers}, llm_config=llm_config,
             llm_options=LLMOptions.from_dict(cfg.get("llm")) if cfg.get("llm") else None)
 
@@ -1037,13 +1047,13 @@ class RunMetrics:
 
     @property
     def w(self) -> float:
-        return float(self.run.config.get("w", 2.0))
+        return float(self.run.config.get("w", DEFAULT_W))
 
 
 def load_run_metrics(store: db.Store, run_id: int) -> RunMetrics:
     """Frames of a stored run (see :class:`RunMetrics`). Raises NotFoundError."""
     run = db.get_eval_run(store, run_id)
-    w = float(run.config.get("w", 2.0))
+    w = float(run.config.get("w", DEFAULT_W))
     results = db.load_eval_results(store, run_id)
     qrows = {q.id: q for q in db.list_queries(store, run.query_set_id)}
     saved = db.query_fingerprints(run.config)
@@ -1353,10 +1363,12 @@ def run_csv(metrics: RunMetrics) -> str:
     """Per-query, per-k rows as CSV: strategy, query_id, n_aspects, k, rsr, csr, weighted, then the run's
     :data:`CSV_SETTINGS` in every row: ``weighted`` is (w·RSR + CSR) / (w + 1) with the run's ``w``, and ``k``
     runs 1..``k_max``; with them, the CSVs of several runs concatenated in pandas still say which run, which w and
-    which k range each row comes from."""
+    which k range each row comes from. Last, ``label``: the strategy's name as the app shows it (the registry's
+    label, e.g. ``Sentence round-robin (Standard + MRAG per sentence)`` for the recommended one)."""
     buf = io.StringIO()
     frame = metrics.per_query[["strategy", "query_id", "n_aspects", "k", "rsr", "csr", "weighted"]]
-    frame.assign(run_id=metrics.run.id, w=metrics.w, k_max=metrics.k_max).to_csv(buf, index=False)
+    frame.assign(run_id=metrics.run.id, w=metrics.w, k_max=metrics.k_max,
+                 label=frame["strategy"].map(label_of)).to_csv(buf, index=False)
     return buf.getvalue()
 
 
@@ -1607,7 +1619,7 @@ FUSED_RUN_NOTE = ("Fusion RAG, Fusion MRAG and the LLM-assisted strategies merge
 
 def fused_strategies(strategies: Sequence[str]) -> list[str]:
     """The strategies among ``strategies`` that fuse several texts' lists (Fusion, Fusion MRAG, LLM-assisted)."""
-    return [s for s in strategies if s in NAMED_STRATEGIES and NAMED_STRATEGIES[s].kind.startswith("fusion")]
+    return [s for s in strategies if s in STRATEGIES and STRATEGIES[s].kind.startswith("fusion")]
 
 
 def fused_depth_note(strategies: Sequence[str]) -> str | None:
@@ -1632,7 +1644,7 @@ class DrillDown:
     seed: int
 
 
-COMPARE_STRATEGIES = ("standard", "mrag", "split", "fusion", "fusion-mrag")  # Compare's own (non-LLM) strategies
+COMPARE_STRATEGIES = tuple(s.id for s in STRATEGIES.values() if s.compare)  # Compare's own (non-LLM) strategies
 
 
 def drilldown(store: db.Store, items: Sequence[tuple[int, str]], query_id: int, *, run_id: int | None = None,
@@ -1651,15 +1663,15 @@ def drilldown(store: db.Store, items: Sequence[tuple[int, str]], query_id: int, 
         raise EvaluationInputError(f"evaluation run {rid} does not exist") from exc
     cfg = info.config
     index_id = _searched_index(store, info)
-    specs = [NAMED_STRATEGIES[s] for _, s in items if s in NAMED_STRATEGIES]
-    voted = [NAMED_STRATEGIES[s] for r, s in items
-             if r == rid and s in NAMED_STRATEGIES and NAMED_STRATEGIES[s].kind in ("mrag", "fusion-mrag")
-             and not NAMED_STRATEGIES[s].llm]
+    specs = [STRATEGIES[s] for _, s in items if s in STRATEGIES]
+    voted = [STRATEGIES[s] for r, s in items
+             if r == rid and s in STRATEGIES and STRATEGIES[s].kind in ("mrag", "fusion-mrag")
+             and not STRATEGIES[s].llm]
     variant = voted[0].variant if voted else str(cfg.get("variant", "importance"))
     kinds = {sp.kind for sp in specs if not sp.llm}
     return DrillDown(run_id=rid, query_id=int(query_id), embedding_run_id=index_id, variant=variant,
-                     c=int(cfg.get("c", 32)), k=k, strategies=[s for s in COMPARE_STRATEGIES if s in kinds],
-                     seed=int(info.seed or 0))
+                     c=int(cfg.get("c", DEFAULT_C)), k=k, seed=int(info.seed or 0),
+                     strategies=[s for s in COMPARE_STRATEGIES if STRATEGIES[s].kind in kinds])
 
 
 def _searched_index(store: db.Store, info: db.EvalRunInfo) -> int | None:
@@ -1730,6 +1742,6 @@ def sweeps(store: db.Store, corpus_id: int | None = None) -> dict[str, list[db.E
     return out
 
 
-def weighted(rsr: float, csr: float, w: float = 2.0) -> float:
+def weighted(rsr: float, csr: float, w: float = DEFAULT_W) -> float:
     """Re-export of the weighted success ratio for views."""
     return weighted_success_ratio(rsr, csr, w)

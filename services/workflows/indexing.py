@@ -348,8 +348,8 @@ def load_run_index(store: db.Store, run_id: int, backend: str = "torch", seed: i
 
 def search_backends() -> tuple[str, ...]:
     """The search backends a page offers: the in-process ones, and the Milvus ones when ``MRAG_MILVUS_URI`` is set."""
-    from mrag_core.backends import BACKENDS, IN_PROCESS
     from mrag_core.milvus_backend import MilvusUnavailableError, config_from_env
+    from mrag_core.settings import BACKENDS, IN_PROCESS
 
     try:
         return BACKENDS if config_from_env() is not None else IN_PROCESS

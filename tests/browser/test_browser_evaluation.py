@@ -1,6 +1,6 @@
-"""End to end in a real browser: run the demo query set through Standard, MRAG, Split and Fusion,
-then a second run (MRAG with the decay vote), see the run's figures, compare the two runs with
-paired significance tests, restart the app and find both runs listed again."""
+"""End to end in a real browser: run the demo query set through Standard, MRAG, Split, Fusion and the recommended
+strategy (sentence round-robin), then a second run (MRAG with the decay vote), see the run's figures, compare the
+two runs with paired significance tests, restart the app and find both runs listed again."""
 
 from __future__ import annotations
 
@@ -43,10 +43,10 @@ def test_runs_figures_comparison_and_restart(demo_app_instance, browser_page):
 
     page.goto(f"{app_instance.url}/Evaluation_Runs")
     page.get_by_role("button", name="Run evaluation").wait_for(timeout=180_000)  # first start loads the demo
-    for name in ("split", "fusion"):
+    for name in ("split", "fusion", "sentence-round-robin (recommended)"):
         _pick(page, "Strategies", name)
     first, second = 1, 2  # a fresh database
-    assert _run(page, first) == 24 * 4  # 24 demo queries x standard, mrag, split, fusion
+    assert _run(page, first) == 24 * 5  # 24 demo queries x standard, mrag, split, fusion, sentence-round-robin
     # the run's results at once, under the message: its table and its chart at the largest aspect count (6), not
     # at 1 aspect where every line is 1.0
     new_run = page.get_by_role("tabpanel", name="New run")
@@ -58,7 +58,7 @@ def test_runs_figures_comparison_and_restart(demo_app_instance, browser_page):
     _pick(page, "MRAG variant", "decay")
     page.get_by_role("button", name="Run evaluation").wait_for()
     page.wait_for_timeout(500)
-    assert _run(page, second) == 24 * 4  # the same strategies, with mrag-decay for mrag
+    assert _run(page, second) == 24 * 5  # the same strategies, with mrag-decay for mrag
 
     # the run's figures: success ratio vs k, the per-query histogram, improvement over Standard
     page.get_by_role("tab", name="Runs", exact=True).click()
@@ -79,6 +79,7 @@ def test_runs_figures_comparison_and_restart(demo_app_instance, browser_page):
     wait_idle(page)
     _pick(page, label, re.compile(rf"^#{first} mrag ·"))
     _pick(page, label, re.compile(rf"^#{second} mrag-decay ·"))
+    _pick(page, label, re.compile(rf"^#{first} sentence-round-robin ·"))
     page.get_by_text("Paired significance against the reference").wait_for()
     page.get_by_text("Per-query drill-down").wait_for()
     assert page.locator(".stException").count() == 0

@@ -64,3 +64,28 @@ def test_python_m_mrag_core_import_says_where_it_went_and_python_m_services_runs
     assert helped.returncode == 0 and helped.stdout.startswith("usage: mrag-studio ")
     commands = helped.stdout.split("{", 1)[1].split("}", 1)[0].split(",")
     assert sorted(commands) == sorted(["bench", *MOVED_COMMANDS])
+
+
+def test_bench_json_keys_the_recommended_strategy_as_asked(tmp_path: Path, capsys,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--strategies standard,mrag,recommended``: the table and ``--json`` name it ``recommended`` (as the user
+    asked); its numbers are the sentence round-robin's (the same as asked by its id); the authors' layout keeps
+    the name; an unknown name is refused with the valid ones."""
+    import json
+
+    monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
+    a, q = write_dataset(tmp_path)
+    args = ["bench", "--articles", str(a), "--queries", str(q), "--model", "minilm", "--device", "cpu",
+            "--threads", "1"]
+    assert engine_main([*args, "--strategies", "standard,mrag,recommended", "--json", str(tmp_path / "a.json")]) == 0
+    out = capsys.readouterr().out
+    assert {ln.split()[0] for ln in out.strip().splitlines()[1:]} == {"standard", "mrag", "recommended"}
+    by_alias = json.loads((tmp_path / "a.json").read_text())
+    assert list(by_alias) == ["standard", "mrag", "recommended"]
+    assert engine_main([*args, "--strategies", "sentence-round-robin", "--json", str(tmp_path / "b.json")]) == 0
+    by_id = json.loads((tmp_path / "b.json").read_text())
+    assert by_alias["recommended"] == by_id["sentence-round-robin"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        engine_main([*args, "--strategies", "standard,best"])
+    assert "unknown strategies ['best']: use standard, mrag," in capsys.readouterr().err

@@ -99,3 +99,30 @@ def test_ndcg_hand_computed() -> None:
     assert ndcg_at_k(["x", "a", "b"], ["a", "b"], 2) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
     assert ndcg_at_k(["a", "b"], ["a", "b"], 5) == pytest.approx(1.0)  # ideal list: nDCG 1
     assert ndcg_at_k(["a"], ["a"], 0) == 0.0
+
+
+def test_prefix_ratios_equal_the_set_ratio_of_every_prefix():
+    """The one-pass prefix forms give, for every k, the set formula on ranking[:k] (hand values first)."""
+    import numpy as np
+
+    from mrag_core.metrics import (
+        category_success_prefix,
+        category_success_ratio,
+        retrieval_success_prefix,
+        retrieval_success_ratio,
+    )
+
+    # ranking a, x, b, a, y against G = {a, b, c}: hits at k = 1 and 3 (a repeated counts once)
+    assert retrieval_success_prefix(["a", "x", "b", "a", "y"], ["a", "b", "c"], 6).tolist() == pytest.approx(
+        [1 / 3, 1 / 3, 2 / 3, 2 / 3, 2 / 3, 2 / 3])
+    assert category_success_prefix(["p", "q", "p", "r"], ["p", "r"], 4).tolist() == [0.5, 0.5, 0.5, 1.0]
+    assert retrieval_success_prefix(["a"], [], 2).tolist() == [0.0, 0.0]
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        ranking = rng.integers(0, 12, size=int(rng.integers(0, 10))).tolist()
+        relevant = rng.integers(0, 12, size=3).tolist()
+        for k, value in enumerate(retrieval_success_prefix(ranking, relevant, 10), start=1):
+            assert value == pytest.approx(retrieval_success_ratio(ranking[:k], relevant))
+        labels = [d % 4 for d in ranking]
+        for k, value in enumerate(category_success_prefix(labels, [d % 4 for d in relevant], 10), start=1):
+            assert value == pytest.approx(category_success_ratio(labels[:k], [d % 4 for d in relevant]))

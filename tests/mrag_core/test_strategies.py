@@ -9,6 +9,7 @@ import torch
 from mrag_core.corpus_index import CorpusIndex, query_arrays
 from mrag_core.extraction import Embeddings
 from mrag_core.importance import HeadImportance, head_importance
+from mrag_core.rrf import reciprocal_rank_fusion
 from mrag_core.strategies import (
     fusion_mrag_search,
     fusion_search,
@@ -17,7 +18,6 @@ from mrag_core.strategies import (
     split_search,
     standard_search,
 )
-from mrag_core.voting import reciprocal_rank_fusion
 from tests.support.random_embeddings import random_embeddings
 
 torch.set_num_threads(1)

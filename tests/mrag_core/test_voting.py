@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mrag_core.voting import RRF_K, hit_weights, reciprocal_rank_fusion, similarity_to_distance, vote, vote_hits
+from mrag_core.rrf import reciprocal_rank_fusion
+from mrag_core.voting import RRF_K, hit_weights, similarity_to_distance, vote, vote_hits
 
 IDS = np.array([[5, 7, 9], [7, 5, 3]])
 SCORES = np.zeros((2, 3))  # only the distance vote reads the scores

@@ -32,9 +32,15 @@ def indexed_corpus(name: str, titles: list[str], labels: list[str], model: Path)
     return corpus.id
 
 
-def compare(corpus_id: int | None = None, per_row: int | None = None) -> Any:
+FIVE_STRATEGIES = ["standard", "mrag", "split", "fusion", "fusion-mrag"]
+"""Five lists, for the layout tests (the page preselects three: Standard, MRAG and the recommended strategy)."""
+
+
+def compare(corpus_id: int | None = None, per_row: int | None = None,
+            strategies: list[str] | None = FIVE_STRATEGIES) -> Any:
     """The Compare page (an AppTest) on corpus ``corpus_id`` (the page's own choice when None), ``per_row`` lists to
-    a row when given, after a click on Compare; fails on an exception on the page."""
+    a row when given, ``strategies`` chosen (None: the page's preselection), after a click on Compare; fails on an
+    exception on the page."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(COMPARE_PAGE, default_timeout=120)
@@ -43,6 +49,8 @@ def compare(corpus_id: int | None = None, per_row: int | None = None) -> Any:
     at.run()
     if per_row is not None:
         at.session_state["compare_per_row"] = per_row
+    if strategies is not None:
+        at.multiselect(key="compare_strategies").set_value(list(strategies))
     at.button(key="compare_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
     return at

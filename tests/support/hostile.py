@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import db
+from mrag_core.settings import RetrievalSettings
 
 TEXTS = ["Cats purr, sleep in the sun and chase mice around the barn at night.",
          "Dogs fetch sticks, guard the house and bark at the postman every morning.",
@@ -48,6 +49,7 @@ def add_hostile_corpus(store: db.Store, name: str, markup: str) -> HostileCorpus
     ])
     lm = load_model("minilm", device="cpu")
     build_embedding_run(store, c.id, lm, layer=-1, batch_size=8)
-    run_id = er.run_evaluation(store, corpus_id=c.id, query_set_id=qs.id, strategies=("standard", "mrag"), c=4,
-                               k_max=4, lm=lm, name=f"Run {markup}")
+    run_id = er.run_evaluation(store, corpus_id=c.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=("standard", "mrag"), c=4, k_max=4), lm=lm,
+                               name=f"Run {markup}")
     return HostileCorpus(c.id, ids, qs.id, run_id)

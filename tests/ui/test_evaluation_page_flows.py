@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
+from mrag_core.settings import RetrievalSettings  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,8 +74,8 @@ def test_a_stopped_run_is_listed_as_stopped_not_running() -> None:
 
     at.session_state["_ev_cancel"] = cancel  # what the page's Run evaluation kept for this session
     worker = threading.Thread(target=er.run_evaluation, args=(store,), kwargs=dict(
-        corpus_id=corpus_id, query_set_id=qs_id, strategies=["standard", "mrag"], k_max=8, batch_size=4,
-        progress=slow_batches, cancel=cancel))
+        corpus_id=corpus_id, query_set_id=qs_id, settings=RetrievalSettings(strategies=("standard", "mrag"), k_max=8),
+        batch_size=4, progress=slow_batches, cancel=cancel))
     worker.start()
     assert reached.wait(120)
     ok(at.run())  # the Stop click's rerun
@@ -146,8 +147,9 @@ def test_a_stopped_layer_sweep_is_resumed_as_a_sweep() -> None:
     store = _store()
     corpus_id, qs_id = demo(store)
     cancel = threading.Event()
-    ids = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[2, 5], strategies=["standard", "mrag"],
-                         k_max=8, cancel=cancel, batch_size=8,
+    ids = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[2, 5],
+                         settings=RetrievalSettings(strategies=["standard", "mrag"], k_max=8), cancel=cancel,
+                         batch_size=8,
                          progress=lambda s, d, t: cancel.set() if s == "layer 2 (1/2): evaluation" else None)
     (first,) = [db.get_eval_run(store, i) for i in ids]
     assert first.status == "cancelled" and first.n_results > 0
@@ -208,7 +210,7 @@ def test_compare_tab_views_and_the_drilldown_opens_the_runs_own_index() -> None:
     store = _store()
     corpus_id, qs_id = demo(store)
     first_id, last_id = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[1, 3],
-                                       strategies=["standard", "mrag", "fusion"], k_max=8)
+                                       settings=RetrievalSettings(strategies=["standard", "mrag", "fusion"], k_max=8))
     first = db.get_eval_run(store, first_id)
     newest = db.list_embedding_runs(store, corpus_id, status="done")[0]
     assert newest.layer == 3 and first.embedding_run_id != newest.id

@@ -132,7 +132,14 @@ def test_index_page_builds_another_layer_with_progress(built):
     assert saw_progress
 
 
-def five_aspect_compare(at: AppTest) -> AppTest:
+FIVE = ["standard", "mrag", "split", "fusion", "fusion-mrag"]
+PRESELECTED_LABELS = ["Standard RAG", "MRAG", "Sentence round-robin (Standard + MRAG per sentence)"]
+
+
+def five_aspect_compare(at: AppTest, strategies: list[str] | None = FIVE) -> AppTest:
+    """Compare the first 5-aspect demo query with ``strategies`` (None: the page's preselection)."""
+    if strategies is not None:
+        at.multiselect(key="compare_strategies").set_value(strategies)
     qsel = at.selectbox(key="compare_query")
     idx = next(i for i, o in enumerate(qsel.options) if o.startswith("[5 aspects]"))
     qsel.select_index(idx).run()
@@ -197,7 +204,20 @@ def test_maps_and_reader_open_on_the_last_layer_and_keep_the_chosen_index(built)
 def test_compare_page_side_by_side_with_evidence(built):
     at = ok(page("5_Compare.py").run())
     at.selectbox(key="compare_run").select_index(len(at.selectbox(key="compare_run").options) - 1).run()
-    five_aspect_compare(at)
+    # preselected: Standard, MRAG and the recommended strategy, with its per-sentence, per-head evidence
+    assert at.multiselect(key="compare_strategies").value == ["standard", "mrag", "sentence-round-robin"]
+    five_aspect_compare(at, None)
+    frames = [d.value for d in at.dataframe]
+    assert list(next(f for f in frames if "RSR" in f.columns)["strategy"]) == PRESELECTED_LABELS
+    assert any(h.value.startswith("Why the recommended strategy, Sentence round-robin") for h in at.subheader)
+    sentences = next(f for f in frames if list(f.columns) == ["sentence", "text"])
+    assert len(sentences) >= 2 and sentences["sentence"].tolist()[:2] == ["s1", "s2"]
+    why = next(f for f in frames if "found by (sentence: view #rank (heads))" in f.columns)
+    rec_list = [f for f in frames if {"rank", "mark", "title"} <= set(f.columns)][2]
+    assert list(why["title"]) == list(rec_list["title"]) and len(why) == 5
+    assert why["found by (sentence: view #rank (heads))"].str.match(r"^s\d+: (Standard|MRAG) #\d+").all()
+    at.multiselect(key="compare_strategies").set_value(FIVE).run()
+    ok(at)
     frames = [d.value for d in at.dataframe]
     gt = frames[0]
     assert list(gt.columns) == ["title", "category"] and len(gt) == 5
@@ -247,6 +267,7 @@ def test_compare_page_typed_query_uses_sentence_fallback(built):
     at = ok(page("5_Compare.py").run())
     at.radio(key="compare_source").set_value("Type a query").run()
     at.text_area(key="compare_typed").input("How do lighthouses work? What is tempeh made of?").run()
+    at.multiselect(key="compare_strategies").set_value(FIVE)
     ok(at.button(key="compare_go").click().run())
     exp = [e.label for e in at.expander]
     assert any("offline fallback: one sub-query per sentence" in e for e in exp), exp
@@ -282,7 +303,7 @@ def test_compare_page_llm_strategies_with_texts_and_cost(built, monkeypatch):
         at.multiselect(key="compare_llm_strategies").set_value(
             ["multi-query", "multi-query-mrag", "hyde", "hyde-mrag", "intent", "intent-mrag"]).run()
         at.number_input(key="compare_llm_n").set_value(2)
-        five_aspect_compare(at)
+        five_aspect_compare(at, None)  # the strategies chosen above
         assert len(server.requests) == 3  # one per family, shared by the plain and the +MRAG strategy
         errors = texts(at.error)
         assert len(errors) == 1 and errors[0].startswith("Intent statements: unusable LLM answer")
@@ -320,7 +341,7 @@ def test_compare_page_says_when_the_llm_gave_fewer_sub_queries(built, monkeypatc
         at = ok(page("5_Compare.py").run())
         at.radio(key="compare_source").set_value("Type a query").run()
         at.text_area(key="compare_typed").input("How do lighthouses work? What is tempeh made of?").run()
-        at.multiselect(key="compare_strategies").set_value(["fusion"])
+        at.multiselect(key="compare_strategies").set_value(["fusion"]).run()
         at.radio(key="compare_subsource").set_value("llm").run()
         ok(at.button(key="compare_go").click().run())
         assert len(server.requests) == 1
@@ -347,7 +368,7 @@ def test_compare_page_preselects_drilldown_query(built):
     assert at.selectbox(key="compare_query").value.id == target.id
     assert "compare_query_id" not in at.session_state  # read once
     metrics = next(d.value for d in at.dataframe if "RSR" in d.value.columns)  # results shown straight away
-    assert len(metrics) == 5
+    assert list(metrics["strategy"]) == PRESELECTED_LABELS
     lists = [d.value for d in at.dataframe if {"rank", "mark", "title"} <= set(d.value.columns)]
     assert all(len(f) == 3 for f in lists)  # k follows its 3 aspects
     # the choice stays on the next rerun

@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
+from mrag_core.settings import RetrievalSettings  # noqa: E402
 from tests.support.apptest import confirm_and_click  # noqa: E402
 from tests.ui.conftest import ON_EVERY_BACKEND  # noqa: E402
 
@@ -326,7 +327,7 @@ def test_evaluation_page_resumes_a_stopped_run() -> None:
             cancel.set()
 
     rid = er.run_evaluation(store, corpus_id=corpus_id, query_set_id=at.selectbox(key="ev_qs").value.id,
-                            strategies=["standard", "mrag"], k_max=8, batch_size=5,
+                            settings=RetrievalSettings(strategies=["standard", "mrag"], k_max=8), batch_size=5,
                             progress=stop_after_first_batch, cancel=cancel)
     stopped = db.get_eval_run(store, rid)
     assert stopped.status != "done" and 0 < stopped.n_results < 48

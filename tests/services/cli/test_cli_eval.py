@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
+from mrag_core.settings import RetrievalSettings  # noqa: E402
 from services.cli.evaluate import add_eval_parser, cmd_eval  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
 
@@ -362,9 +363,9 @@ def test_list_counts_the_queries_a_resume_added_in_the_expected_results(url: str
     corpus = db.get_corpus_by_name(store, "Mini")
     (qs,) = db.list_query_sets(store, corpus.id)
     cancel = threading.Event()
-    run = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=4,
-                            k_max=3, cancel=cancel, batch_size=2,
-                            progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
+    run = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                            settings=RetrievalSettings(strategies=["standard", "mrag"], c=4, k_max=3), cancel=cancel,
+                            batch_size=2, progress=lambda s, d, t: cancel.set() if s == "evaluation" else None)
     assert db.get_eval_run(store, run).n_results == 2
     db.add_queries(store, qs.id, [{"text": "yeast and flour", "ground_truth": [db.document_ids(store, corpus.id)[2]]}])
     parser = _parser()
@@ -374,4 +375,19 @@ def test_list_counts_the_queries_a_resume_added_in_the_expected_results(url: str
     assert capsys.readouterr().out.splitlines()[0] == f"run {run}: done, 6 results"
     assert cmd_eval(parser.parse_args(["eval", "--list", "--database", url])) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[7] == "6/6"
+    store.close()
+
+
+def test_cli_eval_accepts_the_recommended_alias(url: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``--strategies standard,recommended``: the run stores the sentence round-robin under its id and prints it."""
+    monkeypatch.setenv(db.ENV_DATABASE_URL, url)
+    args = _parser().parse_args(["eval", "--corpus", "Mini", "--query-set", "Set A", "--strategies",
+                                 "standard,recommended", "--c", "4", "--k-max", "3"])
+    assert args.strategies == ["standard", "sentence-round-robin"]
+    assert cmd_eval(args) == 0
+    out = capsys.readouterr().out
+    store = db.open_store()
+    run = db.list_eval_runs(store)[0]
+    assert run.config["strategies"] == ["standard", "sentence-round-robin"] and run.n_results == 4
+    assert {line.split()[0] for line in out.splitlines()[2:]} == {"standard", "sentence-round-robin"}
     store.close()

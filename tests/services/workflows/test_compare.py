@@ -113,7 +113,7 @@ def test_marks_and_metrics_with_ground_truth(setup, lm):
     lmr = model_for_run(lm, run)
     gt_ids = [bundle.doc_ids[0], bundle.doc_ids[1]]
     doc_texts = [r.text for r in db.get_documents(store, gt_ids)]
-    query = f"{doc_texts[0]}. {doc_texts[1]}."
+    query = f"{doc_texts[0]}.\n{doc_texts[1]}."  # two blocks: two sentences (the texts are lower case)
     subq, source = resolve_subqueries(query)
     assert source == "sentences" and len(subq) == 2
     q, subs, _ = embed_query(lmr, run.layer, query, subq)
@@ -153,10 +153,13 @@ def test_one_forward_pass_for_query_and_subqueries(setup, lm, monkeypatch):
 
 def test_subquery_sources():
     assert resolve_subqueries("A. B c.", ["x", " ", "y"]) == (["x", "y"], "stored")
+    # the recommended strategy's sentences (mrag_core.query_parts): abbreviations kept, fragments joined
+    assert resolve_subqueries("The keeper lit the lamp. A storm hit the coast? Dr. Ada Lovelace wrote it!", None) == (
+        ["The keeper lit the lamp.", "A storm hit the coast?", "Dr. Ada Lovelace wrote it!"], "sentences")
     assert resolve_subqueries("One thing. Another thing? Third!", None) == (
-        ["One thing.", "Another thing?", "Third!"], "sentences")
+        ["One thing. Another thing? Third!"], "sentences")
     assert resolve_subqueries("no punctuation here", []) == (["no punctuation here"], "sentences")
-    assert sentence_split("Dr. Who\n\nnext line") == ["Dr.", "Who", "next line"]
+    assert sentence_split("Dr. Who\n\nnext line") == ["Dr. Who", "next line"]
     with pytest.raises(ValueError, match="no LLM"):
         resolve_subqueries("x", None, prefer="llm")
 
@@ -256,3 +259,53 @@ def test_fusion_numbers_equal_an_evaluation_runs_at_every_k(setup, lm):
                     (res.strategies[name].rsr[0, k - 1], res.strategies[name].csr[0, k - 1])), (name, k)
             if k == k_max:
                 assert [r.row for r in out.outcomes["fusion"].rows] == res.strategies["fusion"].retrieved[0]
+
+
+def test_the_recommended_alias_with_its_per_part_evidence(setup, lm):
+    """``recommended`` resolves in Compare to the sentence round-robin (keyed and labelled by the registry); its list is
+    the engine's, and the evidence names every part list that holds a returned document, with the MRAG heads."""
+    from mrag_core.sentence_round_robin import LABEL, sentence_round_robin
+
+    store, _, run, bundle = setup
+    lmr = model_for_run(lm, run)
+    query = "The river bread quantum violin glacier.\nA tax harbor orbit fern saddle."
+    parts = sentence_split(query)
+    assert parts == ["The river bread quantum violin glacier.", "A tax harbor orbit fern saddle."]
+    q, subs, groups, _ = cmpmod.embed_query_and_texts(lmr, run.layer, query, parts=parts)
+    pe = groups[cmpmod.PARTS_KEY]
+    assert len(pe) == 2 and cmpmod.PARTS_KEY not in cmpmod.FUSION_STRATEGIES
+    out = compare(bundle, q, subs, strategies=["standard", "recommended"], k=5, c=6, parts=pe, part_texts=parts)
+    assert list(out.outcomes) == ["standard", "sentence-round-robin"]
+    rec = out.outcomes["sentence-round-robin"]
+    assert rec.label == LABEL == cmpmod.STRATEGY_LABELS["sentence-round-robin"]
+    want = sentence_round_robin(bundle.index, pe, 5, 6, part_texts=parts)
+    assert rec.retrieved.doc_ids == want.doc_ids and [r.row for r in rec.rows] == want.doc_ids
+    ev = out.parts
+    assert ev is not None and ev.parts == parts and ev.docs == want.doc_ids
+    for j, d in enumerate(ev.docs):
+        for hit in want.part_evidence[d]:
+            assert ev.part_rank[hit.part, ("standard", "mrag").index(hit.view), j] == hit.rank
+        # the view positions are the RRF terms' ranks: score = sum of 1 / (60 + position + 1) over the views
+        pos = [int(r) for r in ev.view_rank[:, j] if r >= 0]
+        assert ev.score[j] == pytest.approx(sum(1 / (61 + p) for p in pos))
+        assert ev.found_by(j).startswith("s")
+    first = ev.docs[0]
+    line = ev.found_by(0)
+    for hit in want.part_evidence[first]:
+        assert f"s{hit.part + 1}: " in line
+        assert (f"MRAG #{hit.rank + 1}" if hit.view == "mrag" else f"Standard #{hit.rank + 1}") in line
+    with pytest.raises(ValueError, match="needs the query's parts"):
+        compare(bundle, q, subs, strategies=["recommended"], k=5, c=6)
+    with pytest.raises(ValueError, match="unknown strategy 'best'"):
+        compare(bundle, q, subs, strategies=["best"], k=5)
+
+
+def test_found_by_on_hand_values():
+    from mrag_core.strategies import SpaceHit
+
+    ev = cmpmod.PartEvidence(
+        parts=["a", "b"], docs=[7], view_rank=np.array([[0], [2]]),
+        part_rank=np.array([[[0], [1]], [[-1], [4]]]),
+        heads=[[[SpaceHit(3, 0, 1.0), SpaceHit(0, 3, 0.125), SpaceHit(5, 1, 0.5), SpaceHit(1, 2, 0.25)]], [[]]],
+        score=np.array([1 / 61 + 1 / 63]))
+    assert ev.found_by(0) == "s1: Standard #1, MRAG #2 (h3 #1, h5 #2, h1 #3); s2: MRAG #5"

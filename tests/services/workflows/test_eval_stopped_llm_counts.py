@@ -12,6 +12,7 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
+from mrag_core.settings import RetrievalSettings  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
 from tests.support.mini_corpus import add_sky_and_food  # noqa: E402
 from tests.support.openai_server import Reply, by_content, fake_openai  # noqa: E402
@@ -71,8 +72,9 @@ def test_the_expansion_seconds_of_a_session_stopped_during_the_expansions_count(
 
     cfg = server.llm_config(max_retries=0, concurrency=1)
     try:
-        run_id = er.run_evaluation(store, corpus_id=corpus_id, query_set_id=qs_id, strategies=["hyde"], c=4, k_max=2,
-                                   lm=lm, llm_config=cfg, cancel=cancel, progress=stop_at_first_answer)
+        run_id = er.run_evaluation(store, corpus_id=corpus_id, query_set_id=qs_id,
+                                   settings=RetrievalSettings(strategies=["hyde"], c=4, k_max=2), lm=lm, llm_config=cfg,
+                                   cancel=cancel, progress=stop_at_first_answer)
     except _ScriptStopped:
         run_id = db.list_eval_runs(store)[0].id
     stopped = db.get_eval_run(store, run_id)
@@ -112,8 +114,9 @@ def test_a_request_stopped_in_its_retry_wait_counts_as_a_failed_request(store, l
     server = fake_openai(by_content(answer))
     cfg = server.llm_config(max_retries=2, concurrency=1)
     try:
-        run_id = er.run_evaluation(store, corpus_id=corpus_id, query_set_id=qs_id, strategies=["hyde"], c=4, k_max=2,
-                                   lm=lm, llm_config=cfg, cancel=cancel)
+        run_id = er.run_evaluation(store, corpus_id=corpus_id, query_set_id=qs_id,
+                                   settings=RetrievalSettings(strategies=["hyde"], c=4, k_max=2), lm=lm, llm_config=cfg,
+                                   cancel=cancel)
     finally:
         for timer in timers:
             timer.cancel()

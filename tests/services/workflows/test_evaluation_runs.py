@@ -14,6 +14,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
 from mrag_core.metrics import category_success_ratio, retrieval_success_ratio  # noqa: E402
+from mrag_core.settings import RetrievalSettings  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
 
 TOPICS = {
@@ -86,9 +87,11 @@ def _recompute(results, queries, labels, k_max, prefix=True):
 def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     corpus, qs, labels = setup
     stages: list[str] = []
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, model_name="minilm", layer=-1,
-                               strategies=["standard", "mrag", "fusion"], c=8, k_max=6, variant="importance",
-                               w=2.0, seed=7, lm=lm, progress=lambda s, d, t: stages.append(s))
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(model="minilm", layer=-1,
+                                                          strategies=["standard", "mrag", "fusion"], c=8, k_max=6,
+                                                          variant="importance", w=2.0, seed=7),
+                               lm=lm, progress=lambda s, d, t: stages.append(s))
     info = db.get_eval_run(store, run_id)
     assert info.status == "done" and info.seed == 7
     assert info.config["strategies"] == ["standard", "mrag", "fusion"]
@@ -128,7 +131,7 @@ def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     theirs = json.loads(er.authors_file_json(m))  # the same numbers under the authors' keys and names
     assert set(theirs) == {"standard-rag", "mrag", "fusion-rag"}
     assert theirs["standard-rag"]["2"]["category_rat"] == layout["standard"]["2"]["category_success_ratio"]
-    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max"
+    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max,label"
     imp = er.relative_improvement(m, k=2)
     s = m.summary.set_index(["strategy", "n_aspects", "k"])
     r = imp.set_index(["strategy", "n_aspects"]).loc[("mrag", 2)]
@@ -146,8 +149,9 @@ def test_cancel_then_resume(store, setup, lm) -> None:
         if stage == "evaluation" and done >= 2:
             cancel.set()
 
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"],
-                               c=8, k_max=5, seed=1, lm=lm, progress=progress, cancel=cancel, batch_size=2)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5, seed=1), lm=lm,
+                               progress=progress, cancel=cancel, batch_size=2)
     info = db.get_eval_run(store, run_id)
     assert info.status == "cancelled"
     assert info.n_results == 2  # exactly one saved batch
@@ -159,8 +163,8 @@ def test_cancel_then_resume(store, setup, lm) -> None:
     assert seen and seen[-1] == 10  # only the 4 + 6 missing results were computed
     info = db.get_eval_run(store, run_id)
     assert info.status == "done" and info.n_results == 12
-    fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"],
-                              c=8, k_max=5, seed=1, lm=lm)
+    fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                              settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5, seed=1), lm=lm)
     a = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, run_id)}
     b = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, fresh)}
     assert a == b
@@ -172,22 +176,24 @@ def test_a_run_without_an_index_builds_one_and_keeps_it(store, setup, lm) -> Non
     corpus, qs, labels = setup
     assert stored_indexes(store, corpus.id) == []
     stages: list[str] = []
-    first = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
-                              k_max=5, lm=lm, progress=lambda s, d, t: stages.append(s))
+    first = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                              settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5), lm=lm,
+                              progress=lambda s, d, t: stages.append(s))
     (kept,) = stored_indexes(store, corpus.id)
     assert kept.state == "current" and kept.run.n_saved == 12 and kept.evaluations == 1
     assert db.get_eval_run(store, first).embedding_run_id == kept.run.id and "documents" in stages
     # the next run searches the kept index: no document is embedded again
     stages.clear()
-    second = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"],
-                               c=8, k_max=5, lm=lm, progress=lambda s, d, t: stages.append(s))
+    second = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5), lm=lm,
+                               progress=lambda s, d, t: stages.append(s))
     assert "documents" not in stages and "embed_documents" not in db.get_eval_run(store, second).timing
     assert db.get_eval_run(store, second).embedding_run_id == kept.run.id
     a = {(r.strategy, r.query_id): r.retrieved for r in db.load_eval_results(store, first)}
     assert a == {(r.strategy, r.query_id): r.retrieved for r in db.load_eval_results(store, second)}
     # another seed samples the head importance again (the index's own was sampled with seed 0)
-    seeded = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["mrag"], c=8, k_max=5,
-                               lm=lm, seed=3)
+    seeded = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["mrag"], c=8, k_max=5, seed=3), lm=lm)
     assert db.get_eval_run(store, seeded).embedding_run_id == kept.run.id
     _recompute(db.load_eval_results(store, seeded, "mrag"), er.evaluable_queries(store, qs.id), labels, 5)
 
@@ -196,21 +202,22 @@ def test_a_run_without_an_index_builds_one_and_keeps_it(store, setup, lm) -> Non
 def test_bad_input_writes_nothing(store, setup, lm) -> None:
     corpus, qs, _ = setup
     with pytest.raises(er.EvaluationInputError, match="k_max"):
-        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, k_max=50, lm=lm)
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, settings=RetrievalSettings(k_max=50), lm=lm)
     with pytest.raises(er.EvaluationInputError, match="unknown strategies"):
-        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["nope"], lm=lm)
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                          settings=RetrievalSettings(strategies=["nope"]), lm=lm)
     with pytest.raises(er.EvaluationInputError, match="does not exist"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=999, lm=lm)
     empty = db.create_query_set(store, corpus.id, "empty")
     with pytest.raises(er.EvaluationInputError, match="no query"):
-        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=empty.id, k_max=5, lm=lm)
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=empty.id, settings=RetrievalSettings(k_max=5), lm=lm)
     assert db.list_eval_runs(store) == []
 
 
 def test_compare_and_layer_sweep(store, setup, lm) -> None:
     corpus, qs, _ = setup
     ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[0, -1],
-                         strategies=["standard", "mrag"], c=8, k_max=4, lm=lm)
+                         settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=4), lm=lm)
     assert len(ids) == 2
     runs = [db.get_eval_run(store, i) for i in ids]
     assert [r.config["layer"] for r in runs] == [0, 5]
@@ -271,9 +278,9 @@ def test_llm_strategies_run_costs_cache_and_failures(store, setup, lm, fake_open
     server = fake_openai(_llm_responder(sent))
     embedded = record_texts(monkeypatch, er, "cached_embed")
     stages: list[str] = []
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=LLM_RUN, c=8, k_max=6,
-                               lm=lm, llm_config=server.llm_config(max_retries=0),
-                               progress=lambda s, d, t: stages.append(s))
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=LLM_RUN, c=8, k_max=6), lm=lm,
+                               llm_config=server.llm_config(max_retries=0), progress=lambda s, d, t: stages.append(s))
     info = db.get_eval_run(store, run_id)
     assert info.status == "done" and info.n_results == 6 * len(LLM_RUN)
     assert {"LLM multi-query", "LLM hyde", "LLM intent", "expansions"} <= set(stages)
@@ -324,8 +331,9 @@ def test_llm_strategies_run_costs_cache_and_failures(store, setup, lm, fake_open
 
     # A second run with the same settings: every usable answer comes from the store's cache.
     n = len(server.requests)
-    again = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=LLM_RUN, c=8, k_max=6,
-                              lm=lm, llm_config=server.llm_config(max_retries=0))
+    again = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                              settings=RetrievalSettings(strategies=LLM_RUN, c=8, k_max=6), lm=lm,
+                              llm_config=server.llm_config(max_retries=0))
     assert len(server.requests) == n + 1  # only the unusable answer (never cached) is asked again
     usage = db.get_eval_run(store, again).llm_usage["total"]
     assert (usage["spent_tokens"], usage["cached"], usage["failed"]) == (12, 17, 1)
@@ -345,8 +353,9 @@ def test_llm_run_cancel_resume_costs_no_tokens(store, setup, lm, fake_openai) ->
             cancel.set()
 
     cfg = server.llm_config(max_retries=0)
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde", "multi-query"],
-                               c=8, k_max=5, lm=lm, llm_config=cfg, progress=progress, cancel=cancel, batch_size=2)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["hyde", "multi-query"], c=8, k_max=5), lm=lm,
+                               llm_config=cfg, progress=progress, cancel=cancel, batch_size=2)
     info = db.get_eval_run(store, run_id)
     assert info.status == "cancelled" and info.n_results == 2
     assert len(server.requests) == 12 and info.llm_usage["total"]["spent_tokens"] == sum(p + c for p, c in sent)
@@ -377,8 +386,9 @@ def test_the_llm_usage_so_far_is_stored_while_expanding(store, setup, lm, fake_o
             total_usage = run.llm_usage.get("total", {})
             seen.append((done, total_usage.get("spent_tokens"), total_usage.get("requests")))
 
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde"], c=8, k_max=5,
-                               lm=lm, llm_config=server.llm_config(max_retries=0), progress=progress)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["hyde"], c=8, k_max=5), lm=lm,
+                               llm_config=server.llm_config(max_retries=0), progress=progress)
     assert db.get_eval_run(store, run_id).status == "done"
     # each hyde passage costs 30 + 20 tokens; at the n-th answer the run already holds n answers' worth
     assert [s for s in seen if s[0] > 0] == [(n, 50 * n, n) for n in range(1, 7)]
@@ -399,8 +409,9 @@ def test_a_stop_halfway_through_a_family_keeps_the_costs_of_the_answers_received
             raise _ScriptStopped()
 
     with pytest.raises(_ScriptStopped):
-        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["hyde"], c=8, k_max=5,
-                          lm=lm, llm_config=server.llm_config(max_retries=0, concurrency=1), progress=progress)
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                          settings=RetrievalSettings(strategies=["hyde"], c=8, k_max=5), lm=lm,
+                          llm_config=server.llm_config(max_retries=0, concurrency=1), progress=progress)
     run = db.list_eval_runs(store)[0]
     assert run.status == "cancelled" and run.n_results == 0
     total = run.llm_usage["total"]
@@ -413,20 +424,19 @@ def test_llm_strategies_need_an_endpoint(store, setup, lm, monkeypatch) -> None:
     for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(er.EvaluationInputError, match="hyde, intent-mrag need an OpenAI-compatible LLM endpoint"):
-        er.validate_request(
-            store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "hyde", "intent-mrag"], c=8, k_max=5
-        )
+        er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
+                            settings=RetrievalSettings(strategies=["standard", "hyde", "intent-mrag"], c=8, k_max=5))
     with pytest.raises(er.EvaluationInputError, match="MRAG_LLM_BASE_URL"):
-        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["multi-query"], c=8, k_max=5,
-                          lm=lm)
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                          settings=RetrievalSettings(strategies=["multi-query"], c=8, k_max=5), lm=lm)
     monkeypatch.setenv("MRAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # a URL but no model
     with pytest.raises(er.EvaluationInputError, match="unusable"):
-        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["multi-query"], c=8, k_max=5,
-                          lm=lm)
+        er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                          settings=RetrievalSettings(strategies=["multi-query"], c=8, k_max=5), lm=lm)
     assert db.list_eval_runs(store) == []
     # Strategies without an LLM never need one.
-    assert er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
-                               k_max=5) == ["standard"]
+    assert er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard"], c=8, k_max=5)) == ["standard"]
 
 
 def test_topic_units_pure() -> None:
@@ -454,8 +464,8 @@ def test_topic_layout_queries_are_scored_per_topic(store, lm) -> None:
     assert len(gt) == 4
     db.add_queries(store, qs.id, [{"text": "A comet over the kitchen while tomatoes simmer", "ground_truth": gt,
                                    "n_aspects": 2}])
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
-                               k_max=8, lm=lm)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard"], c=8, k_max=8), lm=lm)
     (res,) = db.load_eval_results(store, run_id, "standard")
     for k in range(1, 9):
         found = {topic_of[d] for d in res.retrieved[:k] if d in gt}
@@ -472,9 +482,10 @@ def test_a_stale_index_is_updated_not_reembedded(store, setup, lm) -> None:
                                                     "label": "football"}]).document_ids
     labels[added] = "football"
     stages: list[tuple[str, int, int]] = []
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, model_name="minilm", layer=-1,
-                               strategies=["standard", "mrag"], c=8, k_max=6, lm=lm,
-                               progress=lambda s, d, t: stages.append((s, d, t)))
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(model="minilm", layer=-1, strategies=["standard", "mrag"],
+                                                          c=8, k_max=6),
+                               lm=lm, progress=lambda s, d, t: stages.append((s, d, t)))
     info = db.get_eval_run(store, run_id)
     assert info.embedding_run_id not in (None, first.id)  # a new, current index of the same settings
     index = db.get_embedding_run(store, info.embedding_run_id)
@@ -502,8 +513,9 @@ def test_stop_waits_until_the_run_has_stored_that_it_stopped(store, setup, lm) -
 
     ids: list[int] = []
     worker = threading.Thread(target=lambda: ids.append(er.run_evaluation(
-        store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8, k_max=5, lm=lm,
-        progress=slow_progress, cancel=cancel, batch_size=2)))
+        store, corpus_id=corpus.id, query_set_id=qs.id,
+        settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5),
+        lm=lm, progress=slow_progress, cancel=cancel, batch_size=2)))
     worker.start()
     assert reached.wait(60)
     (running,) = db.list_eval_runs(store)
@@ -523,8 +535,9 @@ def _stopped_run(store, corpus, qs, lm, strategies: list[str], batch_size: int, 
     """A run of ``strategies`` (c 8, k_max 5) stopped by a Stop pressed when its first batch of ``batch_size`` results
     is stored (the first 'evaluation' progress report comes after that batch); returns its id."""
     cancel = threading.Event()
-    return er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=strategies, c=8, k_max=5,
-                             lm=lm, cancel=cancel, batch_size=batch_size,
+    return er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                             settings=RetrievalSettings(strategies=strategies, c=8, k_max=5), lm=lm, cancel=cancel,
+                             batch_size=batch_size,
                              progress=lambda s, d, t: cancel.set() if s == "evaluation" else None, **kw)
 
 
@@ -550,8 +563,9 @@ def test_a_stopped_sweep_resumes_all_its_layers(store, setup, lm) -> None:
         if stage.startswith("layer 2 (1/2): evaluation"):
             cancel.set()
 
-    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[2, 4], strategies=["standard", "mrag"],
-                         c=8, k_max=4, lm=lm, progress=stop_in_first_layer, cancel=cancel, batch_size=2)
+    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[2, 4],
+                         settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=4), lm=lm,
+                         progress=stop_in_first_layer, cancel=cancel, batch_size=2)
     assert len(ids) == 1 and db.get_eval_run(store, ids[0]).status == "cancelled"
     (plan,) = er.sweep_plans(store, corpus.id)
     assert plan.layers == [2, 4] and plan.missing == [4] and [r.id for r in plan.unfinished] == ids
@@ -576,7 +590,7 @@ def test_a_sweep_stopped_between_layers_resumes_the_missing_ones(store, setup, l
     corpus, qs, _ = setup
     cancel = threading.Event()
     ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, 3, -1],
-                         strategies=["standard"], c=8, k_max=4, lm=lm, cancel=cancel,
+                         settings=RetrievalSettings(strategies=["standard"], c=8, k_max=4), lm=lm, cancel=cancel,
                          progress=lambda s, d, t: cancel.set() if s.startswith("layer 1") and d == t and
                          s.endswith("evaluation") else None)
     # layer 1 finished its last batch, then the cancel stopped the next layer's run before it stored anything
@@ -611,7 +625,9 @@ def test_run_comparison_views() -> None:
 def test_drilldown_names_the_runs_own_index_and_settings(store, setup, lm) -> None:
     corpus, qs, _ = setup
     ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, -1],
-                         strategies=["standard", "mrag", "fusion"], variant="decay", c=6, k_max=4, lm=lm)
+                         settings=RetrievalSettings(strategies=["standard", "mrag", "fusion"],
+                                                    variant="decay", c=6, k_max=4),
+                         lm=lm)
     first, last = (db.get_eval_run(store, i) for i in ids)
     assert first.embedding_run_id != last.embedding_run_id  # each layer has its index; the newest is layer 5's
     qid = er.evaluable_queries(store, qs.id)[3].id
@@ -708,8 +724,9 @@ def test_a_stop_asked_through_the_database_stops_the_run_after_its_batch(store, 
             time.sleep(0.3)  # a batch that takes its time
 
     worker = threading.Thread(target=lambda: out.setdefault("id", er.run_evaluation(
-        store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8, k_max=5, lm=lm,
-        batch_size=1, progress=slow)))
+        store, corpus_id=corpus.id, query_set_id=qs.id,
+        settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5),
+        lm=lm, batch_size=1, progress=slow)))
     worker.start()
     assert started.wait(120)
     (running,) = [r for r in db.list_eval_runs(store) if r.status == "running"]
@@ -766,8 +783,8 @@ def test_a_query_edited_between_stop_and_resume_is_scored_again_and_its_fingerpr
     m = er.load_run_metrics(store, run_id)
     assert m.edited == [] and er.edited_note(m) is None
     # Every result equals a fresh run's on the query set as it is now; the unedited ones were not recomputed.
-    fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=8,
-                              k_max=5, lm=lm)
+    fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                              settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5), lm=lm)
     a = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, run_id)}
     b = {(r.strategy, r.query_id): (r.retrieved, r.rsr) for r in db.load_eval_results(store, fresh)}
     assert a == b
@@ -779,8 +796,8 @@ def test_a_finished_run_is_not_resumed_even_after_a_query_edit(store, setup, lm)
     """`resume` of a done run re-scored the queries edited since it finished, changing a record analysts compare
     against, while its edited note said to start a new run. It is refused now and nothing of the run changes."""
     corpus, qs, _ = setup
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8,
-                               k_max=5, lm=lm)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard"], c=8, k_max=5), lm=lm)
     done = db.get_eval_run(store, run_id)
     results = db.load_eval_results(store, run_id)
     comet = next(q for q in er.evaluable_queries(store, qs.id) if q.text == "a comet with a glowing tail")
@@ -864,8 +881,8 @@ def test_llm_tokens_and_the_cost_total_count_each_call_once_after_a_resume_serve
     assert (rows.loc["hyde", "shared_with"], rows.loc["hyde-mrag", "shared_with"]) == ("hyde-mrag", "hyde")
     assert er.llm_total_note(metrics).startswith("All LLM-assisted strategies together, each LLM call counted once: "
                                                  "300 tokens over 6 expansions, 300 spent, ")
-    plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=8, k_max=5,
-                              lm=lm)
+    plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                              settings=RetrievalSettings(strategies=["standard"], c=8, k_max=5), lm=lm)
     assert er.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
     assert er.runs_llm_tokens(store, []) == {}
 
@@ -892,3 +909,46 @@ def test_a_resume_drops_the_results_of_queries_no_longer_evaluable(store, setup,
     assert set(done.config["queries"]) == {str(q) for q in kept}
     metrics = er.load_run_metrics(store, run_id)
     assert set(metrics.per_query["query_id"]) == kept and set(metrics.queries["query_id"]) == kept
+
+
+def test_the_recommended_alias_runs_the_sentence_round_robin(store, setup, lm) -> None:
+    """``recommended`` is stored as its id; every stored list is the engine's sentence round-robin over the run's
+    index, with the query's sentences embedded as parts; its metrics are the recomputed ones; a drill-down opens
+    it in Compare."""
+    from mrag_core.embedding_cache import cached_embed
+    from mrag_core.sentence_round_robin import query_parts, sentence_round_robin
+    from services.workflows.indexing import load_corpus_index
+
+    corpus, qs, labels = setup
+    stages: list[str] = []
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard", "recommended"], c=8, k_max=6),
+                               lm=lm, progress=lambda s, d, t: stages.append(s))
+    info = db.get_eval_run(store, run_id)
+    assert info.status == "done" and info.config["strategies"] == ["standard", "sentence-round-robin"]
+    assert "query parts" in stages and info.n_results == 12
+    queries = er.evaluable_queries(store, qs.id)
+    stored = db.load_eval_results(store, run_id, "sentence-round-robin")
+    _recompute(stored, queries, labels, 6)
+    bundle = load_corpus_index(store, info.embedding_run_id)
+    for q in queries:
+        parts = query_parts(q.text)
+        emb, _ = cached_embed(lm, parts, kind="query", layer=-1)
+        want = sentence_round_robin(bundle.index, emb, 6, 8, part_texts=parts)
+        got = next(r for r in stored if r.query_id == q.id)
+        assert got.retrieved == [bundle.doc_ids[d] for d in want.doc_ids]
+    with pytest.raises(er.EvaluationInputError, match=r"unknown strategies \['best'\]: use standard, .*recommended"):
+        er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
+                            settings=RetrievalSettings(strategies=["best"], k_max=6))
+    assert er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["recommended", "mrag"], k_max=6)) == [
+        "sentence-round-robin", "mrag"]
+    d = er.drilldown(store, [(run_id, "standard"), (run_id, "sentence-round-robin")], queries[0].id)
+    assert d.strategies == ["standard", "sentence-round-robin"]
+    import io
+
+    import pandas as pd
+
+    csv = pd.read_csv(io.StringIO(er.run_csv(er.load_run_metrics(store, run_id))))
+    assert set(zip(csv["strategy"], csv["label"])) == {
+        ("standard", "Standard RAG"), ("sentence-round-robin", "Sentence round-robin (Standard + MRAG per sentence)")}

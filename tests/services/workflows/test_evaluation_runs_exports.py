@@ -35,11 +35,12 @@ def _run(store: db.Store, w: float) -> int:
 def test_the_csv_repeats_the_runs_id_w_and_k_max_after_the_seven_result_columns(store) -> None:
     rid = _run(store, 0.5)
     text = er.run_csv(er.load_run_metrics(store, rid))
-    assert text.splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max"
+    assert text.splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max,label"
     frame = pd.read_csv(io.StringIO(text))
     # weighted = (w·RSR + CSR) / (w + 1) with w = 0.5: k = 1 (0 + 0.5) / 1.5 = 1/3, k = 2 (0.25 + 1) / 1.5 = 5/6
     assert frame["weighted"].tolist() == pytest.approx([1 / 3, 5 / 6])
     assert frame[["k", "run_id", "w", "k_max"]].values.tolist() == [[1, rid, 0.5, 2], [2, rid, 0.5, 2]]
+    assert frame["label"].tolist() == ["MRAG", "MRAG"]  # the registry's label
 
 
 def test_the_download_names_carry_w_and_k_max_and_the_json_layouts_are_unchanged(store) -> None:

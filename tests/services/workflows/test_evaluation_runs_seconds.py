@@ -18,6 +18,7 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
+from mrag_core.settings import RetrievalSettings  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
 from tests.support.mini_corpus import add_sky_and_food  # noqa: E402
 
@@ -56,8 +57,9 @@ def test_the_seconds_of_a_stopped_session_count_in_the_runs_total(store, lm, mon
     # the workflow's clock only (its module's ``time``), not the process's
     monkeypatch.setattr(er, "time", SimpleNamespace(perf_counter=lambda: clock[0], monotonic=time.monotonic))
     stop_now, cancel = [True], threading.Event()
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=4,
-                               k_max=2, lm=lm, cancel=cancel, batch_size=2, progress=progress)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard", "mrag"], c=4, k_max=2), lm=lm,
+                               cancel=cancel, batch_size=2, progress=progress)
     stopped = db.get_eval_run(store, run_id)
     assert stopped.status == "cancelled" and stopped.n_results == 2
     first = stopped.timing["total_s"]  # the stopped session's seconds: none were stored
@@ -93,8 +95,9 @@ def test_load_index_and_embed_queries_add_up_over_a_stop_and_a_resume(store, lm,
             cancel.set()
 
     # no fusion or LLM strategy: one embedding call per session, for the queries still to score
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=4,
-                               k_max=2, lm=lm, cancel=cancel, batch_size=2, progress=stop_after_first_batch)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard", "mrag"], c=4, k_max=2), lm=lm,
+                               cancel=cancel, batch_size=2, progress=stop_after_first_batch)
     stopped = db.get_eval_run(store, run_id)
     assert stopped.status == "cancelled" and stopped.n_results == 2
     assert (stopped.timing["load_index"], stopped.timing["embed_queries"]) == (LOAD_S, EMBED_S)
@@ -119,8 +122,9 @@ def test_a_session_stopped_while_embedding_its_queries_keeps_those_seconds(store
         return embed(*args, **kwargs)
 
     monkeypatch.setattr(er, "cached_embed", embed_then_maybe_stop)
-    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard", "mrag"], c=4,
-                               k_max=2, lm=lm, batch_size=2)
+    run_id = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                               settings=RetrievalSettings(strategies=["standard", "mrag"], c=4, k_max=2), lm=lm,
+                               batch_size=2)
     stopped = db.get_eval_run(store, run_id)
     assert stopped.status == "cancelled" and stopped.n_results == 0
     assert stopped.timing["embed_queries"] == EMBED_S  # was left out: the stop came before it was set

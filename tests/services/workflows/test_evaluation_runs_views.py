@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import db
+from mrag_core.settings import RetrievalSettings
 from services.workflows import evaluation_runs as er
 
 
@@ -108,8 +109,8 @@ def test_a_query_edited_after_the_run_is_named_and_keeps_the_aspect_count_it_was
     that the stored scores were of another version of the query."""
     monkeypatch.setenv("MRAG_CACHE_DIR", str(tmp_path / "cache"))
     corpus, qs, ids, (q1, q2, q3) = make_corpus(store)
-    rid = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, strategies=["standard"], c=4, k_max=2,
-                            lm=lm)
+    rid = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
+                            settings=RetrievalSettings(strategies=["standard"], c=4, k_max=2), lm=lm)
     before = er.load_run_metrics(store, rid)
     assert before.edited == [] and er.edited_note(before) is None
     stored = {r.query_id: r for r in db.load_eval_results(store, rid)}

@@ -1,10 +1,10 @@
-"""Tests for services.expansion.rrf.reciprocal_rank_fusion (hand-worked arithmetic)."""
+"""Tests for mrag_core.rrf.reciprocal_rank_fusion, the one RRF (hand-worked arithmetic)."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.expansion.rrf import reciprocal_rank_fusion
+from mrag_core.rrf import reciprocal_rank_fusion
 
 
 def test_hand_worked_example_k60() -> None:
