@@ -7,7 +7,7 @@ with MRAG voting) are extra columns, with their generated texts and token / late
 Thin page: ``services.workflows.compare`` does the work; the loaded index is cached per run id.
 ``st.session_state["compare_query_id"]`` (set by the Evaluation Runs drill-down) preselects that
 query, its query set and corpus, once; ``st.session_state["compare_drilldown"]`` (a
-:class:`~services.workflows.evaluation_runs.DrillDown`) also opens the run's own index with its voting, c, k and
+:class:`~services.workflows.eval_comparison.DrillDown`) also opens the run's own index with its voting, c, k and
 strategies, so the numbers match the run's table.
 
 The choices (this page's and the query picker's in ``ui.query_widgets``) are kept for the session
@@ -52,7 +52,8 @@ from services.workflows.compare import (
     resolve_subqueries,
     sentence_split,
 )
-from services.workflows.evaluation_runs import DrillDown, fused_strategies
+from services.workflows.eval_comparison import DrillDown
+from services.workflows.eval_results import fused_strategies
 from services.workflows.indexing import (
     IndexBundle,
     query_window,

@@ -28,6 +28,7 @@ from mrag_core.strategy_registry import RECOMMENDED
 from mrag_core.strategy_registry import STRATEGIES as NAMED_STRATEGIES
 from mrag_core.wording import counted
 from services import storage
+from services.workflows import eval_comparison, eval_costs, eval_exports, eval_results, eval_sweeps
 from services.workflows import evaluation_runs as er
 from services.workflows import queries as query_store
 from services.workflows import run_intervals as ri
@@ -73,7 +74,7 @@ COST_FORMAT = {"rsr": st.column_config.NumberColumn(format="%.3f"), "csr": st.co
                "spent_tokens": st.column_config.NumberColumn("tokens spent"),
                "llm_s": st.column_config.NumberColumn("LLM s", format="%.2f"),
                "llm_queries": st.column_config.NumberColumn("LLM-expanded queries"),
-               er.SHARED_COLUMN: st.column_config.TextColumn("expansions shared with")}
+               eval_costs.SHARED_COLUMN: st.column_config.TextColumn("expansions shared with")}
 
 
 
@@ -113,12 +114,12 @@ def _report_runs(ids: list[int]) -> None:
         ss["ev_view_run"] = ids[-1]
 
 
-def _aspect_counts(m: er.RunMetrics) -> list[int]:
+def _aspect_counts(m: eval_results.RunMetrics) -> list[int]:
     """The run's query aspect counts, smallest first."""
     return sorted(int(n) for n in m.summary["n_aspects"].unique())
 
 
-def _success_figure(m: er.RunMetrics, n_aspects: int):  # noqa: ANN202 - a Plotly figure
+def _success_figure(m: eval_results.RunMetrics, n_aspects: int):  # noqa: ANN202 - a Plotly figure
     """Success ratio (RSR and CSR) against k of the run's ``n_aspects``-aspect queries, one line per strategy."""
     curve = m.summary[m.summary["n_aspects"] == n_aspects]
     long = curve.melt(id_vars=["strategy", "k"], value_vars=["rsr", "csr"], var_name="metric", value_name="ratio")
@@ -131,14 +132,15 @@ def _success_figure(m: er.RunMetrics, n_aspects: int):  # noqa: ANN202 - a Plotl
 def _results_at_once(run_id: int) -> None:
     """Right after a run: its accuracy table and its success-against-k chart at its largest aspect count (the
     Runs tab has every view of it)."""
-    m = er.load_run_metrics(store, run_id)
+    m = eval_results.load_run_metrics(store, run_id)
     if m.per_query.empty:
         return
     n_max = _aspect_counts(m)[-1]
     st.markdown(f"**Results of run #{run_id}**: means at k = each query's number of aspects; success against k of "
                 f"its {n_max}-aspect queries. Every view of it (other aspect counts, per-query distribution, "
                 "improvement over Standard, exports) is under the Runs tab.")
-    st.dataframe(ri.with_mean_intervals(er.without_unused_cost(er.accuracy_and_cost(m)), m), hide_index=True,
+    st.dataframe(ri.with_mean_intervals(eval_costs.without_unused_cost(eval_costs.accuracy_and_cost(m)), m),
+                 hide_index=True,
                  key="ev_new_cost",
                  column_config=COST_FORMAT)
     st.plotly_chart(_success_figure(m, n_max), key="ev_new_curve")
@@ -152,7 +154,7 @@ def _run_label(r: storage.EvalRunInfo, escape: Callable[[str], str] = str) -> st
             f"{escape(str(cfg.get('model', '?')))} L{cfg.get('layer', '?')} · {er.status_label(r)}")
 
 
-def _sweep_label(plan: er.SweepPlan) -> str:
+def _sweep_label(plan: eval_sweeps.SweepPlan) -> str:
     """A sweep as the Unfinished runs list names it (Markdown, names escaped): model, layers, query set, and each
     layer's state."""
     states = []
@@ -173,7 +175,7 @@ def _resume(key: str, work: Callable[[Any, Any], list[int]]) -> None:
     cancel = ss["_ev_cancel"] = threading.Event()
     try:
         ids = work(progress, cancel)
-    except er.EvaluationInputError as exc:
+    except eval_results.EvaluationInputError as exc:
         bar.empty()
         stop_slot.empty()
         st.error(md_plain(str(exc)))
@@ -280,7 +282,7 @@ with tab_run:
                     lm = get_model(asked.model)
                     for layer in layers:
                         lm.layer_index(layer)
-                except er.EvaluationInputError as exc:
+                except eval_results.EvaluationInputError as exc:
                     st.error(md_plain(str(exc)))
                 except Exception as exc:  # noqa: BLE001 - model load / layer problems, shown plainly
                     st.error(f"Cannot start: {md_plain(str(exc))}")
@@ -292,10 +294,10 @@ with tab_run:
                                   llm_config=llm_cfg, llm_options=llm_options, cancel=cancel)
                     try:
                         if len(layers) > 1:
-                            ids = er.layer_sweep(store, layers=layers, **kwargs)
+                            ids = eval_sweeps.layer_sweep(store, layers=layers, **kwargs)
                         else:
                             ids = [er.run_evaluation(store, **kwargs)]
-                    except er.EvaluationInputError as exc:
+                    except eval_results.EvaluationInputError as exc:
                         st.error(md_plain(str(exc)))
                         ids = []
                     bar.empty()
@@ -304,7 +306,7 @@ with tab_run:
                     if ids:  # the run's results at once, not just "Run #N done"
                         _results_at_once(ids[-1])
 
-    open_sweeps = [p for p in er.sweep_plans(store, corpus.id) if not p.finished]
+    open_sweeps = [p for p in eval_sweeps.sweep_plans(store, corpus.id) if not p.finished]
     in_open_sweeps = {r.id for p in open_sweeps for r in p.runs}
     unfinished = [r for r in run_store.list_eval_runs(store, corpus_id=corpus.id)
                   if r.status != "done" and r.id not in in_open_sweeps]
@@ -328,7 +330,7 @@ with tab_run:
                                    + ("; one of its runs is running now" if busy else "")):
                 target = (plan.unfinished or plan.runs)[0]
                 _resume(f"ev_resume_stop_{plan.sweep}", lambda progress, cancel, _id=target.id, _m=plan.model:
-                        er.resume_sweep(store, _id, lm=get_model(_m), progress=progress, cancel=cancel,
+                        eval_sweeps.resume_sweep(store, _id, lm=get_model(_m), progress=progress, cancel=cancel,
                                         llm_config=llm_cfg))
         for r in unfinished:
             cols = st.columns([5, 1])
@@ -345,7 +347,7 @@ with tab_view:
     if not runs:
         st.info("No evaluation run for this corpus yet.")
     else:
-        llm_tokens = er.runs_llm_tokens(store, [r.id for r in runs])  # each call once, not once per session
+        llm_tokens = eval_costs.runs_llm_tokens(store, [r.id for r in runs])  # each call once, not once per session
         table = pd.DataFrame([{
             "id": r.id, "name": r.name, "query set": qs_names.get(r.query_set_id, r.query_set_id),
             "model": r.config.get("model"), "layer": r.config.get("layer"),
@@ -366,15 +368,15 @@ with tab_view:
             st.session_state.pop("ev_view_run", None)
         chosen = run_by_id[st.selectbox("Run", list(run_by_id), format_func=lambda i: _run_label(run_by_id[i]),
                                         key="ev_view_run")]
-        m = er.load_run_metrics(store, chosen.id)
+        m = eval_results.load_run_metrics(store, chosen.id)
         if m.per_query.empty:
             st.info("This run has no stored results yet.")
         else:
-            if note := er.edited_note(m):
+            if note := eval_results.edited_note(m):
                 st.warning(note)
-            if note := er.coverage_note(m):
+            if note := eval_results.coverage_note(m):
                 st.warning(f"Run #{chosen.id} is {er.status_label(chosen)}. {note}")
-            cost = ri.with_mean_intervals(er.without_unused_cost(er.accuracy_and_cost(m)), m)
+            cost = ri.with_mean_intervals(eval_costs.without_unused_cost(eval_costs.accuracy_and_cost(m)), m)
             spent = "tokens" in cost.columns
             st.subheader("Accuracy and cost" if spent else "Accuracy")
             st.caption("Means over all scored queries at k = each query's number of aspects." + (
@@ -383,7 +385,7 @@ with tab_view:
                 "LLM s = seconds waited for answers." if spent else " No strategy of this run used an LLM."))
             st.dataframe(cost, hide_index=True, key="ev_cost", column_config=COST_FORMAT)
             st.caption(ri.INTERVAL_NOTE)
-            if spent and (total_note := er.llm_total_note(m)):  # rows may share calls: their total, each once
+            if spent and (total_note := eval_costs.llm_total_note(m)):  # rows may share calls: their total, each once
                 st.caption(total_note)
             if chosen.timing.get("warning"):
                 st.warning(chosen.timing["warning"])
@@ -395,7 +397,7 @@ with tab_view:
             n_sel = st.selectbox("Aspect count", aspects, key="ev_view_n")
             fig = _success_figure(m, n_sel)
             st.plotly_chart(fig, key="ev_curve")
-            if note := er.fused_depth_note(m.strategies):
+            if note := eval_results.fused_depth_note(m.strategies):
                 st.caption(note)
             _html_download(fig, f"run{chosen.id}_success_n{n_sel}", "ev_curve_dl")
 
@@ -410,7 +412,7 @@ with tab_view:
             _html_download(hist, f"run{chosen.id}_hist_k{k_hist}", "ev_hist_dl")
 
             st.subheader("Relative improvement over Standard RAG")
-            imp = er.relative_improvement(m)
+            imp = eval_results.relative_improvement(m)
             if imp.empty:
                 st.caption("Needs the 'standard' strategy and at least one other in the run.")
             else:
@@ -431,30 +433,30 @@ with tab_view:
             if 1 in aspects:
                 st.subheader("Single-aspect queries")
                 st.caption("Queries whose one document is found within the top k, out of all single-aspect queries.")
-                st.dataframe(er.single_aspect_table(m), hide_index=True)
+                st.dataframe(eval_results.single_aspect_table(m), hide_index=True)
 
             st.subheader("Export")
             st.caption(f"The file names carry the run's w = {m.w:g} and k_max = {m.k_max}; the CSV repeats them (and "
                        "the run's id) in every row.")
-            stem = er.export_name(m)
+            stem = eval_exports.export_name(m)
             e1, e2, e3, e4 = st.columns(4)
-            e1.download_button("Run as JSON", data=lambda: er.authors_json(m),
+            e1.download_button("Run as JSON", data=lambda: eval_exports.authors_json(m),
                                file_name=f"{stem}.json", mime="application/json", key="ev_json",
                                help="{strategy: {aspects: {success_ratio, category_success_ratio: [k][query]}}}, "
                                     "as `bench --json` writes it")
-            e2.download_button("Run as the MRAG authors' result file", data=lambda: er.authors_file_json(m),
+            e2.download_button("Run as the MRAG authors' result file", data=lambda: eval_exports.authors_file_json(m),
                                file_name=f"{stem}_authors.json", mime="application/json",
                                key="ev_authors_json",
                                help="Their keys (rat, suc, category_rat, category_suc) and strategy names "
                                     "(standard-rag, split-rag, fusion-rag, ...), for their plotting code")
-            e3.download_button("Run for the authors' plotter", data=lambda: er.plotter_json(m),
+            e3.download_button("Run for the authors' plotter", data=lambda: eval_exports.plotter_json(m),
                                file_name=f"{stem}_plotter.json", mime="application/json", key="ev_plotter_json",
                                help="What their CLI plotter (`multirag-cli plot`) reads: strategy keys standard-rag, "
                                     "multirag, multirag-strategy-decay, ..., split-rag-strategy-weighted, "
                                     "fusion-multirag with success_ratio and category_success_ratio [k][query]")
-            e4.download_button("Per-query results (CSV)", data=lambda: er.run_csv(m),
+            e4.download_button("Per-query results (CSV)", data=lambda: eval_exports.run_csv(m),
                                file_name=f"{stem}.csv", mime="text/csv", key="ev_csv")
-            for note in er.plotter_notes(m):
+            for note in eval_exports.plotter_notes(m):
                 st.caption(f"Plotter file: {md_plain(note)}.")
         with st.expander("Delete this run"):
             running_now = chosen.id in er.active_runs() or chosen.live
@@ -484,44 +486,46 @@ with tab_compare:
         k_mode = c2.number_input("k (0 = number of aspects)", min_value=0, value=0, step=1, key="ev_cmp_k", **KEEP)
         if len(picked) >= 2:
             try:
-                loaded = {rid: er.load_run_metrics(store, rid) for rid in dict.fromkeys(r for r, _ in picked)}
-                means, tests = er.compare_runs(store, picked, metric=metric, k=int(k_mode) or None, metrics=loaded)
+                loaded = {rid: eval_results.load_run_metrics(store, rid) for rid in dict.fromkeys(r for r, _ in picked)}
+                means, tests = eval_comparison.compare_runs(store, picked, metric=metric, k=int(k_mode) or None,
+                                                            metrics=loaded)
                 mean_ci, diff_ci = ri.compare_intervals(store, picked, metric=metric, k=int(k_mode) or None,
                                                         metrics=loaded)
-            except er.EvaluationInputError as exc:
+            except eval_results.EvaluationInputError as exc:
                 st.error(md_plain(str(exc)))
             else:
                 for rid in loaded:
-                    if note := er.edited_note(loaded[rid]):
+                    if note := eval_results.edited_note(loaded[rid]):
                         st.warning(note)
                 if tests.empty or int(tests["queries"].max()) == 0:
                     st.warning("The selected runs share no scored query.")
-                for note in (er.compare_k_note(loaded, int(k_mode) or None), er.compare_w_note(loaded, metric)):
+                for note in (eval_comparison.compare_k_note(loaded, int(k_mode) or None),
+                     eval_comparison.compare_w_note(loaded, metric)):
                     if note:
                         st.warning(note)
-                read_at = er.compare_k_label(loaded, int(k_mode) or None)
+                read_at = eval_comparison.compare_k_label(loaded, int(k_mode) or None)
                 st.markdown(f"**Mean {metric} per aspect count, at {read_at}**")
-                st.dataframe(ri.means_table_with_intervals(er.means_table(means, metric, picked), mean_ci),
+                st.dataframe(ri.means_table_with_intervals(eval_comparison.means_table(means, metric, picked), mean_ci),
                              key="ev_cmp_means")
                 st.markdown(f"**{metric} over all paired queries, at {read_at}, next to the LLM cost**")
                 overall = means[means["n_aspects"] == "all"].set_index("item")[metric]
-                cost = er.items_cost(store, picked, metrics=loaded)
+                cost = eval_costs.items_cost(store, picked, metrics=loaded)
                 cost.insert(1, metric, cost["item"].map(overall))
                 st.dataframe(cost[["item", metric, "tokens_per_query", "tokens", "spent_tokens", "llm_s", "failed",
-                                   er.SHARED_COLUMN]],
+                                   eval_costs.SHARED_COLUMN]],
                              hide_index=True, key="ev_cmp_cost",
                              column_config={**COST_FORMAT, metric: st.column_config.NumberColumn(format="%.3f")})
                 cmp_fig = px.bar(means[means["n_aspects"] != "all"], x="n_aspects",
                                  y=metric, color="item", barmode="group",
                                  title=f"{metric} per aspect count, at {read_at}")
                 st.plotly_chart(cmp_fig, key="ev_cmp_fig")
-                if note := er.fused_depth_note([s for _, s in picked]):
+                if note := eval_results.fused_depth_note([s for _, s in picked]):
                     st.caption(note)
                 _html_download(cmp_fig, "comparison", "ev_cmp_dl")
                 st.markdown("**Paired significance against the reference** (t-test and Wilcoxon p-values, "
                             "win / tie / loss per query)")
-                st.caption(er.HOLM_NOTE)
-                shown = tests.assign(mean_diff=tests["mean_diff"].map(er.signed)) if len(tests) else tests
+                st.caption(eval_comparison.HOLM_NOTE)
+                shown = tests.assign(mean_diff=tests["mean_diff"].map(eval_comparison.signed)) if len(tests) else tests
                 shown = ri.tests_with_intervals(shown, diff_ci)
                 p_format = {col: "{:.4f}" for col in ("t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm")}
                 st.dataframe(shown.style.format(p_format, na_rep=""), hide_index=True, key="ev_cmp_tests")
@@ -530,7 +534,7 @@ with tab_compare:
                                    file_name=f"comparison_{metric}.csv",
                                    data=ri.comparison_csv(metric, read_at, mean_ci, tests, diff_ci))
                 st.markdown("**Per-query drill-down**")
-                pq = er.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)
+                pq = eval_comparison.per_query_comparison(store, picked, k=int(k_mode) or None, metrics=loaded)
                 st.dataframe(pq, hide_index=True)
                 if not pq.empty:
                     qid = st.selectbox("Query", pq["query_id"].tolist(), key="ev_cmp_query",
@@ -558,7 +562,7 @@ with tab_compare:
                     if st.button("Open this query in Compare", key="ev_cmp_open",
                                  help="Compare opens on the index this run searched, with its voting, c and k"):
                         ss["compare_query_id"] = int(qid)
-                        ss["compare_drilldown"] = er.drilldown(store, picked, int(qid), run_id=open_run,
+                        ss["compare_drilldown"] = eval_comparison.drilldown(store, picked, int(qid), run_id=open_run,
                                                                k=int(k_mode) or None)
                         target = Path(__file__).resolve().parent / "5_Compare.py"
                         if target.is_file():
@@ -568,7 +572,7 @@ with tab_compare:
 
 # --------------------------------------------------------------------------- layer sweep
 with tab_sweep:
-    sweeps = er.sweeps(store, corpus.id)
+    sweeps = eval_sweeps.sweeps(store, corpus.id)
     if not sweeps:
         st.info("No layer sweep yet: start a run with several layers (e.g. 0,2,4,-1) on the New run tab.")
     else:
@@ -576,7 +580,7 @@ with tab_sweep:
                            format_func=lambda s: f"{sweeps[s][0].config.get('model')} · layers "
                                                  f"{', '.join(str(r.config.get('layer')) for r in sweeps[s])} · "
                                                  f"{qs_names.get(sweeps[s][0].query_set_id, '')}")
-        frame = er.layer_sweep_frame(store, [r.id for r in sweeps[sid]])
+        frame = eval_sweeps.layer_sweep_frame(store, [r.id for r in sweeps[sid]])
         if frame.empty:
             st.info("The sweep has no stored results yet.")
         else:
@@ -590,7 +594,7 @@ with tab_sweep:
                 st.caption("Standard, Split and Fusion RAG search the model's final embedding, whatever the layer: "
                            "their lines are flat by design. Only the head-based strategies (MRAG and its variants, "
                            "Fusion MRAG) change with the layer.")
-            if note := er.fused_depth_note(frame["strategy"].unique().tolist()):
+            if note := eval_results.fused_depth_note(frame["strategy"].unique().tolist()):
                 st.caption(note)
             _html_download(sfig, "layer_sweep", "ev_sweep_dl")
             st.dataframe(frame, hide_index=True)

@@ -96,13 +96,13 @@ def bench_cost_rows(names: Sequence[str], records: dict[str, list[dict[str, Any]
     """``bench``'s LLM cost rows: per strategy of ``names`` the expansions it searched (``records``: per LLM family,
     one record per benchmark query, in query order), with ``shared_with`` naming the strategies that search the
     same expansions; with two or more strategies a ``total`` row that counts each expansion once, by the rule of
-    an evaluation run's cost table (:func:`~services.workflows.evaluation_runs.once_each_cost`)."""
-    from services.workflows import evaluation_runs as er
+    an evaluation run's cost table (:func:`~services.workflows.eval_costs.once_each_cost`)."""
+    from services.workflows import eval_costs
 
-    rows = [{"strategy": name, **er.cost_row(records[resolve(name).source]),
-             er.SHARED_COLUMN: ", ".join(er.shared_with(names, name))} for name in names]
+    rows = [{"strategy": name, **eval_costs.cost_row(records[resolve(name).source]),
+             eval_costs.SHARED_COLUMN: ", ".join(eval_costs.shared_with(names, name))} for name in names]
     if len(names) > 1:
-        once = er.once_each_cost((name, qi, record) for name in names
+        once = eval_costs.once_each_cost((name, qi, record) for name in names
                                  for qi, record in enumerate(records[resolve(name).source]))
-        rows.append({"strategy": "total", **once, er.SHARED_COLUMN: ""})
+        rows.append({"strategy": "total", **once, eval_costs.SHARED_COLUMN: ""})
     return rows

@@ -231,10 +231,10 @@ COST_HEADING = "LLM cost (tokens of the expansions; spent = sent by this run, 0 
 
 def print_cost_table(rows: list[dict[str, Any]], strategies: Sequence[str]) -> None:
     """Print :data:`COST_HEADING`, the cost table of ``rows`` and, when some of ``strategies`` share their LLM
-    expansions, the note that says so (:func:`~services.workflows.evaluation_runs.shared_expansions_note`)."""
-    from services.workflows import evaluation_runs as er
+    expansions, the note that says so (:func:`~services.workflows.eval_costs.shared_expansions_note`)."""
+    from services.workflows import eval_costs
 
     print(COST_HEADING)
     print(format_cost_table(rows))
-    if shared := er.shared_expansions_note(strategies):
+    if shared := eval_costs.shared_expansions_note(strategies):
         print(f"note: {shared}")

@@ -210,6 +210,7 @@ def export_run(store: Any, run_id: int, json_out: str | None, authors_json_out: 
     """``eval --export RUN_ID``: write the stored results of the run to the files given (an unfinished run's, over
     the queries every strategy scored, with a ``note:`` saying so); returns the exit status."""
     import db
+    from services.workflows import eval_results
     from services.workflows import evaluation_runs as er
 
     if not (json_out or authors_json_out or plotter_json_out):
@@ -218,12 +219,12 @@ def export_run(store: Any, run_id: int, json_out: str | None, authors_json_out: 
         info = db.get_eval_run(store, run_id)
     except db.NotFoundError:
         return fail(f"evaluation run {run_id} does not exist")
-    metrics = er.load_run_metrics(store, info.id)
+    metrics = eval_results.load_run_metrics(store, info.id)
     if not len(metrics.per_query):
         return fail(f"evaluation run {info.id} has no results yet ({er.status_label(info)})")
     if info.status != "done" and (note := partial_table_note(metrics)):
         print(note.replace("the table is", "the files are"), file=sys.stderr)
-    write_layouts(er.to_evaluation_result(metrics), json_out, authors_json_out, plotter_json_out)
+    write_layouts(eval_results.to_evaluation_result(metrics), json_out, authors_json_out, plotter_json_out)
     return 0
 
 
@@ -231,6 +232,7 @@ def export_run(store: Any, run_id: int, json_out: str | None, authors_json_out: 
 def cmd_eval(args: argparse.Namespace, store: Any) -> int:
     """Run (or resume, or list) evaluations; returns the exit status (0 ok, 1 cancelled, 2 bad input)."""
     import db
+    from services.workflows import eval_costs, eval_results
     from services.workflows import evaluation_runs as er
 
     if getattr(args, "list", False):
@@ -264,7 +266,7 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
         try:
             er.validate_request(store, corpus_id=corpus.id, query_set_id=sets[0].id, settings=_settings(args),
                                 llm_options=llm_options_from(args))
-        except er.EvaluationInputError as exc:
+        except eval_results.EvaluationInputError as exc:
             return fail(str(exc))
     from mrag_core.device import configure_threads
     from mrag_core.models.loader import ModelLoadError, load_model
@@ -294,11 +296,11 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
                 run_id = er.run_evaluation(
                     store, corpus_id=corpus.id, query_set_id=sets[0].id, settings=_settings(args), lm=lm,
                     name=args.name, progress=progress, cancel=cancel, llm_options=llm_options_from(args))
-    except er.EvaluationInputError as exc:
+    except eval_results.EvaluationInputError as exc:
         return fail(str(exc))
     info = db.get_eval_run(store, run_id)
     print(f"run {run_id}: {er.status_label(info)}, {info.n_results} results")
-    metrics = er.load_run_metrics(store, run_id)
+    metrics = eval_results.load_run_metrics(store, run_id)
     if info.status == "cancelled":
         if not pressed.is_set():
             print(f"stopped: {stopped_elsewhere('a Stop button in the app, or eval --stop')}", file=sys.stderr)
@@ -306,13 +308,13 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
             print(note, file=sys.stderr)
         print(f"eval --resume {run_id} continues it", file=sys.stderr)
     if len(metrics.per_query):
-        print(format_table(summarize(er.to_evaluation_result(metrics), w=metrics.w)))
-        write_layouts(er.to_evaluation_result(metrics), *outputs.values())
+        print(format_table(summarize(eval_results.to_evaluation_result(metrics), w=metrics.w)))
+        write_layouts(eval_results.to_evaluation_result(metrics), *outputs.values())
         llm = [s for s in metrics.strategies if s in STRATEGIES and STRATEGIES[s].needs_llm]
         if llm:
             print()
-            total = [{"strategy": "total", **er.llm_cost_total(metrics)}] if len(llm) > 1 else []
-            print_cost_table([{"strategy": s, **er.llm_cost(metrics, s)} for s in llm] + total, llm)
+            total = [{"strategy": "total", **eval_costs.llm_cost_total(metrics)}] if len(llm) > 1 else []
+            print_cost_table([{"strategy": s, **eval_costs.llm_cost(metrics, s)} for s in llm] + total, llm)
             warning = info.timing.get("warning")
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)

@@ -29,6 +29,7 @@ from mrag_core.intervals import Interval, mean_interval, paired_difference_inter
 from mrag_core.wording import counted
 from services.demo import DEMO_CORPUS_NAME
 from services.demo.store import DEMO_QUERIES_MARKER, DEMO_QUERY_SET_NAME, demo_corpus_id
+from services.workflows import eval_results
 from services.workflows import evaluation_runs as er
 
 __all__ = ["DemoSummary", "Reading", "demo_summary", "how_to_run", "how_to_add_recommended", "STANDARD"]
@@ -128,7 +129,7 @@ def _compared(run: db.EvalRunInfo) -> tuple[list[str], str | None]:
     variant = str(run.config.get("variant", "importance"))
     try:
         mrag = er.apply_variant(["mrag"], variant)[0]
-    except er.EvaluationInputError:
+    except eval_results.EvaluationInputError:
         mrag = "mrag"
     wanted = {STANDARD, mrag, RECOMMENDED}
     return [s for s in stored if s in wanted], mrag
@@ -168,7 +169,7 @@ def demo_summary(store: db.Store) -> DemoSummary | None:
             break
     else:
         return None
-    m = er.load_run_metrics(store, run.id)
+    m = eval_results.load_run_metrics(store, run.id)
     pq = m.per_query
     strategies = [s for s in strategies if s in set(pq["strategy"])]
     if not strategies:

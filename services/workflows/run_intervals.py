@@ -4,11 +4,11 @@ The means a run reports are over a sample of queries; the intervals (:mod:`mrag_
 bootstrap, 2,000 resamples, seed 0) say how far those means could move with other queries of the same kind:
 
 * :func:`accuracy_intervals` / :func:`with_mean_intervals`: per strategy of a run, the interval of each mean of
-  the accuracy table (:func:`~services.workflows.evaluation_runs.accuracy_and_cost`, k = each query's aspect count
+  the accuracy table (:func:`~services.workflows.eval_costs.accuracy_and_cost`, k = each query's aspect count
   unless asked);
 * :func:`compare_intervals`: for compared (run, strategy) items, the interval of each item's mean per aspect count
   and over all queries, and of its paired difference of means against the reference, on the queries
-  :func:`~services.workflows.evaluation_runs.compare_runs` pairs;
+  :func:`~services.workflows.eval_comparison.compare_runs` pairs;
 * :func:`means_table_with_intervals`, :func:`tests_with_intervals`: those intervals next to the means and the paired
   tests, for display; :func:`comparison_csv`: the whole comparison as one CSV.
 """
@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from mrag_core.intervals import DEFAULT_RESAMPLES, Interval, mean_interval, paired_difference_interval
-from services.workflows import evaluation_runs as er
+from services.workflows import eval_comparison, eval_results
 
 __all__ = ["CI_SUFFIX", "DIFF_CI_COLUMN", "INTERVAL_NOTE", "accuracy_intervals", "with_mean_intervals",
            "compare_intervals", "means_table_with_intervals", "tests_with_intervals", "comparison_csv"]
@@ -39,9 +39,9 @@ def _k_for(n: int, k: int | None, k_max: int) -> int:
     return min(k if k is not None else n, k_max)
 
 
-def accuracy_intervals(metrics: er.RunMetrics, *, k: int | None = None,
+def accuracy_intervals(metrics: eval_results.RunMetrics, *, k: int | None = None,
                        columns: Sequence[str] = ("rsr", "csr", "weighted")) -> dict[tuple[str, str], Interval]:
-    """``{(strategy, metric): Interval}`` of the means :func:`er.accuracy_and_cost` reports: each strategy's
+    """``{(strategy, metric): Interval}`` of the means :func:`eval_costs.accuracy_and_cost` reports: each strategy's
     scored queries at ``k`` (default each query's aspect count, at most the run's k_max)."""
     pq = metrics.per_query
     out: dict[tuple[str, str], Interval] = {}
@@ -54,8 +54,8 @@ def accuracy_intervals(metrics: er.RunMetrics, *, k: int | None = None,
     return out
 
 
-def with_mean_intervals(table: pd.DataFrame, metrics: er.RunMetrics, *, k: int | None = None) -> pd.DataFrame:
-    """``table`` (:func:`er.accuracy_and_cost`, one row per strategy) with a text column ``"<metric> 95% CI"``
+def with_mean_intervals(table: pd.DataFrame, metrics: eval_results.RunMetrics, *, k: int | None = None) -> pd.DataFrame:
+    """``table`` (:func:`eval_costs.accuracy_and_cost`, one row per strategy) with a text column ``"<metric> 95% CI"``
     (``[low, high]``) right after each of its ``rsr``, ``csr`` and ``weighted`` columns."""
     cols = [c for c in ("rsr", "csr", "weighted") if c in table.columns]
     intervals = accuracy_intervals(metrics, k=k, columns=cols)
@@ -67,14 +67,15 @@ def with_mean_intervals(table: pd.DataFrame, metrics: er.RunMetrics, *, k: int |
 
 
 def _item_values(store: Any, items: Sequence[tuple[int, str]], metric: str, k: int | None,
-                 metrics: Mapping[int, er.RunMetrics] | None) -> tuple[list[tuple[str, pd.Series]], dict[int, int]]:
-    """Each item's per-query ``metric`` read as :func:`er.compare_runs` reads it (k = the asked k or the query's
-    aspect count, at most the runs' shared k_max), and the aspect count of every query."""
+                 metrics: Mapping[int, eval_results.RunMetrics] | None,
+                 ) -> tuple[list[tuple[str, pd.Series]], dict[int, int]]:
+    """Each item's per-query ``metric`` read as :func:`eval_comparison.compare_runs` reads it (k = the asked k or
+    the query's aspect count, at most the runs' shared k_max), and the aspect count of every query."""
     cache = dict(metrics or {})
     for run_id, _ in items:
         if run_id not in cache:
-            cache[run_id] = er.load_run_metrics(store, run_id)
-    kmax = er.shared_k_max([cache[run_id] for run_id, _ in items])
+            cache[run_id] = eval_results.load_run_metrics(store, run_id)
+    kmax = eval_comparison.shared_k_max([cache[run_id] for run_id, _ in items])
     series = []
     n_of: dict[int, int] = {}
     for m in cache.values():
@@ -88,10 +89,10 @@ def _item_values(store: Any, items: Sequence[tuple[int, str]], metric: str, k: i
 
 
 def compare_intervals(store: Any, items: Sequence[tuple[int, str]], *, metric: str = "weighted",
-                      k: int | None = None, metrics: Mapping[int, er.RunMetrics] | None = None,
+                      k: int | None = None, metrics: Mapping[int, eval_results.RunMetrics] | None = None,
                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Intervals of a run comparison (:func:`er.compare_runs` with the same arguments; the first item is the
-    reference), on the queries every item scored, per aspect count (as text) and ``"all"``:
+    """Intervals of a run comparison (:func:`eval_comparison.compare_runs` with the same arguments; the first item is
+    the reference), on the queries every item scored, per aspect count (as text) and ``"all"``:
 
     * ``means``: ``item, n_aspects, mean, low, high, queries``;
     * ``diffs``: for each item but the reference, ``item, reference, n_aspects, mean_diff, diff_low, diff_high,
@@ -126,8 +127,8 @@ def _bounds(low: float, high: float, signed: bool = False) -> str:
 
 
 def means_table_with_intervals(table: pd.DataFrame, mean_ci: pd.DataFrame) -> pd.DataFrame:
-    """:func:`er.means_table` (rows: aspect counts and ``all``; columns: items) with, right after each item's
-    column, ``"<item> 95% CI"``: the ``[low, high]`` of that mean (:func:`compare_intervals`)."""
+    """:func:`eval_comparison.means_table` (rows: aspect counts and ``all``; columns: items) with, right after each
+    item's column, ``"<item> 95% CI"``: the ``[low, high]`` of that mean (:func:`compare_intervals`)."""
     out = table.copy()
     by = {(r.item, str(r.n_aspects)): _bounds(r.low, r.high) for r in mean_ci.itertuples()}
     for item in list(table.columns):
@@ -137,7 +138,7 @@ def means_table_with_intervals(table: pd.DataFrame, mean_ci: pd.DataFrame) -> pd
 
 
 def tests_with_intervals(tests: pd.DataFrame, diff_ci: pd.DataFrame) -> pd.DataFrame:
-    """:func:`er.compare_runs`' ``tests`` with ``mean_diff 95% CI`` (``[low, high]``, signed) right after
+    """:func:`eval_comparison.compare_runs`' ``tests`` with ``mean_diff 95% CI`` (``[low, high]``, signed) right after
     ``mean_diff``, matched by item and aspect count."""
     by = {(r.item, str(r.n_aspects)): _bounds(r.diff_low, r.diff_high, signed=True) for r in diff_ci.itertuples()}
     out = tests.copy()
@@ -151,7 +152,7 @@ def comparison_csv(metric: str, read_at: str, mean_ci: pd.DataFrame, tests: pd.D
                    diff_ci: pd.DataFrame) -> str:
     """The run comparison as one CSV: a row per (item, aspect count) with its mean ``metric`` and interval, and,
     for items other than the reference, the paired difference with its interval next to the test p-values (raw
-    and Holm-adjusted), win / tie / loss. ``read_at`` (:func:`er.compare_k_label`) repeats at which k."""
+    and Holm-adjusted), win / tie / loss. ``read_at`` (:func:`eval_comparison.compare_k_label`) repeats at which k."""
     merged = mean_ci.rename(columns={"mean": metric, "low": f"{metric}_low", "high": f"{metric}_high"})
     diffs = diff_ci.drop(columns=["queries", "mean_diff"])
     merged = merged.merge(diffs, on=["item", "n_aspects"], how="left")

@@ -15,7 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from services.workflows.evaluation_runs import DrillDown  # noqa: E402
+from services.workflows.eval_comparison import DrillDown  # noqa: E402
 from tests.support.compare_pages import COMPARE_PAGE  # noqa: E402
 
 

@@ -17,7 +17,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from services.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import eval_comparison  # noqa: E402
 
 EVAL_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "9_Evaluation_Runs.py")
 
@@ -69,9 +69,9 @@ def page() -> tuple[AppTest, int]:
 
 def test_the_significance_table_shows_holm_adjusted_p_values_and_says_the_marks_read_them(page) -> None:
     at, rid = page
-    assert er.HOLM_NOTE in [c.value for c in at.caption]
-    assert "Holm-adjusted over the item's own tests" in er.HOLM_NOTE and "marks are read from these adjusted" \
-        in er.HOLM_NOTE
+    assert eval_comparison.HOLM_NOTE in [c.value for c in at.caption]
+    assert "Holm-adjusted over the item's own tests" in eval_comparison.HOLM_NOTE
+    assert "marks are read from these adjusted" in eval_comparison.HOLM_NOTE
     tests = next(df.value for df in at.dataframe if "t_sig" in df.value.columns).set_index("n_aspects")
     # Wilcoxon of mrag - standard: 1 aspect one query (no test); 2 aspects +1/3, 0 -> p = 1; all +2/3, +1/3, 0 ->
     # p = 0.5 (exact: ranks 2, 1 positive, W- = 0, 2 / 2^2). Family of 2 (the NaN row is not counted):

@@ -18,6 +18,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
 from mrag_core.settings import RetrievalSettings  # noqa: E402
+from services.workflows import (
+    eval_results,  # noqa: E402
+    eval_sweeps,  # noqa: E402
+)
 from services.workflows import evaluation_runs as er  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +151,7 @@ def test_a_stopped_layer_sweep_is_resumed_as_a_sweep() -> None:
     store = _store()
     corpus_id, qs_id = demo(store)
     cancel = threading.Event()
-    ids = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[2, 5],
+    ids = eval_sweeps.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[2, 5],
                          settings=RetrievalSettings(strategies=["standard", "mrag"], k_max=8), cancel=cancel,
                          batch_size=8,
                          progress=lambda s, d, t: cancel.set() if s == "layer 2 (1/2): evaluation" else None)
@@ -209,7 +213,7 @@ def test_compare_tab_views_and_the_drilldown_opens_the_runs_own_index() -> None:
     at = eval_page()
     store = _store()
     corpus_id, qs_id = demo(store)
-    first_id, last_id = er.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[1, 3],
+    first_id, last_id = eval_sweeps.layer_sweep(store, corpus_id=corpus_id, query_set_id=qs_id, layers=[1, 3],
                                        settings=RetrievalSettings(strategies=["standard", "mrag", "fusion"], k_max=8))
     first = db.get_eval_run(store, first_id)
     newest = db.list_embedding_runs(store, corpus_id, status="done")[0]
@@ -217,7 +221,7 @@ def test_compare_tab_views_and_the_drilldown_opens_the_runs_own_index() -> None:
     store.close()
     ok(at.run())
     # the viewed run has a Fusion strategy: its figures say how deep the fused lists are
-    assert any(c.value == er.FUSED_RUN_NOTE for c in at.caption)
+    assert any(c.value == eval_results.FUSED_RUN_NOTE for c in at.caption)
     # the sweep's Standard and Fusion lines are flat: the Layer sweep tab says why
     assert any(c.value.startswith("Standard, Split and Fusion RAG search the model's final embedding, whatever the "
                                   "layer") for c in at.caption)

@@ -12,7 +12,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from services.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import eval_results  # noqa: E402
 from ui.render import md_plain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_a_run_whose_query_was_edited_afterwards_says_so_on_runs_and_compare() -
     store = _store()
     AppTest.from_file(EVAL_PAGE, default_timeout=60).run()
     corpus, qs, ids, (q1, q2, q3) = _corpus(store)
-    prints = {str(q.id): er.query_fingerprint(q) for q in db.list_queries(store, qs.id)}
+    prints = {str(q.id): eval_results.query_fingerprint(q) for q in db.list_queries(store, qs.id)}
     both = {(s, q): ([1.0, 1.0], [1.0, 1.0]) for s in ("standard", "mrag") for q in (q1, q2, q3)}
     rid = _run(store, corpus, qs, both, ["standard", "mrag"], config={"queries": prints})
     db.update_query(store, q3, text="three, reworded")

@@ -16,7 +16,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from services.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import (
+    eval_costs,  # noqa: E402
+    eval_results,  # noqa: E402
+)
 from services.workflows import run_intervals as ri  # noqa: E402
 
 EVAL_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "9_Evaluation_Runs.py")
@@ -52,8 +55,8 @@ def test_a_finished_run_shows_its_results_at_once_at_the_largest_aspect_count() 
     assert any(m.value.startswith(f"**Results of run #{run.id}**") and f"its {most}-aspect queries." in m.value
                for m in at.markdown), [m.value for m in at.markdown]
     # the accuracy table as the workflow computes it, drawn under the message (the Runs tab draws it too)
-    metrics = er.load_run_metrics(store, run.id)
-    expected = ri.with_mean_intervals(er.without_unused_cost(er.accuracy_and_cost(metrics)), metrics)
+    metrics = eval_results.load_run_metrics(store, run.id)
+    expected = ri.with_mean_intervals(eval_costs.without_unused_cost(eval_costs.accuracy_and_cost(metrics)), metrics)
     tables = [d.value.reset_index(drop=True) for d in at.dataframe if "search_s" in d.value.columns]
     assert len(tables) == 2 and all(t.equals(expected.reset_index(drop=True)) for t in tables)
     assert sorted(tables[0]["strategy"]) == ["mrag", "standard"]

@@ -518,7 +518,7 @@ def test_compare_page_opens_a_drilldown_on_the_runs_index_and_settings(built):
     """The Evaluation Runs drill-down names the run's index and settings: Compare opens on that index (not the
     newest), with exact search, the run's voting, c and k, and the chosen items' strategies."""
     import db
-    from services.workflows.evaluation_runs import DrillDown
+    from services.workflows.eval_comparison import DrillDown
 
     store = db.open_store()
     corpus = db.list_corpora(store)[0]
@@ -579,7 +579,7 @@ def test_a_drilldown_whose_index_is_gone_says_which_index_it_shows_instead(built
     and, below, 'Opened from evaluation run #N: its index', on another layer's index. It now names the run's
     settings and the index shown, links to the Index page, and no longer calls that index the run's."""
     import db
-    from services.workflows.evaluation_runs import DrillDown
+    from services.workflows.eval_comparison import DrillDown
 
     store = db.open_store()
     corpus = db.list_corpora(store)[0]

@@ -16,7 +16,10 @@ from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
-from services.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import (
+    eval_exports,  # noqa: E402
+    eval_results,  # noqa: E402
+)
 from ui.render import md_plain  # noqa: E402
 
 EVAL_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "9_Evaluation_Runs.py")
@@ -66,7 +69,7 @@ def test_the_run_downloads_for_the_authors_plotter(monkeypatch: pytest.MonkeyPat
     assert json.loads(path.read_text())["multirag"]["2"]["success"] == [[0, 0], [1, 1], [1, 1]]
     captions = [c.value for c in at.caption if c.value.startswith("Plotter file: ")]
     store = db.open_store(os.environ["MRAG_DATABASE_URL"])
-    notes = er.plotter_notes(er.load_run_metrics(store, run.id))
+    notes = eval_exports.plotter_notes(eval_results.load_run_metrics(store, run.id))
     store.close()
     assert captions == [f"Plotter file: {md_plain(note)}." for note in notes]  # escaped for Markdown
     assert len(notes) == 2

@@ -17,7 +17,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import db  # noqa: E402
 from mrag_core.evaluation import PLOTTER_KEYS  # noqa: E402
 from services.cli.evaluate import add_eval_parser, cmd_eval  # noqa: E402
-from services.workflows import evaluation_runs as er  # noqa: E402
+from services.workflows import (
+    eval_exports,  # noqa: E402
+    eval_results,  # noqa: E402
+)
 from tests.support.authors_plotter import relative  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
 
@@ -57,10 +60,10 @@ def test_eval_writes_the_three_layouts_and_export_writes_them_again(url: str, tm
                      "functions with their own aspect counts n (k up to n + 11)"]
     store = db.open_store(url)
     (run,) = db.list_eval_runs(store)
-    metrics = er.load_run_metrics(store, run.id)
-    assert json.loads(out["ours"].read_text()) == json.loads(er.authors_json(metrics))
-    assert json.loads(out["authors"].read_text()) == json.loads(er.authors_file_json(metrics))
-    assert out["plotter"].read_text() == er.plotter_json(metrics)
+    metrics = eval_results.load_run_metrics(store, run.id)
+    assert json.loads(out["ours"].read_text()) == json.loads(eval_exports.authors_json(metrics))
+    assert json.loads(out["authors"].read_text()) == json.loads(eval_exports.authors_file_json(metrics))
+    assert out["plotter"].read_text() == eval_exports.plotter_json(metrics)
 
     # read as the plotter reads it: df[key][query type][measure][k - 1][query], the stored ratios
     df = pd.read_json(out["plotter"])

@@ -16,11 +16,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import db  # noqa: E402
 from services.cli.evaluate import add_eval_parser, cmd_eval, partial_table_note  # noqa: E402
+from services.workflows import eval_results  # noqa: E402
 from services.workflows import evaluation_runs as er  # noqa: E402
 from tests.support.mini_corpus import mini_store  # noqa: E402
 
 
-def _stored_run(store: db.Store, scored: dict[str, int], n_queries: int = 3) -> er.RunMetrics:
+def _stored_run(store: db.Store, scored: dict[str, int], n_queries: int = 3) -> eval_results.RunMetrics:
     """A stopped run of standard, mrag, split on 3 queries whose results are each strategy's first ``scored[s]``."""
     corpus = db.create_corpus(store, "S")
     ids = db.add_documents(store, corpus.id, [{"title": f"d{i}", "text": f"document {i}", "label": lab}
@@ -33,7 +34,7 @@ def _stored_run(store: db.Store, scored: dict[str, int], n_queries: int = 3) -> 
     db.save_eval_results(store, run.id, [{"strategy": s, "query_id": q, "retrieved": [], "rsr": [1.0, 1.0],
                                           "csr": [1.0, 1.0]} for s, n in scored.items() for q in qids[:n]])
     db.finish_eval_run(store, run.id, status="cancelled")
-    return er.load_run_metrics(store, run.id)
+    return eval_results.load_run_metrics(store, run.id)
 
 
 @pytest.fixture

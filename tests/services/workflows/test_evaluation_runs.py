@@ -15,6 +15,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import db  # noqa: E402
 from mrag_core.metrics import category_success_ratio, retrieval_success_ratio  # noqa: E402
 from mrag_core.settings import RetrievalSettings  # noqa: E402
+from services.workflows import (
+    eval_comparison,  # noqa: E402
+    eval_costs,  # noqa: E402
+    eval_exports,  # noqa: E402
+    eval_results,  # noqa: E402
+    eval_sweeps,  # noqa: E402
+)
 from services.workflows import evaluation_runs as er  # noqa: E402
 
 TOPICS = {
@@ -119,20 +126,21 @@ def test_run_stores_metrics_equal_to_recomputation(store, setup, lm) -> None:
     # Single-aspect queries of this easy corpus are found at k=1 by standard RAG.
     assert [std[q.id] for q in queries[:3]] == [q.ground_truth[0] for q in queries[:3]]
 
-    m = er.load_run_metrics(store, run_id)
+    m = eval_results.load_run_metrics(store, run_id)
     assert len(m.per_query) == 18 * 6
     row = m.per_query[(m.per_query["strategy"] == "standard") & (m.per_query["k"] == 2)]
     assert np.allclose(row["weighted"], (2 * row["rsr"] + row["csr"]) / 3)
-    single = er.single_aspect_table(m)
+    single = eval_results.single_aspect_table(m)
     assert single.set_index("strategy").loc["standard", "hits@1"] == 3
-    layout = json.loads(er.authors_json(m))
+    layout = json.loads(eval_exports.authors_json(m))
     assert set(layout) == {"standard", "mrag", "fusion"}
     assert len(layout["mrag"]["2"]["success_ratio"]) == 6 and len(layout["mrag"]["2"]["success_ratio"][0]) == 3
-    theirs = json.loads(er.authors_file_json(m))  # the same numbers under the authors' keys and names
+    theirs = json.loads(eval_exports.authors_file_json(m))  # the same numbers under the authors' keys and names
     assert set(theirs) == {"standard-rag", "mrag", "fusion-rag"}
     assert theirs["standard-rag"]["2"]["category_rat"] == layout["standard"]["2"]["category_success_ratio"]
-    assert er.run_csv(m).splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max,label"
-    imp = er.relative_improvement(m, k=2)
+    assert eval_exports.run_csv(m).splitlines()[0] == (
+        "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max,label")
+    imp = eval_results.relative_improvement(m, k=2)
     s = m.summary.set_index(["strategy", "n_aspects", "k"])
     r = imp.set_index(["strategy", "n_aspects"]).loc[("mrag", 2)]
     assert r["improvement"] == pytest.approx(
@@ -201,39 +209,39 @@ def test_a_run_without_an_index_builds_one_and_keeps_it(store, setup, lm) -> Non
 @pytest.mark.every_backend
 def test_bad_input_writes_nothing(store, setup, lm) -> None:
     corpus, qs, _ = setup
-    with pytest.raises(er.EvaluationInputError, match="k_max"):
+    with pytest.raises(eval_results.EvaluationInputError, match="k_max"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id, settings=RetrievalSettings(k_max=50), lm=lm)
-    with pytest.raises(er.EvaluationInputError, match="unknown strategies"):
+    with pytest.raises(eval_results.EvaluationInputError, match="unknown strategies"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
                           settings=RetrievalSettings(strategies=["nope"]), lm=lm)
-    with pytest.raises(er.EvaluationInputError, match="does not exist"):
+    with pytest.raises(eval_results.EvaluationInputError, match="does not exist"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=999, lm=lm)
     empty = db.create_query_set(store, corpus.id, "empty")
-    with pytest.raises(er.EvaluationInputError, match="no query"):
+    with pytest.raises(eval_results.EvaluationInputError, match="no query"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=empty.id, settings=RetrievalSettings(k_max=5), lm=lm)
     assert db.list_eval_runs(store) == []
 
 
 def test_compare_and_layer_sweep(store, setup, lm) -> None:
     corpus, qs, _ = setup
-    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[0, -1],
+    ids = eval_sweeps.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[0, -1],
                          settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=4), lm=lm)
     assert len(ids) == 2
     runs = [db.get_eval_run(store, i) for i in ids]
     assert [r.config["layer"] for r in runs] == [0, 5]
     assert runs[0].config["sweep"] == runs[1].config["sweep"]
-    frame = er.layer_sweep_frame(store, ids)
+    frame = eval_sweeps.layer_sweep_frame(store, ids)
     assert sorted(frame["layer"].unique()) == [0, 5]
     # The standard embedding does not depend on the layer: same weighted ratio at both layers.
     std = frame[frame["strategy"] == "standard"]["weighted"].tolist()
     assert std[0] == pytest.approx(std[1])
 
-    means, tests = er.compare_runs(store, [(ids[1], "standard"), (ids[1], "mrag"), (ids[0], "mrag")])
+    means, tests = eval_comparison.compare_runs(store, [(ids[1], "standard"), (ids[1], "mrag"), (ids[0], "mrag")])
     assert set(tests["item"]) == {f"#{ids[1]} mrag", f"#{ids[0]} mrag"}
     allrow = tests[(tests["n_aspects"] == "all") & (tests["item"] == f"#{ids[1]} mrag")].iloc[0]
     assert allrow["wins"] + allrow["ties"] + allrow["losses"] == 6
     # Standard vs itself in another run of the sweep: every query ties, p = 1.
-    _, same = er.compare_runs(store, [(ids[0], "standard"), (ids[1], "standard")])
+    _, same = eval_comparison.compare_runs(store, [(ids[0], "standard"), (ids[1], "standard")])
     tot = same[same["n_aspects"] == "all"].iloc[0]
     assert (tot["ties"], tot["t_p"]) == (6, 1.0)
 
@@ -317,17 +325,17 @@ def test_llm_strategies_run_costs_cache_and_failures(store, setup, lm, fake_open
     # Stored scores are those of the stored lists (fused per k; k_max list scored at k_max).
     _recompute([r for (s, _), r in results.items() if s == "hyde"], list(queries.values()), labels, 6, prefix=False)
     # The view: accuracy next to tokens per strategy.
-    m = er.load_run_metrics(store, run_id)
-    table = er.accuracy_and_cost(m).set_index("strategy")
+    m = eval_results.load_run_metrics(store, run_id)
+    table = eval_costs.accuracy_and_cost(m).set_index("strategy")
     assert list(table.index) == LLM_RUN
     assert table.loc["standard", "tokens"] == 0 and table.loc["multi-query", "tokens"] == 272
     assert table.loc["multi-query", "failed"] == 1 and table.loc["intent-mrag", "tokens_per_query"] == 75
     assert 0 <= table.loc["hyde", "weighted"] <= 1
-    cost = er.items_cost(store, [(run_id, "hyde"), (run_id, "standard")])
+    cost = eval_costs.items_cost(store, [(run_id, "hyde"), (run_id, "standard")])
     assert cost["tokens"].tolist() == [300, 0]
-    assert er.without_unused_cost(table).equals(table)  # tokens were spent: the cost columns stay
+    assert eval_costs.without_unused_cost(table).equals(table)  # tokens were spent: the cost columns stay
     free = table.loc[["standard"]].reset_index()  # a strategy that used no LLM: nothing to show
-    assert list(er.without_unused_cost(free).columns) == ["strategy", "rsr", "csr", "weighted", "search_s"]
+    assert list(eval_costs.without_unused_cost(free).columns) == ["strategy", "rsr", "csr", "weighted", "search_s"]
 
     # A second run with the same settings: every usable answer comes from the store's cache.
     n = len(server.requests)
@@ -423,14 +431,15 @@ def test_llm_strategies_need_an_endpoint(store, setup, lm, monkeypatch) -> None:
     corpus, qs, _ = setup
     for var in ("MRAG_LLM_MODEL", "MRAG_LLM_BASE_URL", "OPENAI_API_KEY", "MRAG_LLM_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    with pytest.raises(er.EvaluationInputError, match="hyde, intent-mrag need an OpenAI-compatible LLM endpoint"):
+    with pytest.raises(eval_results.EvaluationInputError,
+                       match="hyde, intent-mrag need an OpenAI-compatible LLM endpoint"):
         er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
                             settings=RetrievalSettings(strategies=["standard", "hyde", "intent-mrag"], c=8, k_max=5))
-    with pytest.raises(er.EvaluationInputError, match="MRAG_LLM_BASE_URL"):
+    with pytest.raises(eval_results.EvaluationInputError, match="MRAG_LLM_BASE_URL"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
                           settings=RetrievalSettings(strategies=["multi-query"], c=8, k_max=5), lm=lm)
     monkeypatch.setenv("MRAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # a URL but no model
-    with pytest.raises(er.EvaluationInputError, match="unusable"):
+    with pytest.raises(eval_results.EvaluationInputError, match="unusable"):
         er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
                           settings=RetrievalSettings(strategies=["multi-query"], c=8, k_max=5), lm=lm)
     assert db.list_eval_runs(store) == []
@@ -548,7 +557,7 @@ def test_a_run_cannot_be_resumed_twice_at_once(store, setup, lm) -> None:
     assert db.get_eval_run(store, run_id).status == "cancelled"
     er._claim(run_id, threading.Event())  # a Resume still at work in another session of this server
     try:
-        with pytest.raises(er.EvaluationInputError, match="already running"):
+        with pytest.raises(eval_results.EvaluationInputError, match="already running"):
             er.resume_evaluation(store, run_id, lm=lm)
     finally:
         er._release(run_id)
@@ -563,42 +572,42 @@ def test_a_stopped_sweep_resumes_all_its_layers(store, setup, lm) -> None:
         if stage.startswith("layer 2 (1/2): evaluation"):
             cancel.set()
 
-    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[2, 4],
+    ids = eval_sweeps.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[2, 4],
                          settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=4), lm=lm,
                          progress=stop_in_first_layer, cancel=cancel, batch_size=2)
     assert len(ids) == 1 and db.get_eval_run(store, ids[0]).status == "cancelled"
-    (plan,) = er.sweep_plans(store, corpus.id)
+    (plan,) = eval_sweeps.sweep_plans(store, corpus.id)
     assert plan.layers == [2, 4] and plan.missing == [4] and [r.id for r in plan.unfinished] == ids
-    assert er.sweeps(store, corpus.id) == {}  # one stopped layer is no sweep to draw
+    assert eval_sweeps.sweeps(store, corpus.id) == {}  # one stopped layer is no sweep to draw
     seen: list[str] = []
-    resumed = er.resume_sweep(store, ids[0], lm=lm, progress=lambda s, d, t: seen.append(s))
+    resumed = eval_sweeps.resume_sweep(store, ids[0], lm=lm, progress=lambda s, d, t: seen.append(s))
     assert resumed[0] == ids[0] and len(resumed) == 2
     runs = [db.get_eval_run(store, r) for r in resumed]
     assert [r.status for r in runs] == ["done", "done"] and [r.config["layer"] for r in runs] == [2, 4]
     assert runs[1].config["sweep"] == runs[0].config["sweep"] and runs[1].config["c"] == 8
     assert runs[1].config["strategies"] == ["standard", "mrag"] and runs[1].n_results == 12
     assert any(s.startswith("layer 4 (2/2)") for s in seen)
-    (plan,) = er.sweep_plans(store, corpus.id)
+    (plan,) = eval_sweeps.sweep_plans(store, corpus.id)
     assert plan.finished
-    (drawn,) = er.sweeps(store, corpus.id).values()
+    (drawn,) = eval_sweeps.sweeps(store, corpus.id).values()
     assert [r.config["layer"] for r in drawn] == [2, 4]
     # a finished sweep has nothing left: resuming it runs nothing
-    assert er.resume_sweep(store, ids[0], lm=lm) == []
+    assert eval_sweeps.resume_sweep(store, ids[0], lm=lm) == []
 
 
 def test_a_sweep_stopped_between_layers_resumes_the_missing_ones(store, setup, lm) -> None:
     corpus, qs, _ = setup
     cancel = threading.Event()
-    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, 3, -1],
+    ids = eval_sweeps.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, 3, -1],
                          settings=RetrievalSettings(strategies=["standard"], c=8, k_max=4), lm=lm, cancel=cancel,
                          progress=lambda s, d, t: cancel.set() if s.startswith("layer 1") and d == t and
                          s.endswith("evaluation") else None)
     # layer 1 finished its last batch, then the cancel stopped the next layer's run before it stored anything
-    (plan,) = er.sweep_plans(store, corpus.id)
+    (plan,) = eval_sweeps.sweep_plans(store, corpus.id)
     assert plan.layers == [1, 3, -1] and db.get_eval_run(store, ids[0]).status == "done"
     cancel.clear()
-    er.resume_sweep(store, ids[0], lm=lm)
-    (plan,) = er.sweep_plans(store, corpus.id)
+    eval_sweeps.resume_sweep(store, ids[0], lm=lm)
+    (plan,) = eval_sweeps.sweep_plans(store, corpus.id)
     assert plan.finished and [r.config["layer"] for r in plan.runs] == [1, 3, 5]
     assert sorted(r.config["layer_requested"] for r in plan.runs) == [-1, 1, 3]
 
@@ -608,40 +617,41 @@ def test_run_comparison_views() -> None:
 
     means = pd.DataFrame({"item": ["#4 standard", "#4 mrag"] * 3, "n_aspects": ["10", "10", "2", "2", "all", "all"],
                           "weighted": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]})
-    table = er.means_table(means, "weighted", [(4, "standard"), (4, "mrag")])
+    table = eval_comparison.means_table(means, "weighted", [(4, "standard"), (4, "mrag")])
     assert list(table.columns) == ["#4 standard", "#4 mrag"]  # the reference first, not alphabetical
     assert list(table.index) == ["2", "10", "all"]
-    assert er.means_table(means, "weighted", [(4, "mrag"), (4, "standard")]).columns.tolist() == [
+    assert eval_comparison.means_table(means, "weighted", [(4, "mrag"), (4, "standard")]).columns.tolist() == [
         "#4 mrag", "#4 standard"]
-    assert [er.signed(x) for x in (-0.0, -0.0004, 0.0004, 0.0, 0.125, -0.0421)] == [
+    assert [eval_comparison.signed(x) for x in (-0.0, -0.0004, 0.0004, 0.0, 0.125, -0.0421)] == [
         "0.000", "0.000", "0.000", "0.000", "+0.125", "-0.042"]
-    assert er.signed(float("nan")) == ""
-    assert er._no_negative_zero(-1e-17) == 0.0 and str(er._no_negative_zero(-0.0)) == "0.0"
-    assert er.fused_depth_note(["standard", "mrag"]) is None
-    assert "depth k" in er.fused_depth_note(["standard", "fusion-mrag"])
-    assert er.fused_strategies(["standard", "fusion", "multi-query-mrag", "split"]) == ["fusion", "multi-query-mrag"]
+    assert eval_comparison.signed(float("nan")) == ""
+    assert eval_comparison._no_negative_zero(-1e-17) == 0.0 and str(eval_comparison._no_negative_zero(-0.0)) == "0.0"
+    assert eval_results.fused_depth_note(["standard", "mrag"]) is None
+    assert "depth k" in eval_results.fused_depth_note(["standard", "fusion-mrag"])
+    assert eval_results.fused_strategies(["standard", "fusion", "multi-query-mrag", "split"]) == [
+        "fusion", "multi-query-mrag"]
 
 
 def test_drilldown_names_the_runs_own_index_and_settings(store, setup, lm) -> None:
     corpus, qs, _ = setup
-    ids = er.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, -1],
+    ids = eval_sweeps.layer_sweep(store, corpus_id=corpus.id, query_set_id=qs.id, layers=[1, -1],
                          settings=RetrievalSettings(strategies=["standard", "mrag", "fusion"],
                                                     variant="decay", c=6, k_max=4),
                          lm=lm)
     first, last = (db.get_eval_run(store, i) for i in ids)
     assert first.embedding_run_id != last.embedding_run_id  # each layer has its index; the newest is layer 5's
     qid = er.evaluable_queries(store, qs.id)[3].id
-    d = er.drilldown(store, [(first.id, "standard"), (first.id, "mrag-decay")], qid)
+    d = eval_comparison.drilldown(store, [(first.id, "standard"), (first.id, "mrag-decay")], qid)
     assert (d.run_id, d.query_id, d.embedding_run_id) == (first.id, qid, first.embedding_run_id)
     assert (d.variant, d.c, d.k, d.strategies, d.seed) == ("decay", 6, None, ["standard", "mrag"], 0)
-    d = er.drilldown(store, [(first.id, "standard"), (last.id, "fusion")], qid, run_id=last.id, k=3)
+    d = eval_comparison.drilldown(store, [(first.id, "standard"), (last.id, "fusion")], qid, run_id=last.id, k=3)
     assert (d.embedding_run_id, d.k, d.strategies) == (last.embedding_run_id, 3, ["standard", "fusion"])
     assert d.variant == "decay"  # no MRAG item of that run: the run's voting
     # the searched index deleted: another finished index of the same model, layer and pooling is used, else none
     db.delete_embedding_run(store, first.embedding_run_id)
-    assert er.drilldown(store, [(first.id, "standard")], qid).embedding_run_id is None
-    with pytest.raises(er.EvaluationInputError, match="does not exist"):
-        er.drilldown(store, [(999, "standard")], qid)
+    assert eval_comparison.drilldown(store, [(first.id, "standard")], qid).embedding_run_id is None
+    with pytest.raises(eval_results.EvaluationInputError, match="does not exist"):
+        eval_comparison.drilldown(store, [(999, "standard")], qid)
 
 
 HOLD_CLAIM = """
@@ -690,8 +700,9 @@ def test_a_run_another_process_works_on_runs_elsewhere_until_that_process_dies(s
         beating = db.get_eval_run(store, run_id)
         assert beating.heartbeat_at > first.heartbeat_at  # the other process beats
         assert beating.owner == owner and er.status_label(beating) == "running elsewhere"
-        with pytest.raises(er.EvaluationInputError, match=rf"Evaluation run {run_id} is running in another process "
-                                                          rf"\(\S+ pid {proc.pid};"):
+        with pytest.raises(eval_results.EvaluationInputError,
+                           match=rf"Evaluation run {run_id} is running in another process "
+                                 rf"\(\S+ pid {proc.pid};"):
             er.resume_evaluation(store, run_id, lm=lm)
         assert db.get_eval_run(store, run_id).owner == owner  # the refused resume wrote nothing
     finally:
@@ -769,9 +780,9 @@ def test_a_query_edited_between_stop_and_resume_is_scored_again_and_its_fingerpr
     before = {r.query_id: r for r in db.load_eval_results(store, run_id, "standard")}
     comet = next(q for q in er.evaluable_queries(store, qs.id) if q.text == "a comet with a glowing tail")
     db.update_query(store, comet.id, text="a telescope observing a spiral galaxy")
-    stopped = er.load_run_metrics(store, run_id)
+    stopped = eval_results.load_run_metrics(store, run_id)
     assert stopped.edited == [comet.id]
-    assert er.edited_note(stopped).endswith("Resuming the run scores it again as it is now.")
+    assert eval_results.edited_note(stopped).endswith("Resuming the run scores it again as it is now.")
 
     totals: list[int] = []
     er.resume_evaluation(store, run_id, lm=lm, progress=lambda s, d, t: totals.append(t) if s == "evaluation" else None)
@@ -779,9 +790,9 @@ def test_a_query_edited_between_stop_and_resume_is_scored_again_and_its_fingerpr
     info = db.get_eval_run(store, run_id)
     assert info.status == "done" and info.n_results == 12
     now = {q.id: q for q in er.evaluable_queries(store, qs.id)}
-    assert info.config["queries"] == {str(q): er.query_fingerprint(row) for q, row in now.items()}
-    m = er.load_run_metrics(store, run_id)
-    assert m.edited == [] and er.edited_note(m) is None
+    assert info.config["queries"] == {str(q): eval_results.query_fingerprint(row) for q, row in now.items()}
+    m = eval_results.load_run_metrics(store, run_id)
+    assert m.edited == [] and eval_results.edited_note(m) is None
     # Every result equals a fresh run's on the query set as it is now; the unedited ones were not recomputed.
     fresh = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
                               settings=RetrievalSettings(strategies=["standard", "mrag"], c=8, k_max=5), lm=lm)
@@ -802,23 +813,23 @@ def test_a_finished_run_is_not_resumed_even_after_a_query_edit(store, setup, lm)
     results = db.load_eval_results(store, run_id)
     comet = next(q for q in er.evaluable_queries(store, qs.id) if q.text == "a comet with a glowing tail")
     db.update_query(store, comet.id, text="a telescope observing a spiral galaxy")
-    assert er.edited_note(er.load_run_metrics(store, run_id)).endswith(
+    assert eval_results.edited_note(eval_results.load_run_metrics(store, run_id)).endswith(
         "Start a new run to score the query set as it is now.")
     message = (f"evaluation run {run_id} is finished (done) and is not resumed: a finished run is kept as it is, to "
                "compare other runs against. To score the query set as it is now, start a new run with the same "
                "settings.")
-    with pytest.raises(er.EvaluationInputError) as exc:
+    with pytest.raises(eval_results.EvaluationInputError) as exc:
         er.resume_evaluation(store, run_id, lm=lm)
     assert str(exc.value) == message
-    with pytest.raises(er.EvaluationInputError, match="is finished"):  # a sweep of one run resumes it alone
-        er.resume_sweep(store, run_id, lm=lm)
-    with pytest.raises(er.EvaluationInputError, match="does not exist"):
+    with pytest.raises(eval_results.EvaluationInputError, match="is finished"):  # a sweep of one run resumes it alone
+        eval_sweeps.resume_sweep(store, run_id, lm=lm)
+    with pytest.raises(eval_results.EvaluationInputError, match="does not exist"):
         er.resume_evaluation(store, 999, lm=lm)
     after = db.get_eval_run(store, run_id)
     assert (after.status, after.finished_at, after.timing, after.config, after.owner) == (
         done.status, done.finished_at, done.timing, done.config, done.owner)
     assert db.load_eval_results(store, run_id) == results
-    assert er.load_run_metrics(store, run_id).edited == [comet.id]  # still the record of the old version
+    assert eval_results.load_run_metrics(store, run_id).edited == [comet.id]  # still the record of the old version
 
 
 def test_a_resume_counts_the_queries_added_since_the_run_began_in_its_expected_results(store, setup, lm) -> None:
@@ -865,26 +876,26 @@ def test_llm_tokens_and_the_cost_total_count_each_call_once_after_a_resume_serve
     info = db.get_eval_run(store, run_id)
     assert (info.status, info.n_results, len(server.requests)) == ("done", 12, 6)  # the resume: all from the cache
     assert sum(p + c for p, c in sent) == 300 and info.llm_usage["total"]["tokens"] == 600
-    assert er.runs_llm_tokens(store, [run_id]) == {run_id: 300}
-    metrics = er.load_run_metrics(store, run_id)
+    assert eval_costs.runs_llm_tokens(store, [run_id]) == {run_id: 300}
+    metrics = eval_results.load_run_metrics(store, run_id)
     stored_sent = [r for (_, _), d in metrics.details.items() if not (r := d["llm"])["cached"]]
     assert sum(r["prompt_tokens"] + r["completion_tokens"] for r in stored_sent) == 100  # what the results record
-    total = er.llm_cost_total(metrics)
+    total = eval_costs.llm_cost_total(metrics)
     assert (total["tokens"], total["llm_queries"], total["spent_tokens"], total["cached"]) == (300, 6, 300, 4)
     assert total["llm_s"] == pytest.approx(info.llm_usage["total"]["latency_s"])
     assert total["llm_s"] > sum(r["latency_s"] for r in stored_sent)
     # Each row too: hyde's stored results record 100 spent, hyde-mrag's none (all its results came from the cache);
     # both search the same 6 passages, which the run sent once for 300 tokens (their rows name each other).
-    rows = er.accuracy_and_cost(metrics).set_index("strategy")
+    rows = eval_costs.accuracy_and_cost(metrics).set_index("strategy")
     assert rows.loc["hyde", "spent_tokens"] == rows.loc["hyde-mrag", "spent_tokens"] == 300
     assert rows.loc["hyde", "llm_s"] == pytest.approx(info.llm_usage["families"]["hyde"]["latency_s"])
     assert (rows.loc["hyde", "shared_with"], rows.loc["hyde-mrag", "shared_with"]) == ("hyde-mrag", "hyde")
-    assert er.llm_total_note(metrics).startswith("All LLM-assisted strategies together, each LLM call counted once: "
-                                                 "300 tokens over 6 expansions, 300 spent, ")
+    assert eval_costs.llm_total_note(metrics).startswith(
+        "All LLM-assisted strategies together, each LLM call counted once: 300 tokens over 6 expansions, 300 spent, ")
     plain = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
                               settings=RetrievalSettings(strategies=["standard"], c=8, k_max=5), lm=lm)
-    assert er.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
-    assert er.runs_llm_tokens(store, []) == {}
+    assert eval_costs.runs_llm_tokens(store, [run_id, plain]) == {run_id: 300, plain: 0}
+    assert eval_costs.runs_llm_tokens(store, []) == {}
 
 
 def test_a_resume_drops_the_results_of_queries_no_longer_evaluable(store, setup, lm) -> None:
@@ -907,7 +918,7 @@ def test_a_resume_drops_the_results_of_queries_no_longer_evaluable(store, setup,
     results = db.load_eval_results(store, run_id)
     assert {(r.strategy, r.query_id) for r in results} == {(s, q) for s in ("standard", "mrag") for q in kept}
     assert set(done.config["queries"]) == {str(q) for q in kept}
-    metrics = er.load_run_metrics(store, run_id)
+    metrics = eval_results.load_run_metrics(store, run_id)
     assert set(metrics.per_query["query_id"]) == kept and set(metrics.queries["query_id"]) == kept
 
 
@@ -937,18 +948,19 @@ def test_the_recommended_alias_runs_the_sentence_round_robin(store, setup, lm) -
         want = sentence_round_robin(bundle.index, emb, 6, 8, part_texts=parts)
         got = next(r for r in stored if r.query_id == q.id)
         assert got.retrieved == [bundle.doc_ids[d] for d in want.doc_ids]
-    with pytest.raises(er.EvaluationInputError, match=r"unknown strategies \['best'\]: use standard, .*recommended"):
+    with pytest.raises(eval_results.EvaluationInputError,
+                       match=r"unknown strategies \['best'\]: use standard, .*recommended"):
         er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
                             settings=RetrievalSettings(strategies=["best"], k_max=6))
     assert er.validate_request(store, corpus_id=corpus.id, query_set_id=qs.id,
                                settings=RetrievalSettings(strategies=["recommended", "mrag"], k_max=6)) == [
         "sentence-round-robin", "mrag"]
-    d = er.drilldown(store, [(run_id, "standard"), (run_id, "sentence-round-robin")], queries[0].id)
+    d = eval_comparison.drilldown(store, [(run_id, "standard"), (run_id, "sentence-round-robin")], queries[0].id)
     assert d.strategies == ["standard", "sentence-round-robin"]
     import io
 
     import pandas as pd
 
-    csv = pd.read_csv(io.StringIO(er.run_csv(er.load_run_metrics(store, run_id))))
+    csv = pd.read_csv(io.StringIO(eval_exports.run_csv(eval_results.load_run_metrics(store, run_id))))
     assert set(zip(csv["strategy"], csv["label"])) == {
         ("standard", "Standard RAG"), ("sentence-round-robin", "Sentence round-robin (Standard + MRAG per sentence)")}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import db
-from services.workflows import evaluation_runs as er
+from services.workflows import eval_comparison, eval_results
 
 
 @pytest.fixture
@@ -47,25 +47,25 @@ def _runs(store: db.Store) -> tuple[int, int]:
 def test_runs_of_different_k_max_are_compared_at_the_k_both_scored(store) -> None:
     long_run, short_run = _runs(store)
     items = [(long_run, "mrag"), (short_run, "mrag")]
-    means, tests = er.compare_runs(store, items)  # k = 3 aspects, but the short run stops at k = 2
+    means, tests = eval_comparison.compare_runs(store, items)  # k = 3 aspects, but the short run stops at k = 2
     both = means[means["n_aspects"] == "3"].set_index("item")["weighted"]
     assert both[f"#{long_run} mrag"] == pytest.approx(2 / 3) == both[f"#{short_run} mrag"]  # both at k = 2
     row = tests[tests["n_aspects"] == "3"].iloc[0]
     assert (row["mean_diff"], row["wins"], row["ties"], row["losses"]) == (0.0, 0, 1, 0)
-    pq = er.per_query_comparison(store, items, k=3)
+    pq = eval_comparison.per_query_comparison(store, items, k=3)
     assert pq[[f"#{long_run} mrag", f"#{short_run} mrag"]].values.tolist() == [[pytest.approx(2 / 3)] * 2]
 
 
 def test_the_compare_note_says_which_runs_stop_at_a_smaller_k(store) -> None:
     long_run, short_run = _runs(store)
-    loaded = {rid: er.load_run_metrics(store, rid) for rid in (long_run, short_run)}
-    assert er.shared_k_max(loaded.values()) == 2
-    assert er.compare_k_note(loaded, None) == (
+    loaded = {rid: eval_results.load_run_metrics(store, rid) for rid in (long_run, short_run)}
+    assert eval_comparison.shared_k_max(loaded.values()) == 2
+    assert eval_comparison.compare_k_note(loaded, None) == (
         f"These runs scored different ranges of k (#{long_run} k = 1..3, #{short_run} k = 1..2): every item is read "
         "at k = the number of aspects, but at most k = 2, the largest k all of them scored, so each pair is compared "
         "at the same k.")
-    assert er.compare_k_note(loaded, 2) is None  # nothing is lowered
-    assert er.compare_k_note({long_run: loaded[long_run]}, None) is None
+    assert eval_comparison.compare_k_note(loaded, 2) is None  # nothing is lowered
+    assert eval_comparison.compare_k_note({long_run: loaded[long_run]}, None) is None
 
 
 def test_the_weighted_ratio_of_runs_with_different_w_is_said_not_to_compare(store) -> None:
@@ -78,12 +78,12 @@ def test_the_weighted_ratio_of_runs_with_different_w_is_said_not_to_compare(stor
                                      "w": 1.0}, seed=0)
     db.save_eval_results(store, run.id, [{"strategy": "mrag", "query_id": qid, "retrieved": [], "rsr": [0.0, 0.0, 1.0],
                                           "csr": [1.0, 1.0, 1.0]}])
-    loaded = {rid: er.load_run_metrics(store, rid) for rid in (long_run, run.id)}
+    loaded = {rid: eval_results.load_run_metrics(store, rid) for rid in (long_run, run.id)}
     assert loaded[run.id].per_query["weighted"].tolist() == [0.5, 0.5, 1.0]  # (1·RSR + CSR) / 2
-    assert er.compare_w_note(loaded, "weighted") == (
+    assert eval_comparison.compare_w_note(loaded, "weighted") == (
         f"These runs weight exact hits differently (#{long_run} w = 2, #{run.id} w = 1): each weighted ratio is "
         "(w·RSR + CSR) / (w + 1) with its run's w, so their weighted ratios do not compare. Compare rsr or csr "
         "instead.")
-    assert er.compare_w_note(loaded, "rsr") is None
-    both = {rid: er.load_run_metrics(store, rid) for rid in (long_run, short_run)}
-    assert er.compare_w_note(both, "weighted") is None
+    assert eval_comparison.compare_w_note(loaded, "rsr") is None
+    both = {rid: eval_results.load_run_metrics(store, rid) for rid in (long_run, short_run)}
+    assert eval_comparison.compare_w_note(both, "weighted") is None

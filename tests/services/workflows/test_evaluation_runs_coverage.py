@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import db
-from services.workflows import evaluation_runs as er
+from services.workflows import eval_results
 
 
 @pytest.fixture
@@ -47,21 +47,24 @@ def _stopped_run(store: db.Store, strategies: list[str], scored: dict[str, int])
 def test_the_coverage_note_names_the_strategies_a_stopped_run_has_not_started(store) -> None:
     """Stopped after the first two of its three strategies: both scored every query, split none. The views showed
     two strategies and no word of the third (the note compared only the strategies with results)."""
-    metrics = er.load_run_metrics(store, _stopped_run(store, ["standard", "mrag", "split"], {"standard": 3, "mrag": 3}))
+    metrics = eval_results.load_run_metrics(
+        store, _stopped_run(store, ["standard", "mrag", "split"], {"standard": 3, "mrag": 3}))
     assert metrics.strategies == ["standard", "mrag"]
-    assert er.coverage_note(metrics) == ("split scored no query yet, so it is missing from the tables, figures and "
-                                         "exports below. Resume the run to score the rest.")
+    assert eval_results.coverage_note(metrics) == (
+        "split scored no query yet, so it is missing from the tables, figures and exports below. Resume the run to "
+        "score the rest.")
 
 
 def test_the_coverage_note_names_a_partial_strategy_and_those_not_started(store) -> None:
-    metrics = er.load_run_metrics(store, _stopped_run(store, ["standard", "mrag", "split", "fusion"],
+    metrics = eval_results.load_run_metrics(store, _stopped_run(store, ["standard", "mrag", "split", "fusion"],
                                                       {"standard": 3, "mrag": 1}))
-    note = er.coverage_note(metrics)
+    note = eval_results.coverage_note(metrics)
     assert note is not None and "(standard 3, mrag 1)" in note
     assert note.endswith("split, fusion scored no query yet, so they are missing from the tables, figures and "
                          "exports below. Resume the run to score the rest.")
 
 
 def test_a_run_whose_strategies_all_scored_every_query_has_no_coverage_note(store) -> None:
-    metrics = er.load_run_metrics(store, _stopped_run(store, ["standard", "mrag"], {"standard": 3, "mrag": 3}))
-    assert er.coverage_note(metrics) is None
+    metrics = eval_results.load_run_metrics(
+        store, _stopped_run(store, ["standard", "mrag"], {"standard": 3, "mrag": 3}))
+    assert eval_results.coverage_note(metrics) is None

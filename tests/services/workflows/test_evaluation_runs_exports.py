@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import db
-from services.workflows import evaluation_runs as er
+from services.workflows import eval_exports, eval_results
 
 
 def _run(store: db.Store, w: float) -> int:
@@ -34,7 +34,7 @@ def _run(store: db.Store, w: float) -> int:
 
 def test_the_csv_repeats_the_runs_id_w_and_k_max_after_the_seven_result_columns(store) -> None:
     rid = _run(store, 0.5)
-    text = er.run_csv(er.load_run_metrics(store, rid))
+    text = eval_exports.run_csv(eval_results.load_run_metrics(store, rid))
     assert text.splitlines()[0] == "strategy,query_id,n_aspects,k,rsr,csr,weighted,run_id,w,k_max,label"
     frame = pd.read_csv(io.StringIO(text))
     # weighted = (w·RSR + CSR) / (w + 1) with w = 0.5: k = 1 (0 + 0.5) / 1.5 = 1/3, k = 2 (0.25 + 1) / 1.5 = 5/6
@@ -45,9 +45,10 @@ def test_the_csv_repeats_the_runs_id_w_and_k_max_after_the_seven_result_columns(
 
 def test_the_download_names_carry_w_and_k_max_and_the_json_layouts_are_unchanged(store) -> None:
     half, two = _run(store, 0.5), _run(store, 2.0)
-    m = er.load_run_metrics(store, half)
-    assert er.export_name(m) == f"eval_run_{half}_w0.5_kmax2"
-    assert er.export_name(er.load_run_metrics(store, two)) == f"eval_run_{two}_w2_kmax2"
-    assert json.loads(er.authors_json(m)) == {"mrag": {"2": {"success_ratio": [[0.0], [0.5]],
+    m = eval_results.load_run_metrics(store, half)
+    assert eval_exports.export_name(m) == f"eval_run_{half}_w0.5_kmax2"
+    assert eval_exports.export_name(eval_results.load_run_metrics(store, two)) == f"eval_run_{two}_w2_kmax2"
+    assert json.loads(eval_exports.authors_json(m)) == {"mrag": {"2": {"success_ratio": [[0.0], [0.5]],
                                                              "category_success_ratio": [[0.5], [1.0]]}}}
-    assert set(json.loads(er.authors_file_json(m))["mrag"]["2"]) == {"rat", "suc", "category_rat", "category_suc"}
+    assert set(json.loads(eval_exports.authors_file_json(m))["mrag"]["2"]) == {
+        "rat", "suc", "category_rat", "category_suc"}

@@ -13,7 +13,7 @@ import pytest
 
 import db
 from mrag_core.significance import holm_adjust
-from services.workflows import evaluation_runs as er
+from services.workflows import eval_comparison
 
 
 def test_holm_adjusts_one_family_by_hand() -> None:
@@ -57,7 +57,7 @@ def _run(store: db.Store) -> int:
 
 def test_each_items_tests_are_holm_adjusted_and_starred_by_the_adjusted_values(store) -> None:
     rid = _run(store)
-    _, tests = er.compare_runs(store, [(rid, "standard"), (rid, "mrag"), (rid, "split")], metric="rsr")
+    _, tests = eval_comparison.compare_runs(store, [(rid, "standard"), (rid, "mrag"), (rid, "split")], metric="rsr")
     assert list(tests.columns[:11]) == ["item", "reference", "n_aspects", "queries", "mean_diff", "t_p", "t_p_holm",
                                         "t_sig", "wilcoxon_p", "wilcoxon_p_holm", "wilcoxon_sig"]
     mrag = tests[tests["item"] == f"#{rid} mrag"].set_index("n_aspects")

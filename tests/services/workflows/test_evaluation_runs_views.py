@@ -10,6 +10,7 @@ import pytest
 
 import db
 from mrag_core.settings import RetrievalSettings
+from services.workflows import eval_comparison, eval_costs, eval_exports, eval_results
 from services.workflows import evaluation_runs as er
 
 
@@ -57,7 +58,7 @@ def test_relative_improvement_of_a_stopped_run_pairs_queries_and_skips_missing_a
         ("mrag", q3): ([0.0, 0.5], [0.5, 0.5]),
         ("standard", q1): ([0.0, 1.0], [1.0, 1.0]),
     }, ["mrag", "standard"], status="cancelled")
-    imp = er.relative_improvement(er.load_run_metrics(store, rid))
+    imp = eval_results.relative_improvement(eval_results.load_run_metrics(store, rid))
     # Only n = 1 has a baseline: at k = 1 mrag's weighted (2*1 + 1)/3 = 1, standard's (2*0 + 1)/3 = 1/3.
     assert imp[["strategy", "n_aspects", "k", "queries"]].values.tolist() == [["mrag", 1, 1, 1]]
     assert imp.loc[0, "weighted"] == pytest.approx(1.0)
@@ -74,7 +75,7 @@ def test_relative_improvement_is_over_the_queries_both_strategies_scored(store) 
         ("mrag", q2): ([0.5, 1.0], [1.0, 1.0]),  # weighted at k=2: 1.0
         ("mrag", q3): ([0.0, 0.0], [0.0, 0.0]),  # not scored by standard (stopped run): left out
     }, ["standard", "mrag"], status="cancelled")
-    imp = er.relative_improvement(er.load_run_metrics(store, rid)).set_index("n_aspects")
+    imp = eval_results.relative_improvement(eval_results.load_run_metrics(store, rid)).set_index("n_aspects")
     assert imp.loc[2, "queries"] == 1
     assert (imp.loc[2, "weighted"], imp.loc[2, "baseline"]) == (pytest.approx(1.0), pytest.approx(0.5))
     assert imp.loc[2, "improvement"] == pytest.approx(1.0)  # +100 %, not (0.5 / 0.5 - 1) = 0 over q2 and q3
@@ -85,11 +86,11 @@ def test_coverage_note_names_each_strategys_query_count_for_a_stopped_run(store)
     full = {("standard", q): ([1.0, 1.0], [1.0, 1.0]) for q in (q1, q2, q3)}
     rid = make_run(store, corpus, qs, {**full, ("mrag", q1): ([1.0, 1.0], [1.0, 1.0])}, ["standard", "mrag"],
                    status="cancelled")
-    note = er.coverage_note(er.load_run_metrics(store, rid))
+    note = eval_results.coverage_note(eval_results.load_run_metrics(store, rid))
     assert note is not None and "(standard 3, mrag 1)" in note
     done = make_run(store, corpus, qs, {**full, **{("mrag", q): v for (_, q), v in full.items()}},
                     ["standard", "mrag"])
-    assert er.coverage_note(er.load_run_metrics(store, done)) is None
+    assert eval_results.coverage_note(eval_results.load_run_metrics(store, done)) is None
 
 
 @pytest.fixture(scope="module")
@@ -111,21 +112,21 @@ def test_a_query_edited_after_the_run_is_named_and_keeps_the_aspect_count_it_was
     corpus, qs, ids, (q1, q2, q3) = make_corpus(store)
     rid = er.run_evaluation(store, corpus_id=corpus.id, query_set_id=qs.id,
                             settings=RetrievalSettings(strategies=["standard"], c=4, k_max=2), lm=lm)
-    before = er.load_run_metrics(store, rid)
-    assert before.edited == [] and er.edited_note(before) is None
+    before = eval_results.load_run_metrics(store, rid)
+    assert before.edited == [] and eval_results.edited_note(before) is None
     stored = {r.query_id: r for r in db.load_eval_results(store, rid)}
     db.update_query(store, q2, ground_truth=[ids[0]], n_aspects=1)
-    m = er.load_run_metrics(store, rid)
+    m = eval_results.load_run_metrics(store, rid)
     assert m.edited == [q2]
     assert dict(zip(m.queries["query_id"], m.queries["n_aspects"])) == {q1: 1, q2: 2, q3: 2}
     # The 2-aspect mean at k = 2 is still over q2 and q3 as stored (not q3 alone).
     at = m.summary[(m.summary["n_aspects"] == 2) & (m.summary["k"] == 2)].iloc[0]
     assert at["n_queries"] == 2
     assert at["rsr"] == pytest.approx((stored[q2].rsr[1] + stored[q3].rsr[1]) / 2)
-    layout = json.loads(er.authors_json(m))
+    layout = json.loads(eval_exports.authors_json(m))
     assert len(layout["standard"]["1"]["success_ratio"][0]) == 1  # q1 only
     assert len(layout["standard"]["2"]["success_ratio"][0]) == 2
-    note = er.edited_note(m)
+    note = eval_results.edited_note(m)
     assert note == (f"Run #{rid}: 1 of its 3 queries (#{q2}) was edited after the run (text, ground truth or aspect "
                     "count): its stored scores are those of the version the run searched. Start a new run to score "
                     "the query set as it is now.")
@@ -139,8 +140,8 @@ def test_runs_of_different_query_sets_are_not_compared(store) -> None:
     (o1,) = db.add_queries(store, other.id, [{"text": "one", "ground_truth": [ids[0]]}])
     a = make_run(store, corpus, qs, {("standard", q1): ([1.0, 1.0], [1.0, 1.0])}, ["standard"])
     b = make_run(store, corpus, other, {("mrag", o1): ([1.0, 1.0], [1.0, 1.0])}, ["mrag"])
-    with pytest.raises(er.EvaluationInputError) as exc:
-        er.compare_runs(store, [(a, "standard"), (b, "mrag")])
+    with pytest.raises(eval_results.EvaluationInputError) as exc:
+        eval_comparison.compare_runs(store, [(a, "standard"), (b, "mrag")])
     assert str(exc.value) == (f"These runs were scored on different query sets (#{a} on 'Q', #{b} on 'Other') and "
                               "share no query: paired tests compare the same queries, so choose runs of one query set.")
 
@@ -170,9 +171,9 @@ def test_expansions_shared_by_two_strategies_are_marked_and_counted_once_in_the_
         {"strategy": s, "query_id": q, "retrieved": [], "rsr": [1.0, 1.0], "csr": [1.0, 1.0],
          "details": details.get((s, q))} for s in strategies for q in (q1, q2)])
     db.finish_eval_run(store, run.id)
-    m = er.load_run_metrics(store, run.id)
-    table = er.accuracy_and_cost(m).set_index("strategy")
-    cols = ["llm_queries", "tokens", "spent_tokens", "cached", er.SHARED_COLUMN]
+    m = eval_results.load_run_metrics(store, run.id)
+    table = eval_costs.accuracy_and_cost(m).set_index("strategy")
+    cols = ["llm_queries", "tokens", "spent_tokens", "cached", eval_costs.SHARED_COLUMN]
     # Per strategy: what it searched. multi-query 52 + 40 = 92 tokens, all sent; multi-query-mrag the same 92,
     # 52 sent (q2 from the cache); hyde 50 + 45 = 95, 50 sent.
     assert table.loc["multi-query", cols].tolist() == [2, 92, 92, 0, "multi-query-mrag"]
@@ -182,21 +183,22 @@ def test_expansions_shared_by_two_strategies_are_marked_and_counted_once_in_the_
     assert table["tokens"].sum() == 279  # the rows added up count the shared rewrites twice
     # Each (family, query) expansion once, the sent call kept: 92 + 95 = 187 tokens over 4 expansions;
     # sent 52 + 40 + 50 = 142; LLM seconds 0.5 + 0.4 + 1.0; hyde's q2 the one cache hit.
-    total = er.llm_cost_total(m)
+    total = eval_costs.llm_cost_total(m)
     assert {k: total[k] for k in ("llm_queries", "tokens", "spent_tokens", "cached", "failed")} == {
         "llm_queries": 4, "tokens": 187, "spent_tokens": 142, "cached": 1, "failed": 0}
     assert total["llm_s"] == pytest.approx(1.9) and total["tokens_per_query"] == pytest.approx(187 / 4)
     shared = ("multi-query and multi-query-mrag share their LLM expansions (one call per query serves both "
               "strategies): each of their rows counts those calls, so a sum of the rows counts them twice; the total "
               "counts each call once.")
-    assert er.shared_expansions_note(m.strategies) == shared
-    assert er.llm_total_note(m) == ("All LLM-assisted strategies together, each LLM call counted once: 187 tokens "
-                                    f"over 4 expansions, 142 spent, 1.90 LLM s. {shared}")
-    assert er.shared_expansions_note(["hyde", "multi-query", "standard"]) is None
-    assert er.shared_expansions_note(["hyde-mrag", "multi-query", "hyde", "multi-query-mrag"]).startswith(
+    assert eval_costs.shared_expansions_note(m.strategies) == shared
+    assert eval_costs.llm_total_note(m) == (
+        "All LLM-assisted strategies together, each LLM call counted once: 187 tokens over 4 expansions, 142 spent, "
+        f"1.90 LLM s. {shared}")
+    assert eval_costs.shared_expansions_note(["hyde", "multi-query", "standard"]) is None
+    assert eval_costs.shared_expansions_note(["hyde-mrag", "multi-query", "hyde", "multi-query-mrag"]).startswith(
         "multi-query and multi-query-mrag share their LLM expansions, as do hyde-mrag and hyde (one call")
-    cost = er.items_cost(store, [(run.id, "multi-query-mrag"), (run.id, "hyde")])
-    assert cost[["item", "tokens", er.SHARED_COLUMN]].values.tolist() == [
+    cost = eval_costs.items_cost(store, [(run.id, "multi-query-mrag"), (run.id, "hyde")])
+    assert cost[["item", "tokens", eval_costs.SHARED_COLUMN]].values.tolist() == [
         [f"#{run.id} multi-query-mrag", 92, "multi-query"], [f"#{run.id} hyde", 95, ""]]
-    free = er.without_unused_cost(table.loc[["standard"]].reset_index())
+    free = eval_costs.without_unused_cost(table.loc[["standard"]].reset_index())
     assert list(free.columns) == ["strategy", "rsr", "csr", "weighted", "search_s"]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import db
-from services.workflows import evaluation_runs as er
+from services.workflows import eval_comparison, eval_costs, eval_results
 from services.workflows import run_intervals as ri
 
 
@@ -38,7 +38,7 @@ def hand_run(store: db.Store) -> tuple[int, int]:
 
 def test_accuracy_table_gets_an_interval_next_to_each_mean(store: db.Store) -> None:
     _, rid = hand_run(store)
-    m = er.load_run_metrics(store, rid)
+    m = eval_results.load_run_metrics(store, rid)
     ivs = ri.accuracy_intervals(m)
     # three values each: a resample of three copies of one value has probability 1/27 = 3.7 % > 2.5 %, so both
     # bounds are the extreme values whenever those appear once (and more so when twice)
@@ -49,7 +49,7 @@ def test_accuracy_table_gets_an_interval_next_to_each_mean(store: db.Store) -> N
         iv = ivs[key]
         assert (iv.estimate, iv.low, iv.high, iv.n) == (pytest.approx(mean), pytest.approx(low), pytest.approx(high),
                                                         3), key
-    table = ri.with_mean_intervals(er.accuracy_and_cost(m), m)
+    table = ri.with_mean_intervals(eval_costs.accuracy_and_cost(m), m)
     assert list(table.columns[:7]) == ["strategy", "rsr", "rsr 95% CI", "csr", "csr 95% CI", "weighted",
                                        "weighted 95% CI"]
     row = table.set_index("strategy")
@@ -63,7 +63,7 @@ def test_accuracy_table_gets_an_interval_next_to_each_mean(store: db.Store) -> N
 def test_comparison_intervals_per_aspect_count_and_for_the_paired_difference(store: db.Store) -> None:
     _, rid = hand_run(store)
     items = [(rid, "standard"), (rid, "mrag")]
-    means, tests = er.compare_runs(store, items)
+    means, tests = eval_comparison.compare_runs(store, items)
     mean_ci, diff_ci = ri.compare_intervals(store, items)
     got = {(r.item, r.n_aspects): (r.mean, r.low, r.high, r.queries) for r in mean_ci.itertuples()}
     s, m = f"#{rid} standard", f"#{rid} mrag"
@@ -83,7 +83,7 @@ def test_comparison_intervals_per_aspect_count_and_for_the_paired_difference(sto
     shown = ri.tests_with_intervals(tests, diff_ci).set_index("n_aspects")
     assert list(shown.columns[3:5]) == ["mean_diff", "mean_diff 95% CI"]
     assert shown["mean_diff 95% CI"].tolist() == ["", "[0.000, +0.333]", "[0.000, +0.667]"]
-    table = ri.means_table_with_intervals(er.means_table(means, "weighted", items), mean_ci)
+    table = ri.means_table_with_intervals(eval_comparison.means_table(means, "weighted", items), mean_ci)
     assert list(table.columns) == [s, f"{s} 95% CI", m, f"{m} 95% CI"]
     assert table.loc["all", f"{m} 95% CI"] == "[0.500, 1.000]" and table.loc["1", f"{s} 95% CI"] == ""
 
@@ -91,7 +91,7 @@ def test_comparison_intervals_per_aspect_count_and_for_the_paired_difference(sto
 def test_the_comparison_csv_has_means_intervals_and_tests(store: db.Store) -> None:
     _, rid = hand_run(store)
     items = [(rid, "standard"), (rid, "mrag")]
-    means, tests = er.compare_runs(store, items, metric="rsr")
+    means, tests = eval_comparison.compare_runs(store, items, metric="rsr")
     mean_ci, diff_ci = ri.compare_intervals(store, items, metric="rsr")
     csv = pd.read_csv(io.StringIO(ri.comparison_csv("rsr", "k = 1", mean_ci, tests, diff_ci)),
                       dtype={"n_aspects": str})
