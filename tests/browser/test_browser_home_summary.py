@@ -16,18 +16,19 @@ pytestmark = pytest.mark.browser
 def _evaluate_demo(folder) -> tuple[int, list[str]]:
     """An evaluation run of the demo queries (k = 1..32) in the app's database; its id and strategies."""
     import db
-    from mrag_core.evaluation import NAMED_STRATEGIES
     from mrag_core.models.loader import load_model
     from mrag_core.sentence_round_robin import STRATEGY_ID
+    from mrag_core.settings import RetrievalSettings
     from services.demo.store import ensure_demo_corpus
     from services.workflows import evaluation_runs as er
 
-    strategies = ["standard", "mrag", *([STRATEGY_ID] if STRATEGY_ID in NAMED_STRATEGIES else [])]
+    strategies = ["standard", "mrag", STRATEGY_ID]
     store = db.open_store(f"sqlite:///{folder / 't.db'}")
     try:
         demo = ensure_demo_corpus(store)
         rid = er.run_evaluation(store, corpus_id=demo.corpus_id, query_set_id=demo.query_set_id,
-                                strategies=strategies, lm=load_model("minilm", device="cpu"))
+                                settings=RetrievalSettings(strategies=tuple(strategies)),
+                                lm=load_model("minilm", device="cpu"))
         assert db.get_eval_run(store, rid).status == "done"
     finally:
         store.close()
@@ -47,7 +48,7 @@ def test_home_sums_up_the_demo_run_with_intervals(demo_app_instance, browser_pag
     page.reload()
     page.get_by_text("Results on the demo queries").wait_for(timeout=180_000)
     wait_idle(page)
-    assert page.get_by_text(re.compile(rf"^Run #{rid} \(minilm, layer \d+\): Standard, MRAG")).is_visible()
+    page.get_by_text(re.compile(rf"^Run #{rid} \(minilm, layer \d+\): Standard, MRAG")).wait_for()
     assert not page.get_by_text(re.compile(r"^No evaluation run on the demo queries yet")).count()
     table = page.locator('[data-testid="stDataFrame"]', has=page.locator("th", has_text="RSR (n = 6, k = 6)"))
     table.wait_for()  # the grid draws after the script run ends
@@ -61,8 +62,12 @@ def test_home_sums_up_the_demo_run_with_intervals(demo_app_instance, browser_pag
     assert sum(bool(pattern.match(c.strip())) for c in cells) == 4 * len(strategies), cells
     assert page.get_by_text(re.compile(r"^MRAG vs Standard, all 24 queries at k = each query's aspect count: "
                                        r"weighted ratio \d\.\d{3} vs \d\.\d{3}, difference ")).is_visible()
-    if len(strategies) == 2:  # this branch's registry has no recommended strategy yet: Home says how to add it
-        assert page.get_by_text(re.compile(rf"^Run #{rid} has no sentence-round-robin")).is_visible()
+    # the recommended strategy against Standard and against MRAG, each with its interval and what it tells
+    for other in ("Standard", "MRAG"):
+        page.get_by_text(re.compile(rf"^Sentence round-robin vs {other}, all 24 queries at k = each "
+                                    r"query's aspect count: weighted ratio \d\.\d{3} vs \d\.\d{3}, "
+                                    r"difference ")).wait_for()
+    assert page.get_by_text(re.compile(rf"^Run #{rid} has no sentence-round-robin")).count() == 0
     page.get_by_text("Results on the demo queries").scroll_into_view_if_needed()
     page.wait_for_timeout(500)
     page.screenshot(path=str(ARTIFACTS / "browser_home_summary.png"), full_page=True)

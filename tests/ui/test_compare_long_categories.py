@@ -16,6 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests.support.compare_pages import compare, indexed_corpus  # noqa: E402
+from ui.compare_layout import _score_extra_px, score_decimals  # noqa: E402
 from ui.render import fits_in_cell, full_names_html, ranks_by_name, shortened  # noqa: E402
 
 LONG = "Nineteenth-century Scandinavian maritime trade and shipbuilding"  # 63 characters
@@ -56,14 +57,14 @@ def tiny_model(tmp_path: Path) -> Path:
     return tiny_gpt2_folder(tmp_path / "gpt2", n_layer=2)
 
 
-def _list_config(title: int, category: int, score: int) -> dict:
+def _list_config(title: int, category: int, score: int, decimals: int = 3) -> dict:
     """A result list's column configuration as the page sends it, with these widths (rank 28 px, mark 70)."""
     return {"rank": {"label": "#", "width": 28, "type_config": {"type": "number"}},
             "mark": {"width": 70, "type_config": {"type": "text"}},
             "title": {"width": title, "help": "Titles that the column cuts are listed in full under the list.",
                       "type_config": {"type": "text"}},
             "category": {"width": category, "type_config": {"type": "text"}},
-            "score": {"width": score, "type_config": {"type": "number", "format": "%.3f"}},
+            "score": {"width": score, "type_config": {"type": "number", "format": f"%.{decimals}f"}},
             "_index": {"hidden": True}}
 
 
@@ -89,11 +90,18 @@ def test_two_per_row_lists_name_a_long_category_in_full_under_each_list(tiny_mod
 
     # two to a row: the short titles ("Ledger 0") keep the title's least 164 px and leave the category the other 88
     # of 252; the 63 characters need 63 x 7.5 + 17 = 489.5
-    assert _configs(at) == [_list_config(title=164, category=88, score=48)] * 5
+    # Fusion's RRF scores need 4 decimals to differ (ui.compare_layout.score_decimals): 7.5 px more for the
+    # score, taken from the category
+    decimals = [score_decimals(f["score"]) for f in lists]
+    assert sorted(set(decimals)) == [3, 4]
+    extra = [_score_extra_px(d) for d in decimals]
+    assert _configs(at) == [_list_config(title=164, category=88 - e, score=48 + e, decimals=d)
+                            for d, e in zip(decimals, extra)]
 
     stacked = compare(corpus_id, per_row=1)  # 200 px cut it too (24 characters fit)
     assert [c.value for c in stacked.caption].count(line) == 6
-    assert _configs(stacked) == [_list_config(title=400, category=200, score=60)] * 5
+    assert _configs(stacked) == [_list_config(title=400, category=200 - e, score=60 + e, decimals=d)
+                                 for d, e in zip(decimals, extra)]
 
 
 @pytest.mark.usefixtures("fresh_env")

@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests.support.compare_pages import compare, indexed_corpus  # noqa: E402
 from ui.compare_layout import HEADS_COLUMN as HEADS  # noqa: E402
+from ui.compare_layout import _score_extra_px, score_decimals  # noqa: E402
 from ui.render import full_names_html  # noqa: E402
 
 # 45 characters each (44 with the blank line as one space), holding HTML and Markdown that must not be drawn
@@ -81,7 +82,8 @@ def test_two_per_row_lists_give_long_titles_the_room_and_name_them_whole_under_t
         # a 45-character title needs 45 x 7.5 + 17 = 354.5 px, more than the 252 of title and category: the title
         # gets all but the category's least 60 px ("cats" needs 4 x 7.5 + 17 = 47); 28 + 70 + 192 + 60 + 48 = 398
         # (a list two to a row in a 1280 px window is 400 px inside its border)
-        assert _widths(frame) == {"rank": 28, "mark": 70, "title": 192, "category": 60, "score": 48}
+        extra = _score_extra_px(score_decimals(frame.value["score"]))  # Fusion's RRF scores: 4 decimals, 8 px
+        assert _widths(frame) == {"rank": 28, "mark": 70, "title": 192 - extra, "category": 60, "score": 48 + extra}
     titles = [frame.value["title"].tolist() for frame in lists]
     assert all(len(t) == 2 and set(t) <= set(MARKUP_TITLES) for t in titles)  # k = 2 aspects
     expected = [full_names_html("Titles", [(" ".join(first.split()), [1]), (" ".join(second.split()), [2])])
@@ -110,9 +112,14 @@ def test_two_per_row_lists_of_short_titles_keep_the_category_its_room(tiny_model
     at = compare(corpus_id)
     lists = _lists(at)
     assert len(lists) == 5
+    narrowed = 0
     for frame in lists:  # "Ledger 0" needs 8 x 7.5 + 17 = 77 px
-        assert _widths(frame) == {"rank": 28, "mark": 70, "title": 164, "category": 88, "score": 48}
-    assert _list_blocks(at, "Titles") == [] and _list_blocks(at, "Categories") == []
+        extra = _score_extra_px(score_decimals(frame.value["score"]))  # Fusion's RRF scores: 4 decimals, 8 px
+        assert _widths(frame) == {"rank": 28, "mark": 70, "title": 164, "category": 88 - extra, "score": 48 + extra}
+        narrowed += extra > 0
+    assert _list_blocks(at, "Titles") == []
+    # 80 px cut "spaceship" (84.5 px): named in full under the lists whose score took the 8 px, and only there
+    assert narrowed and len(_list_blocks(at, "Categories")) == narrowed
 
 
 @pytest.mark.usefixtures("demo_indexed")

@@ -80,8 +80,8 @@ def test_evaluation_page_runs_demo_and_lists_it() -> None:
     assert single["strategy"].tolist() == ["standard", "mrag"]
     assert (single["hits@1"] <= single["hits@2"]).all() and (single["hits@2"] <= single["queries"]).all()
     exports = [b.proto.label for b in at2.get("download_button") if not b.proto.label.startswith("Download chart")]
-    assert exports == ["Run as JSON", "Run as the MRAG authors' result file", "Per-query results (CSV)",
-                       "Comparison with intervals (CSV)"]  # the last on the Compare runs tab
+    assert exports == ["Run as JSON", "Run as the MRAG authors' result file", "Run for the authors' plotter",
+                       "Per-query results (CSV)", "Comparison with intervals (CSV)"]  # the last on Compare runs
     # Compare standard vs mrag of that run: paired tests over the 24 demo queries.
     tests = _frame_with(at2, "wilcoxon_p")
     allrow = tests[tests["n_aspects"] == "all"].iloc[0]
