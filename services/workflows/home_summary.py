@@ -28,7 +28,7 @@ from mrag_core import sentence_round_robin as recommended
 from mrag_core.intervals import Interval, mean_interval, paired_difference_interval
 from mrag_core.wording import counted
 from services.demo import DEMO_CORPUS_NAME
-from services.demo.store import DEMO_QUERIES_MARKER, DEMO_QUERY_SET_NAME, demo_corpus_id
+from services.demo.store import DEMO_QUERY_SET_NAME, demo_query_set_id
 from services.workflows import eval_results
 from services.workflows import evaluation_runs as er
 
@@ -111,18 +111,6 @@ def _label(strategy: str, mrag: str | None) -> str:
     return strategy
 
 
-def _demo_query_set(store: db.Store) -> int | None:
-    corpus_id = demo_corpus_id(store)
-    marked = db.get_marker(store, DEMO_QUERIES_MARKER)
-    if corpus_id is None or marked is None or not marked.isdigit():
-        return None
-    try:
-        qs = db.get_query_set(store, int(marked))
-    except db.NotFoundError:
-        return None
-    return qs.id if qs.corpus_id == corpus_id else None
-
-
 def _compared(run: db.EvalRunInfo) -> tuple[list[str], str | None]:
     """The run's strategies among Standard, its MRAG and the recommended one (run order), and its MRAG's name."""
     stored = list(run.config.get("strategies", []))
@@ -158,7 +146,7 @@ def _paired(a: pd.Series, b: pd.Series) -> tuple[Interval, float, float]:
 def demo_summary(store: db.Store) -> DemoSummary | None:
     """The summary of the newest finished run on the demo queries that has Standard, MRAG or the recommended
     strategy (module doc); None when there is none (or the demo corpus or its query set is gone)."""
-    qs_id = _demo_query_set(store)
+    qs_id = demo_query_set_id(store)
     if qs_id is None:
         return None
     # newest first
