@@ -44,4 +44,6 @@ def test_a_200_kb_answer_of_braces_is_refused_quickly(fake_openai: Factory) -> N
     (outcome,) = expand_many(_client(server), "intent", ["moon and mars?"], cache=MemoryCache())
     elapsed = time.perf_counter() - started
     assert [s.status for s in suggestions] == ["failed", "failed"] and not outcome.ok
-    assert elapsed < 3.0  # 4 parses of about 7 s each before
+    # before: about 7 s a parse, 4 parses (28 s); now each document is asked 3 times and every answer is refused
+    # at once: the bound leaves room for a slow machine or a coverage run's tracing
+    assert elapsed < 10.0
