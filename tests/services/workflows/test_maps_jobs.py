@@ -24,7 +24,7 @@ from services.demo.store import demo_corpus_id
 from services.workflows import maps as mw
 from tests.support.demo_index import copy_demo_index
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

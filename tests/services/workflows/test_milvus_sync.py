@@ -185,7 +185,7 @@ def test_a_process_killed_midway_leaves_collections_that_resume(tmp_path: Path, 
                 os.kill(os.getpid(), signal.SIGKILL)
         milvus_sync.sync_run_collections(store, {run.id}, progress=die, batch_size=5)
     """)
-    env = {**os.environ, mb.ENV_URI: lite, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, mb.ENV_URI: lite, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     proc = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr[-2000:]
     monkeypatch.setenv(mb.ENV_URI, lite)
