@@ -15,6 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from mrag_core.strategy_registry import PRESELECTED  # noqa: E402
 from tests.ui.conftest import module_env  # noqa: E402
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
@@ -77,7 +78,7 @@ def test_compare_searches_milvus_by_default_with_the_in_process_answers(written)
     assert at.selectbox(key="compare_backend").value == "milvus"  # ready collections: the serving default
     on_milvus = mrag_titles(at)
     at.selectbox(key="compare_backend").set_value("torch").run()
-    assert mrag_titles(ok(at)) == on_milvus and len(on_milvus) == 5
+    assert mrag_titles(ok(at)) == on_milvus and len(on_milvus) == len(PRESELECTED)
 
 
 def test_an_unreachable_milvus_is_one_message_and_compare_still_searches(written, monkeypatch):
@@ -94,4 +95,4 @@ def test_an_unreachable_milvus_is_one_message_and_compare_still_searches(written
     at = ok(page("5_Compare.py").run())
     assert any("cannot be reached" in m for m in texts(at.warning))
     assert at.selectbox(key="compare_backend").value == "torch"
-    assert len(mrag_titles(at)) == 5
+    assert len(mrag_titles(at)) == len(PRESELECTED)

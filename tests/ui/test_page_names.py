@@ -75,7 +75,9 @@ def test_every_page_named_in_the_code_and_the_readme_is_a_sidebar_title_or_home(
 
 
 def test_the_readme_page_list_names_every_page_once_by_its_title() -> None:
-    heads = re.findall(r"^\* \*\*(.+?)\*\*", (ROOT / "README.md").read_text(), flags=re.MULTILINE)
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## The pages\n", 1)[1].split("\n## ", 1)[0]
+    heads = re.findall(r"^[-*] \*\*(.+?):?\*\*", section, flags=re.MULTILINE)
     listed = [name for head in heads for name in head.split(" / ")]
     assert sorted(listed) == sorted(_titles())
 
