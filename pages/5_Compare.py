@@ -311,7 +311,9 @@ if any(s in FUSION_STRATEGIES for s in strategies):
 chosen = [*strategies, *llm_strategies]
 if query_text and (cut := query_window(lm, query_text).note(query_text, run.model_name.split("/")[-1])):
     fused = set(strategies) & set(FUSION_STRATEGIES)
-    st.warning(md_plain(cut) + (" Fusion RAG and Fusion MRAG embed each sub-query on its own." if fused else ""))
+    whole = (" Fusion RAG and Fusion MRAG embed each sub-query on its own." if fused else "") + (
+        f" {STRATEGY_LABELS[RECOMMENDED]} embeds each sentence on its own." if RECOMMENDED in strategies else "")
+    st.warning(md_plain(cut) + whole)  # (our own words: no Markdown in them)
 if st.button("Compare", type="primary", key="compare_go", disabled=not query_text or not chosen):
     st.session_state["compare_active"] = True
 if not query_text:

@@ -41,7 +41,10 @@ def unescaped(markdown: str) -> str:
 
 
 def cut_warnings(at: AppTest) -> list[re.Match]:
-    return [m for w in at.warning if (m := CUT.fullmatch(unescaped(w.value).split(" Fusion RAG")[0]))]
+    # the cut, without what follows it: which strategies read the rest anyway (Fusion's sub-queries, the recommended
+    # strategy's sentences)
+    return [m for w in at.warning
+            if (m := CUT.fullmatch(re.split(r" Fusion RAG| Sentence round-robin", unescaped(w.value))[0]))]
 
 
 def assert_the_cut_is_where_the_model_stops(lm, query: str, match: re.Match) -> None:
@@ -68,6 +71,9 @@ def test_compare_says_a_query_is_cut_to_the_models_256_tokens(demo) -> None:
     no_exceptions(at)
     [match] = cut_warnings(at)
     assert_the_cut_is_where_the_model_stops(demo, LONG, match)
+    # the preselected recommended strategy reads every sentence: the note says so
+    assert at.warning[0].value.endswith(" embeds each sentence on its own.")
+    at.multiselect(key="compare_strategies").set_value(["standard", "fusion"]).run()
     assert at.warning[0].value.endswith(" Fusion RAG and Fusion MRAG embed each sub-query on its own.")
     at.multiselect(key="compare_strategies").set_value(["standard", "mrag"]).run()
     assert not at.warning[0].value.endswith("on its own.")  # no Fusion list on the page, no word about it
