@@ -17,7 +17,8 @@ import pytest
 from tests.browser.conftest import wait_idle
 from tests.support.main_area import watch
 
-pytestmark = pytest.mark.browser
+# timing-bound (first-open waits measured in seconds, ~80 s): run with -m slow, as bench/demo_waits.py measures
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BUILD_BUTTON = "[...m.querySelectorAll('button')].some(b => b.innerText.trim() === 'Build index')"
 SILENT_S = 3.0  # the most the main area may stay without a spinner or content once something is drawn

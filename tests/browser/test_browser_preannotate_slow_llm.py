@@ -26,7 +26,9 @@ from tests.support.openai_server import FAKE_MODEL, FakeOpenAIServer
 from tests.support.small_model import SmallModel
 from tests.support.topic_corpus import add_topic_corpus, truth
 
-pytestmark = pytest.mark.browser
+# timing-bound (cancel within 1 s, ~80 s against a slow server): run with -m slow, as
+# bench/preannotate_slow_llm.py measures
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 N_DOCS = 24
 CORPUS = "Annotator's slow model"  # sorts before the demo corpus: the page opens on it
