@@ -18,32 +18,14 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import db  # noqa: E402
 from services.workflows import eval_comparison  # noqa: E402
+from tests.support.hand_run import hand_run  # noqa: E402
 
 EVAL_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "9_Evaluation_Runs.py")
 
 pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 
 
-def _runs(store: db.Store) -> tuple[int, int, int]:
-    """A corpus with one 1-aspect and two 2-aspect queries, and a run (standard, mrag) of k_max 2 on it; weighted
-    at k = aspects: standard 1/3, 0.5, 0.5 and mrag 1, 5/6, 0.5 (w = 2)."""
-    corpus = db.create_corpus(store, "C")
-    ids = db.add_documents(store, corpus.id, [{"title": f"d{i}", "text": f"document {i}", "label": lab}
-                                              for i, lab in enumerate("aabb")]).document_ids
-    qs = db.create_query_set(store, corpus.id, "Q")
-    q1, q2, q3 = db.add_queries(store, qs.id, [{"text": "one", "ground_truth": [ids[0]]},
-                                               {"text": "two", "ground_truth": [ids[0], ids[2]]},
-                                               {"text": "three", "ground_truth": [ids[1], ids[3]]}])
-    run = db.create_eval_run(store, corpus_id=corpus.id, query_set_id=qs.id, name="hand", seed=0,
-                             config={"model": "minilm", "layer": 5, "strategies": ["standard", "mrag"], "c": 4,
-                                     "k_max": 2, "w": 2.0})
-    results = {("standard", q1): ([0.0, 1.0], [1.0, 1.0]), ("standard", q2): ([0.5, 0.5], [0.5, 0.5]),
-               ("standard", q3): ([0.5, 0.5], [0.5, 0.5]), ("mrag", q1): ([1.0, 1.0], [1.0, 1.0]),
-               ("mrag", q2): ([0.5, 0.75], [1.0, 1.0]), ("mrag", q3): ([0.5, 0.5], [0.5, 0.5])}
-    db.save_eval_results(store, run.id, [{"strategy": s, "query_id": q, "retrieved": [], "rsr": rsr, "csr": csr}
-                                         for (s, q), (rsr, csr) in results.items()])
-    db.finish_eval_run(store, run.id, status="done")
-    return corpus.id, run.id, q1
+_runs = hand_run  # (corpus id, run id, the 1-aspect query's id)
 
 
 def _page(corpus_id: int) -> AppTest:
