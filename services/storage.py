@@ -30,27 +30,7 @@ from db import (  # the store's record types and errors, as they are
     VersionConflictError,
 )
 
-#: what this module passes on from :mod:`db` as it is
-STORE_TYPES = (
-    "Store",
-    "StoreError",
-    "NotFoundError",
-    "DuplicateError",
-    "InvalidInputError",
-    "VersionConflictError",
-    "RunInProgressError",
-    "BusyError",
-    "CorpusInfo",
-    "CategoryInfo",
-    "DocumentRow",
-    "EmbeddingRunInfo",
-    "QuerySetInfo",
-    "QueryRow",
-    "EvalRunInfo",
-    "AgentInfo",
-    "LIVE_WINDOW_S",
-)
-
+# what this module passes on from :mod:`db` as it is, then its own functions
 __all__ = [
     "Store",
     "StoreError",
