@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import db
 from services.workflows import run_intervals as ri
-from tests.services.workflows.test_run_intervals import hand_run
+from tests.support.hand_run import hand_run
 
 EVAL_PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "9_Evaluation_Runs.py")
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("fresh_env")  # tests/ui/conftest.py
 def page() -> tuple[AppTest, int]:
     AppTest.from_file(EVAL_PAGE, default_timeout=60).run()  # the demo corpus first, as a first start does
     store = db.open_store(os.environ["MRAG_DATABASE_URL"])
-    corpus_id, rid = hand_run(store)
+    corpus_id, rid, _ = hand_run(store)
     at = AppTest.from_file(EVAL_PAGE, default_timeout=60)
     at.session_state["corpus_id"] = corpus_id
     at.run()
