@@ -48,6 +48,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -237,17 +238,58 @@ def create_collection(client: Any, name: str, views: Iterable[View], index_type:
     client.create_collection(name, schema=schema, index_params=index)
     if properties:
         set_properties(client, name, properties)
-    client.load_collection(name)
+    load_collection(client, name)
+
+
+#: How long :func:`settle` waits for Milvus to finish building a collection's indexes.
+SETTLE_TIMEOUT_S = 600.0
+#: Tries of a load that finds an index file still being written (Milvus Lite reads it with EAGAIN).
+LOAD_TRIES = 5
 
 
 def settle(client: Any, name: str, index_type: str) -> None:
-    """Flush what was written; for HNSW, release and load the collection so that every segment's graph is built
-    before the next search (Milvus Lite builds them in the background otherwise, and searches unbuilt segments
-    exhaustively, which a calibration would take for the graph's recall)."""
+    """Flush what was written; for HNSW, wait until every index has been built over every row, then release and
+    load the collection so that every segment's graph is used by the next search (Milvus Lite builds them in the
+    background otherwise, and searches unbuilt segments exhaustively, which a calibration would take for the
+    graph's recall). Loading while the background build still wrote a segment's graph failed under load
+    ("read error ... Resource temporarily unavailable"): hence the wait, and a load tried again on that error."""
     client.flush(name)
     if index_type == "HNSW":
+        wait_indexed(client, name)
         client.release_collection(name)
-        client.load_collection(name)
+        load_collection(client, name)
+
+
+def wait_indexed(client: Any, name: str, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+    """Wait until each index of collection ``name`` reports ``Finished`` with no row pending (``describe_index``);
+    raises RuntimeError when one failed, TimeoutError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    for index_name in client.list_indexes(name):
+        while True:
+            info = client.describe_index(name, index_name) or {}
+            state = str(info.get("state", "Finished"))
+            if state == "Failed":
+                raise RuntimeError(f"Milvus could not build index {index_name} of {name}: {info.get('fail_reason')}")
+            if state == "Finished" and int(info.get("pending_index_rows", 0) or 0) == 0:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Milvus had not built index {index_name} of {name} after {timeout_s:g} s")
+            time.sleep(0.05)
+
+
+def load_collection(client: Any, name: str, tries: int = LOAD_TRIES) -> None:
+    """``client.load_collection(name)``, tried again (after 0.2 s, 0.4 s, ...) while it fails reading an index file
+    another thread of the engine is still writing (EAGAIN); any other error is raised at once."""
+    from pymilvus.exceptions import MilvusException
+
+    for attempt in range(1, tries + 1):
+        try:
+            client.load_collection(name)
+            return
+        except MilvusException as exc:
+            if attempt == tries or "Resource temporarily unavailable" not in str(exc):
+                raise
+            time.sleep(0.2 * attempt)
 
 
 def set_properties(client: Any, name: str, properties: Mapping[str, str]) -> None:

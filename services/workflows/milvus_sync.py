@@ -184,7 +184,7 @@ def sync_run_collections(store: db.Store, run_id: int, backend: str = "milvus", 
             building = {mb.STATE: "building", mb.N_DOCS: "", mb.LAYOUT: _layout_json(run, backend, layouts[v])}
             if client.has_collection(names[v]):
                 mb.set_properties(client, names[v], building)
-                client.load_collection(names[v])  # a renamed (or restarted) collection comes back released
+                mb.load_collection(client, names[v])  # a renamed (or restarted) collection comes back released
             else:
                 mb.create_collection(client, names[v], [layouts[v]], index_type, building)
         held = {v: mb.stored_hashes(client, names[v]) for v in VIEWS}
@@ -269,7 +269,7 @@ def open_run_index(store: db.Store, run_id: int, backend: str = "milvus", seed: 
         if props.get(mb.STATE) != "ready" or props.get(mb.N_DOCS) != str(len(ids)):
             raise mb.MilvusNotReadyError(f"The Milvus collections of index #{run.id} are not ready (a build was "
                                          f"interrupted or the index changed): {todo} (it resumes).")
-        client.load_collection(name)  # loaded already unless the engine restarted since (then it loads it)
+        mb.load_collection(client, name)  # loaded already unless the engine restarted since (then it loads it)
         cal, votes = mb.calibration_from_json(props.get(mb.CALIBRATION, ""))
         views[v] = mb.MilvusSpaces(client, name, layouts[v], len(ids), "cosine", mb.MILVUS_KINDS[backend],
                                    doc_ids=ids, calibration=cal, vote_calibrations=votes)

@@ -195,3 +195,48 @@ def test_the_backend_imports_no_app_store_or_llm_module():
             "print([m for m in ('streamlit', 'sqlalchemy', 'db', 'openai') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr[-1000:]
+
+
+def test_settle_waits_until_every_hnsw_index_is_built_over_every_row(lite):
+    """After ``settle`` each index says Finished with no row pending, and a search sees every row (before, a load
+    could read a graph file the engine was still writing)."""
+    client = mb.connect(lite)
+    view = mb.View("heads", 2, 8)
+    mb.create_collection(client, "settle_hnsw", [view], "HNSW")
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((3000, view.width)).astype(np.float32)
+    client.insert("settle_hnsw", [{mb.PK: i, mb.HASH: "h", "heads": v.tolist()} for i, v in enumerate(vectors)])
+    mb.settle(client, "settle_hnsw", "HNSW")
+    info = client.describe_index("settle_hnsw", "heads")
+    assert (info["state"], info["pending_index_rows"], info["indexed_rows"]) == ("Finished", 0, 3000)
+    assert len(client.query("settle_hnsw", filter=f"{mb.PK} >= 0", output_fields=[mb.PK], limit=16384)) == 3000
+
+
+class _Loads:
+    """A client whose first ``fails`` loads raise ``error`` (the engine's error, as pymilvus raises it)."""
+
+    def __init__(self, fails: int, error: str) -> None:
+        self.fails, self.error, self.calls = fails, error, 0
+
+    def load_collection(self, name: str) -> None:
+        from pymilvus.exceptions import MilvusException
+
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise MilvusException(code=1, message=self.error)
+
+
+def test_a_load_that_reads_an_index_file_still_being_written_is_tried_again():
+    eagain = "read error in .../data_000001_000023.heads.hnsw.idx: 0 != 1 (Resource temporarily unavailable)"
+    client = _Loads(fails=2, error=eagain)
+    mb.load_collection(client, "c")
+    assert client.calls == 3
+    with pytest.raises(Exception, match="Resource temporarily unavailable"):
+        mb.load_collection(_Loads(fails=9, error=eagain), "c", tries=2)
+
+
+def test_a_load_that_fails_otherwise_is_not_tried_again():
+    client = _Loads(fails=1, error="collection not found")
+    with pytest.raises(Exception, match="collection not found"):
+        mb.load_collection(client, "c")
+    assert client.calls == 1
