@@ -114,6 +114,7 @@ from db.engine import (
     default_database_url,
     head_revision,
     open_store,
+    when_free,
 )
 from db.errors import (
     BusyError,
@@ -385,6 +386,7 @@ __all__ = [
     "missing_documents",
     "reuse_candidates",
     "open_store",
+    "when_free",
     "rename_corpus",
     "review_queue",
     "runs_with_results_for",

@@ -38,10 +38,10 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -55,6 +55,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from db.errors import BusyError, SchemaError, StoreError
+
+T = TypeVar("T")
 
 ENV_DATABASE_URL = "MRAG_DATABASE_URL"
 ENV_DATA_DIR = "MRAG_DATA_DIR"
@@ -401,3 +403,21 @@ def open_store(url: str | None = None, *, migrate: bool = True, echo: bool = Fal
         except BusyError:
             pass
     return store
+
+
+#: How often :func:`when_free` tries a write that found the database busy.
+WRITE_TRIES = 5
+
+
+def when_free(write: Callable[[], T], tries: int = WRITE_TRIES) -> T:
+    """``write()`` (one write transaction), tried again up to ``tries`` times in all while another writer held the
+    database past the busy timeout (:class:`BusyError`: nothing of the try was kept, so trying again is safe). Long
+    work (an import's chunks, an index build's batches) waits and goes on rather than failing."""
+    for attempt in range(1, tries + 1):
+        try:
+            return write()
+        except BusyError:
+            if attempt == tries:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+

@@ -418,13 +418,8 @@ def _write_chunk(store: db.Store, hidden: int, owner: str, docs: list[dict[str, 
                  first_index: int) -> db.AddResult:
     """One chunk in one transaction, tried again (up to :data:`CHUNK_TRIES` times) while another writer holds the
     database past the busy timeout: the import waits and goes on rather than failing."""
-    for attempt in range(1, CHUNK_TRIES + 1):
-        try:
-            return db.add_import_documents(store, hidden, owner, docs, dedupe=dedupe, first_index=first_index)
-        except db.BusyError:
-            if attempt == CHUNK_TRIES:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    return db.when_free(lambda: db.add_import_documents(store, hidden, owner, docs, dedupe=dedupe,
+                                                        first_index=first_index), CHUNK_TRIES)
 
 
 def import_records(

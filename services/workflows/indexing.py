@@ -273,7 +273,8 @@ def _embed_missing(store: db.Store, run: db.EmbeddingRunInfo, lm: LoadedModel, *
             ids = order[start:start + batch_size]
             t0 = time.perf_counter()
             emb = embed_texts(lm, [texts[d][0] for d in ids], kind="doc", layer=layer_idx, batch_size=len(ids))
-            db.save_vectors(store, run.id, ids, emb.standard, emb.heads, content_hashes=[texts[d][1] for d in ids])
+            db.when_free(lambda: db.save_vectors(store, run.id, ids, emb.standard, emb.heads,
+                                                 content_hashes=[texts[d][1] for d in ids]))
             embed_s += time.perf_counter() - t0
             embedded += len(ids)
             done += len(ids)
@@ -285,15 +286,13 @@ def _embed_missing(store: db.Store, run: db.EmbeddingRunInfo, lm: LoadedModel, *
         imp = importance_record(std, heads, importance_pairs_per_doc) if len(heads) >= 2 else None
         importance_s = time.perf_counter() - t0
         all_embed_s = prior_embed_s + embed_s
-        info = db.finish_embedding_run(
-            store, run.id, status="done", owner=owner,
-            importance=imp,
-            timings={
-                "embed_s": all_embed_s, "importance_s": importance_s, "batch_size": batch_size,
-                "docs_per_s": ((len(heads) - prior_copied - copied) / all_embed_s) if all_embed_s > 0 else None,
-                "device": str(lm.device), "copied": prior_copied + copied,
-            },
-        )
+        timings = {
+            "embed_s": all_embed_s, "importance_s": importance_s, "batch_size": batch_size,
+            "docs_per_s": ((len(heads) - prior_copied - copied) / all_embed_s) if all_embed_s > 0 else None,
+            "device": str(lm.device), "copied": prior_copied + copied,
+        }
+        info = db.when_free(lambda: db.finish_embedding_run(store, run.id, status="done", owner=owner,
+                                                            importance=imp, timings=timings))
         return BuildResult(info, "done", embedded, resumed, False, time.perf_counter() - t_start, copied)
     except BaseException as exc:
         try:

@@ -387,3 +387,57 @@ def test_set_wal_retries_while_another_connection_holds_the_new_database(tmp_pat
     assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     holder.close()
     opener.close()
+
+
+def test_when_free_tries_a_busy_write_again_and_gives_up_after_its_tries() -> None:
+    calls: list[int] = []
+
+    def write(fails: int):
+        def attempt() -> str:
+            calls.append(1)
+            if len(calls) <= fails:
+                raise db.BusyError("busy")
+            return "written"
+        return attempt
+
+    assert db.when_free(write(fails=2), tries=3) == "written" and len(calls) == 3
+    calls.clear()
+    with pytest.raises(db.BusyError):
+        db.when_free(write(fails=5), tries=3)
+    assert len(calls) == 3
+    calls.clear()
+
+    def other() -> None:
+        calls.append(1)
+        raise db.DuplicateError("taken")
+
+    with pytest.raises(db.DuplicateError):
+        db.when_free(other)
+    assert len(calls) == 1
+
+
+def test_when_free_waits_out_a_writer_that_holds_sqlite_past_the_busy_timeout(tmp_path, monkeypatch) -> None:
+    """A real second writer holds the write lock for 1.5 busy timeouts: one try fails with BusyError, when_free's
+    second try gets through and its row is stored once."""
+    import db.engine as engine
+
+    monkeypatch.setattr(engine, "BUSY_TIMEOUT_S", 0.4)
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    with db.open_store(url) as store:
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store.session() as s:
+                s.execute(text("SELECT 1"))
+                held.set()
+                release.wait(5)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(5)
+        threading.Timer(0.6, release.set).start()
+        with pytest.raises(db.BusyError):
+            db.create_corpus(store, "once")
+        corpus = db.when_free(lambda: db.create_corpus(store, "twice"))
+        holder.join()
+        assert corpus.name == "twice" and [c.name for c in db.list_corpora(store)] == ["twice"]
