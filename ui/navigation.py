@@ -68,10 +68,13 @@ def run_page(page: StreamlitPage) -> None:
         from ui.render import md_plain
 
         start_background_work()  # the demo index's UMAP maps, when wanted
-        try:
-            page.run()
-        except storage.StoreError as exc:
-            st.error(md_plain(str(exc)))
+        from ui.chart_preload import preloading_charts
+
+        with preloading_charts():  # the browser fetches its chart code meanwhile
+            try:
+                page.run()
+            except storage.StoreError as exc:
+                st.error(md_plain(str(exc)))
     finally:
         _close_opening()
 

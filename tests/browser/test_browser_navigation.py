@@ -38,3 +38,23 @@ def test_deep_link_before_the_entry_point_shows_the_declared_navigation(app_serv
     page.locator("h1", has_text="Query Builder").wait_for()
     assert _sidebar_links(page) == expected
     assert page.title() == "Query Builder · MRAG Studio"
+
+
+def test_a_sessions_first_page_fetches_the_chart_code_and_leaves_no_chart(app_server, browser_page):
+    """A page without charts, opened in a new browser profile, still makes the browser fetch Streamlit's Plotly code
+    (ui/chart_preload.py), so a chart page opened next draws at once; nothing of the preload stays drawn."""
+    from tests.browser.conftest import wait_idle
+
+    context = browser_page.context.browser.new_context(viewport={"width": 1600, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(180_000)
+        asked: list[str] = []
+        page.on("request", lambda request: asked.append(request.url))
+        page.goto(f"{app_server}/Query_Builder")
+        page.locator("h1", has_text="Query Builder").wait_for()
+        wait_idle(page)
+        assert any("/PlotlyChart." in url for url in asked), [u for u in asked if u.endswith(".js")][:40]
+        assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    finally:
+        context.close()

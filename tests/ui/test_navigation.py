@@ -73,3 +73,39 @@ def test_run_page_lets_other_errors_through() -> None:
     at = AppTest.from_function(_page_failing_with, args=("bug",), default_timeout=60).run()
     assert at.exception and "a bug" in at.exception[0].value and not at.error
 
+
+
+def _page_drawing(text: str) -> None:
+    from ui.navigation import run_page
+
+    class Page:
+        title = "Drawn"
+
+        def run(self) -> None:
+            import streamlit as st
+
+            st.markdown(text)
+            if text == "fail":
+                raise RuntimeError("a bug")
+
+    run_page(Page())
+
+
+def test_a_sessions_first_page_run_takes_its_chart_preload_away_when_it_ends() -> None:
+    """The empty chart that makes the browser fetch its chart code (ui/chart_preload.py) is asked for on the
+    session's first run only, and no chart is left in the sidebar or the page after any run, even a failed one."""
+    from ui.chart_preload import PRELOADED, empty_figure
+
+    at = AppTest.from_function(_page_drawing, args=("hello",), default_timeout=60)
+    assert PRELOADED not in at.session_state
+    at.run()
+    assert not at.exception and at.session_state[PRELOADED] is True
+    assert at.get("plotly_chart") == [] and at.sidebar.get("plotly_chart") == []
+    assert at.markdown[0].value == "hello"
+    at.run()
+    assert at.get("plotly_chart") == [] and at.sidebar.get("plotly_chart") == []
+    failed = AppTest.from_function(_page_drawing, args=("fail",), default_timeout=60).run()
+    assert failed.exception and failed.sidebar.get("plotly_chart") == []
+    figure = empty_figure()
+    assert (figure.layout.height, figure.layout.xaxis.visible, figure.layout.yaxis.visible, len(figure.data)) == (
+        10, False, False, 0)
