@@ -455,10 +455,11 @@ def import_records(
         raise ValueError("Choose either an existing corpus or a name for a new corpus.")
     owner = db.new_owner()
     if corpus_id is None:
-        hidden = db.begin_import(store, str(new_name), owner, description)
+        hidden = db.when_free(lambda: db.begin_import(store, str(new_name), owner, description), CHUNK_TRIES)
     else:
         target = db.get_corpus(store, corpus_id)  # NotFoundError
-        hidden = db.begin_import(store, f"(import {owner.rsplit('#', 1)[-1]} into #{target.id})", owner)
+        hidden = db.when_free(lambda: db.begin_import(
+            store, f"(import {owner.rsplit('#', 1)[-1]} into #{target.id})", owner), CHUNK_TRIES)
     lost = threading.Event()
     labels: set[str] = set()
     written = skipped = 0
@@ -483,7 +484,8 @@ def import_records(
                     progress(written)
             if written + skipped == 0:
                 raise ValueError("There is nothing to import: the preview has no documents.")
-            published = db.finish_import(store, hidden, owner, into=corpus_id, dedupe=deduplicate)
+            published = db.when_free(lambda: db.finish_import(store, hidden, owner, into=corpus_id,
+                                                              dedupe=deduplicate), CHUNK_TRIES)
     except BaseException:
         try:
             db.abandon_import(store, hidden, owner)
