@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 import db
 from db import Store
-from tests.support.servers import BACKENDS
+from tests.support.servers import BACKENDS, migrated_sqlite_url
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +33,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def sqlite_store(db_path: Path) -> Iterator[Store]:
-    s = db.open_store(f"sqlite:///{db_path}")
+    s = db.open_store(migrated_sqlite_url(db_path))
     yield s
     s.close()
 

@@ -87,6 +87,29 @@ class MariaDBServer(DatabaseServer):
     def drop_statement(self, name: str) -> str:
         return f"DROP DATABASE IF EXISTS `{name}`"
 
+    def copy_database(self, template: str, name: str) -> None:
+        """MariaDB has no database templates: each table is created by the template's own ``SHOW CREATE TABLE``
+        (indexes, foreign keys, charsets and all; read once) and its rows (Alembic's revision) copied."""
+        from sqlalchemy import create_engine, text
+
+        tables = getattr(self, "_tables", None)
+        engine = create_engine(self.database_url(template), isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                if tables is None:
+                    names = [row[0] for row in conn.execute(text("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'"))]
+                    tables = self._tables = [(t, conn.execute(text(f"SHOW CREATE TABLE `{t}`")).one()[1])
+                                             for t in names]
+                conn.execute(text(self.create_statement(name)))
+                conn.execute(text(f"USE `{name}`"))
+                conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+                for table, ddl in tables:
+                    conn.execute(text(ddl))
+                    conn.execute(text(f"INSERT INTO `{name}`.`{table}` SELECT * FROM `{template}`.`{table}`"))
+                conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
+        finally:
+            engine.dispose()
+
     def stop(self) -> None:
         if self._process is None or self._root is None:
             return

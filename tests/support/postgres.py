@@ -75,6 +75,9 @@ class PostgresServer(DatabaseServer):
     def create_statement(self, name: str) -> str:
         return f'CREATE DATABASE "{name}"'
 
+    def copy_database(self, template: str, name: str) -> None:
+        self._admin_execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
     def drop_statement(self, name: str) -> str:
         return f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'  # closing whatever still uses it
 

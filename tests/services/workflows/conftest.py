@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import db
-from tests.support.servers import BACKENDS
+from tests.support.servers import BACKENDS, migrated_sqlite_url
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -35,6 +35,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
         with request.getfixturevalue(f"{request.param}_server").store() as s:
             yield s
         return
-    s = db.open_store(f"sqlite:///{tmp_path / 't.db'}")
+    s = db.open_store(migrated_sqlite_url(tmp_path / "t.db"))
     yield s
     s.close()
