@@ -18,4 +18,6 @@ fi
 bash scripts/install.sh --dev
 # Test caches and databases live in a throwaway folder.
 export MRAG_CACHE_DIR="${MRAG_CACHE_DIR:-$(mktemp -d)}"
-.venv/bin/python -m pytest -q "$@"
+# Two workers (pytest-xdist; MRAG_TEST_WORKERS=0 runs in one process): most tests wait on a page's script
+# thread, a database server, a browser or a child process, so two run side by side on the two cores.
+.venv/bin/python -m pytest -q -n "${MRAG_TEST_WORKERS:-2}" --dist worksteal "$@"

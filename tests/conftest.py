@@ -12,10 +12,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from streamlit.components.v2 import manifest_scanner
 
 from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresServer
 from tests.support.servers import DatabaseServer
+
+
+def _scan_once() -> None:
+    """Every ``AppTest.run`` scans all installed packages' metadata for Streamlit components (about 1 s here, a
+    third of a page test's time); a server scans once at start. The installed packages do not change during a
+    test session, so the first scan's answer is kept (a list per call, as the original returns)."""
+    scan = manifest_scanner.scan_component_manifests
+    found: list = []
+
+    def scan_component_manifests(max_workers: int | None = None) -> list:
+        if not found:
+            found.append(scan(max_workers))
+        return list(found[0])
+
+    manifest_scanner.scan_component_manifests = scan_component_manifests
+
+
+_scan_once()
 
 
 def _serve(kind: type[PostgresServer] | type[MariaDBServer], name: str) -> Iterator[DatabaseServer]:
