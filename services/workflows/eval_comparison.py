@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -128,13 +128,7 @@ def compare_runs(
     n_of: dict[int, int] = {}
     for m in cache.values():
         n_of.update(dict(zip(m.queries["query_id"], m.queries["n_aspects"])))
-    common = set(series[0][1].index)
-    for _, s in series[1:]:
-        common &= set(s.index)
-    qids = sorted(common)
-    groups: dict[Any, list[int]] = {}
-    for q in qids:
-        groups.setdefault(int(n_of.get(q, 0)), []).append(q)
+    qids, groups = common_queries_by_aspects(series, n_of)
     means_rows = []
     test_rows = []
     ref_label, ref = series[0]
@@ -293,3 +287,17 @@ def per_query_comparison(store: db.Store, items: Sequence[tuple[int, str]], *, k
     out.insert(1, "n_aspects", out["query_id"].map(n_of))
     out.insert(2, "text", out["query_id"].map(texts))
     return out
+
+
+def common_queries_by_aspects(series: Sequence[tuple[str, pd.Series]],
+                              n_of: Mapping[int, int]) -> tuple[list[int], dict[int, list[int]]]:
+    """The query ids every series (label, values by query id) scored, ascending, and the same grouped by their
+    aspect count (``n_of``: query id -> aspects; 0 when unknown): the queries paired comparisons are made on."""
+    common = set(series[0][1].index)
+    for _, values in series[1:]:
+        common &= set(values.index)
+    qids = sorted(common)
+    groups: dict[int, list[int]] = {}
+    for q in qids:
+        groups.setdefault(int(n_of.get(q, 0)), []).append(q)
+    return qids, groups

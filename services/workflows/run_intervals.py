@@ -98,13 +98,7 @@ def compare_intervals(store: Any, items: Sequence[tuple[int, str]], *, metric: s
     * ``diffs``: for each item but the reference, ``item, reference, n_aspects, mean_diff, diff_low, diff_high,
       queries``: the item's mean minus the reference's, with the interval of that paired difference."""
     series, n_of = _item_values(store, items, metric, k, metrics)
-    common = set(series[0][1].index)
-    for _, s in series[1:]:
-        common &= set(s.index)
-    qids = sorted(common)
-    groups: dict[Any, list[int]] = {}
-    for q in qids:
-        groups.setdefault(int(n_of.get(q, 0)), []).append(q)
+    qids, groups = eval_comparison.common_queries_by_aspects(series, n_of)
     mean_rows, diff_rows = [], []
     ref_label, ref = series[0]
     for key, ids in [*sorted(groups.items()), ("all", qids)]:
