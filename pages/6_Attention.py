@@ -101,7 +101,8 @@ if not text.strip():
     st.info("Enter a text.")
     st.stop()
 
-maps = attention_maps(lm, text, layer, max_tokens=int(max_tokens), kind=kind)
+with st.spinner("Computing the attention maps…"):
+    maps = attention_maps(lm, text, layer, max_tokens=int(max_tokens), kind=kind)
 if maps.truncated:
     if maps.cut_by_model:  # the model's own limit, not the box, cut the text: more Max tokens would show no more
         more = (f"{md_plain(model_name)} reads at most {lm.spec.max_length} tokens, so a higher *Max tokens* shows "
@@ -115,24 +116,25 @@ labels = axis_labels(maps.tokens)
 
 clamp_state("attn_head", 0, maps.n_heads - 1)  # a head kept from a model with more heads
 head = st.slider("Head", 0, maps.n_heads - 1, key="attn_head", **KEEP)
-left, right = st.columns(2)
-with left:
-    st.markdown(f"**Head {head}: token × token** (row attends to column)")
+who = "the last token ([SEP])" if lm.is_encoder else "the last token"
+pooled = "the last token's head output is what MRAG embeds" if lm.head_pooling == "last" else (
+    f"MRAG pools the head outputs of all tokens ({lm.head_pooling})")
+with st.spinner("Drawing the maps…"):  # a server's first figure builds Plotly's validators: seconds
     fig = go.Figure(go.Heatmap(z=maps.head(head), x=labels, y=labels, colorscale="Viridis", zmin=0,
                                hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(height=620, margin=dict(l=10, r=10, t=10, b=10))
-    st.plotly_chart(fig, key="attn_head_map")
-with right:
-    who = "the last token ([SEP])" if lm.is_encoder else "the last token"
-    st.markdown(f"**All heads: attention of {who} over the input**")
-    pooled = "the last token's head output is what MRAG embeds" if lm.head_pooling == "last" else (
-        f"MRAG pools the head outputs of all tokens ({lm.head_pooling})")
-    st.caption(pooled)
     fig2 = go.Figure(go.Heatmap(z=maps.from_token(-1), x=labels, y=[f"h{h}" for h in range(maps.n_heads)],
                                 colorscale="Viridis", zmin=0, hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
     fig2.update_yaxes(autorange="reversed")
     fig2.update_layout(height=max(300, 28 * maps.n_heads + 120), margin=dict(l=10, r=10, t=10, b=10))
+left, right = st.columns(2)
+with left:
+    st.markdown(f"**Head {head}: token × token** (row attends to column)")
+    st.plotly_chart(fig, key="attn_head_map")
+with right:
+    st.markdown(f"**All heads: attention of {who} over the input**")
+    st.caption(pooled)
     st.plotly_chart(fig2, key="attn_last_map")
 st.caption(f"{layer_words(maps.layer, lm.n_layers)} · {counted(maps.n_heads, 'head')} · "
            f"{counted(len(maps.tokens), 'token')}")
