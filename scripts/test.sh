@@ -19,6 +19,5 @@ bash scripts/install.sh --dev
 # Test caches and databases live in a throwaway folder.
 export MRAG_CACHE_DIR="${MRAG_CACHE_DIR:-$(mktemp -d)}"
 # Two workers (pytest-xdist; MRAG_TEST_WORKERS=0 runs in one process): most tests wait on a page's script
-# thread, a database server, a browser or a child process, so two run side by side on the two cores. Each module
-# stays on one worker, in order (--dist loadscope): a browser module's tests share one app server and follow on.
-.venv/bin/python -m pytest -q -n "${MRAG_TEST_WORKERS:-2}" --dist loadscope "$@"
+# thread, a database server, a browser or a child process, so two run side by side on the two cores.
+.venv/bin/python -m pytest -q -n "${MRAG_TEST_WORKERS:-2}" --dist worksteal "$@"
