@@ -48,17 +48,18 @@ def test_each_suggestion_is_handed_over_before_the_progress_call_that_counts_it(
 
 def test_progress_does_not_count_the_documents_a_cancel_dropped(fake_openai: Factory) -> None:
     cancel = threading.Event()
-
-    def respond(body: dict) -> str:
-        cancel.set()  # the user stops the run while the first document is asked
-        return GOOD
-
-    server = fake_openai(respond)
+    server = fake_openai(lambda body: GOOD)
     ticks: list[tuple[int, int]] = []
     handed: list[Suggestion] = []
+
+    def hand(suggestion: Suggestion) -> None:
+        handed.append(suggestion)
+        cancel.set()  # the user stops the run as the first suggestion comes in (not while it is asked: a cancel
+        # then may drop that answer too, which is right, but makes the count depend on which came first)
+
     client = LLMClient(server.llm_config(max_retries=0))
     result = annotate_documents(client, DOCS, CATEGORIES, limit=1, cancel=cancel,
-                                progress=lambda d, t: ticks.append((d, t)), on_suggestion=handed.append)
+                                progress=lambda d, t: ticks.append((d, t)), on_suggestion=hand)
     assert [s.document_key for s in result] == [10] and handed == result
     assert ticks == [(1, 5)]  # it went on to (5, 5): the bar said 5 of 5 annotated, 1 was
     assert len(server.requests) == 1
