@@ -158,13 +158,19 @@ def test_an_expansion_given_the_cancel_event_stops_alike(
 
 
 def test_stored_preannotation_stopped_in_a_retry_wait_is_cancelled_with_nothing_stored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: Factory, stop_soon: Callable[[], threading.Event]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: Factory
 ) -> None:
     """Through the workflow the app and the CLI run (its own breaker on the cancel event): no workflow change."""
     _url, store, corpus_id, doc_ids = mini_store(tmp_path, monkeypatch)
-    server = fake_openai(_busy)
+    cancel = threading.Event()
+
+    def busy_then_stop(body: dict) -> Reply:  # the user presses Stop once the first request was refused (a timer
+        threading.Timer(STOP_AFTER_S, cancel.set).start()  # from the start could fire before the first request)
+        return _busy(body)
+
+    server = fake_openai(busy_then_stop)
     with LLMClient(server.llm_config(max_retries=2, concurrency=1)) as client:
-        cancel, started = stop_soon(), time.monotonic()
+        started = time.monotonic()
         summary = aw.preannotate(store, corpus_id, aw.LLMAnnotator(client), batch_size=2, cancel=cancel)
     assert time.monotonic() - started < WELL_UNDER_S and len(server.requests) == 1
     assert (summary.cancelled, summary.stored, summary.remaining) == (True, 0, len(doc_ids))
