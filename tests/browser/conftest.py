@@ -83,7 +83,22 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     shows its status widget while a run is in progress). Widgets drawn by a run still in progress can be
     redrawn under the pointer, losing a click or the text typed into a select box."""
     page.wait_for_timeout(300)
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(state="attached",
+                                                                                       timeout=timeout_ms)
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached", timeout=timeout_ms)
+
+
+def wait_until(read, done, timeout_s: float = 30.0, every_s: float = 0.25):
+    """Read ``read()`` until ``done(value)`` holds or ``timeout_s`` has passed, and return the last value read (the
+    caller asserts on it, so a failure shows what the page last showed). For what a page draws after its script run
+    has ended as far as :func:`wait_idle` can tell: a grid laid out again after a resize, a box drawn late under
+    load."""
+    deadline = time.monotonic() + timeout_s
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(every_s)
+        value = read()
+    return value
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import time
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.conftest import ARTIFACTS, wait_idle
+from tests.browser.conftest import ARTIFACTS, wait_idle, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -128,7 +128,8 @@ def _list_columns(page):
 def test_two_per_row_lists_show_long_category_names_whole(compared):
     page = compared
     lines = page.locator('[data-testid="stColumn"] .full-names', has_text="Categories:")
-    assert lines.count() == 5  # one under each strategy's list: each holds 2 of the 4 categories, one at least long
+    # one under each strategy's list: each holds 2 of the 4 categories, one at least long
+    assert wait_until(lines.count, lambda n: n == 5) == 5
     for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(500)  # the grid and the columns lay out again
@@ -152,10 +153,11 @@ def test_two_per_row_lists_name_their_40_character_titles_whole_under_the_list(c
     own column, after its rank; nothing of it is cut."""
     page = compared
     columns = _list_columns(page)
-    assert columns.count() == 5
     for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(500)
+        # a list's grid draws its header a moment after a resize: until then its column is not found
+        assert wait_until(columns.count, lambda n: n == 5) == 5, width
         for i in range(5):
             column = columns.nth(i)
             block = column.locator(".full-names", has_text="Titles:")
@@ -179,7 +181,7 @@ def test_evidence_table_keeps_the_score_in_view(compared):
     not scroll sideways (the heads column sized itself to its text and took the table past the window's edge)."""
     page = compared
     table = page.locator('[data-testid="stDataFrame"]', has=page.locator("th", has_text=HEADS_COLUMN))
-    assert table.count() == 1
+    assert wait_until(table.count, lambda n: n == 1) == 1
     for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(500)
@@ -223,7 +225,8 @@ def test_three_per_row_lists_keep_every_column_in_view(compared):
             page.set_viewport_size({"width": width, "height": height})
             page.wait_for_timeout(500)
             tables = _list_columns(page).locator('[data-testid="stDataFrame"]')
-            assert tables.count() == 5
+            # the grids lay out again after the resize and the new layout: a list's header can be missing a moment
+            assert wait_until(tables.count, lambda n: n == 5) == 5
             for i in range(5):
                 view = json.loads(tables.nth(i).evaluate(LIST_VIEW))
                 assert view["headers"] == ["#", "mark", "title", "category", "score"], view

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, wait_idle
+from tests.browser.conftest import ARTIFACTS, wait_idle, wait_until
 from tests.support.hostile import TEXTS, add_hostile_corpus
 
 pytestmark = pytest.mark.browser
@@ -164,11 +164,13 @@ def test_page_shows_hostile_data_as_text(hostile_app, browser_page, path, title,
     if action is not None:
         action(page)
         wait_idle(page)
+    # the texts are read until all are shown (a box can be drawn a moment after the run is seen to end under load),
+    # and the DOM is checked after that, with the data on the page
+    text = wait_until(lambda: shown_text(page), lambda shown: all(t in shown for t in texts))
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"browser_hostile_{path or 'Home'}.png"), full_page=True)
     assert page.locator(".stException").count() == 0
     assert live_payloads(page) == {}
-    text = shown_text(page)
     (ARTIFACTS / f"browser_hostile_{path or 'Home'}.txt").write_text(text)
     missing = [t for t in texts if t not in text]
     assert not missing, f"not shown as text on {title}: {missing}"
