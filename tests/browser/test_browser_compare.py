@@ -58,12 +58,14 @@ def test_build_index_then_compare_five_aspect_query(app_server, browser_page):
     assert (ARTIFACTS / "browser_compare.png").stat().st_size > 10_000
 
 
-def test_attention_heatmaps_and_maps_with_selection(app_server, browser_page):
-    """Runs after the index test above (same server and database): the Attention page draws both
-    heatmaps for a demo document; the Maps page draws the PCA small multiples, places a demo query,
-    and a box selection on a map filters the document table."""
+def test_attention_heatmaps_and_maps_with_selection(demo_app_instance, browser_page):
+    """On a server of its own with the demo index built (not the test above's: on two test workers the two tests
+    can run apart, and this one found no index): the Attention page draws both heatmaps for a demo document; the
+    Maps page draws the small multiples, places a demo query, and a box selection on a map filters the document
+    table."""
     page = browser_page
     page.set_default_timeout(120_000)
+    app_server = demo_app_instance.url
 
     page.goto(f"{app_server}/Attention")
     page.get_by_text(re.compile(r"^Layer \d \(the \w+ of 6, counted from 0\) · 12 heads · \d+ tokens$")).wait_for()
