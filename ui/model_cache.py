@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from ui.render import md_plain
+from ui.spinners import spinner_now
 
 # Before torch or transformers are first imported, which the warm-up may do before any other module of the app.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -59,8 +60,10 @@ def get_model(name: str = "minilm", attn_implementation: str = "sdpa") -> Any:
         return pool.get(name, attn_implementation)
     since = pool.loading_for(name, attn_implementation)
     started = f", started {since:.0f} s ago" if since is not None and since >= 1 else ""
-    with st.spinner(f"Loading the model {md_plain(model_words(name))}{started}: the first use after a start "
-                    "takes a while…", show_time=True):
+    # at once (a load takes seconds), from this thread: st.spinner's timer thread ran late while the warm-up held
+    # the interpreter, and the page said nothing for up to 1.7 s (bench/demo_waits.py)
+    with spinner_now(f"Loading the model {md_plain(model_words(name))}{started}: the first use after a start "
+                     "takes a while…", show_time=True):
         return pool.get(name, attn_implementation)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from ui.page_list import APP_NAME, PAGES, page_title
+from ui.spinners import spinner_first
 
 if TYPE_CHECKING:
     from streamlit.navigation.page import StreamlitPage
@@ -57,7 +58,9 @@ def run_page(page: StreamlitPage) -> None:
     someone else deleted meanwhile) ends the page with its message, escaped, instead of a traceback; nothing of the
     failed write was kept (one transaction)."""
     _close_opening()
-    _opening.spinner = st.spinner(f"Opening {page.title}…")
+    # at once on the session's first run of the page (its imports, on a server's first run: seconds); on later runs
+    # after 0.5 s, as st.spinner
+    _opening.spinner = spinner_first(f"open:{page.title}", f"Opening {page.title}…")
     _opening.spinner.__enter__()
     try:
         from ui.model_cache import warm_default_model
