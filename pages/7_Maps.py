@@ -14,24 +14,21 @@ from ui.navigation import open_through_app
 
 open_through_app(__file__)  # first, before the imports below (see its docstring)
 
-import math
-
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from mrag_core.models.loader import ModelLoadError
 from mrag_core.projection import METHODS, SpaceMap, place_query, space_names
 from services.maps import ensure_maps, forget_maps_without_model
 from services.workflows.compare import STRATEGY_LABELS, compare, embed_query
-from services.workflows.indexing import IndexBundle, model_for_run, query_window
+from services.workflows.indexing import model_for_run, query_window
 from services.workflows.maps import index_identity, maps_progress, missing_maps
 from ui.background import cancel_maps, maps_job, start_maps
-from ui.category_style import category_styles
+from ui.maps_figure import maps_figure
 from ui.navigation import page_setup
 from ui.query_widgets import stored_query_picker
-from ui.render import TITLES_BELOW_TOOLBAR, md_plain, plotly_text
+from ui.render import md_plain
+from ui.spinners import spinner_first
 from ui.state import (
     KEEP,
     finished_runs_or_stop,
@@ -49,7 +46,6 @@ st.title("Maps")
 st.caption("Each head is its own embedding space. The same documents arrange differently in each: a head that "
            "separates the categories of a query's aspects helps MRAG find them.")
 
-NCOLS = 4
 MAP_STRATEGIES = ("standard", "mrag", "split")
 
 
@@ -61,59 +57,6 @@ def doc_id_of(point: dict) -> int | None:
         return int(cd) if cd is not None else None
     except (TypeError, ValueError):
         return None
-
-
-def maps_figure(maps: dict[str, SpaceMap], bundle: IndexBundle, importance, query_xy: dict, retrieved: set[int],
-                gt: set[int]) -> go.Figure:
-    row_of = {d: i for i, d in enumerate(bundle.doc_ids)}
-    style = category_styles(bundle.labels)  # distinct colours; shapes once the colours repeat
-    cats = list(style)
-    spaces = list(maps)
-    nrows = math.ceil(len(spaces) / NCOLS)
-    titles = [s if s == "standard" else f"{s.replace('head:', 'head ')} · s={importance[int(s.split(':')[1])]:.2f}"
-              for s in spaces]
-    fig = make_subplots(rows=nrows, cols=NCOLS, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.06)
-    for i, space in enumerate(spaces):
-        m = maps[space]
-        r, c = i // NCOLS + 1, i % NCOLS + 1
-        df = pd.DataFrame({"doc": m.doc_ids, "x": m.coords[:, 0], "y": m.coords[:, 1]})
-        df["row"] = df["doc"].map(row_of)
-        df = df.dropna(subset=["row"])
-        df["title"] = [bundle.titles[int(x)] for x in df["row"]]
-        df["cat"] = [bundle.labels[int(x)] for x in df["row"]]
-        df["label"] = [plotly_text(f"{t} · {c}") for t, c in zip(df["title"], df["cat"])]  # verbatim in the hover
-        for cat in cats:
-            part = df[df["cat"] == cat]
-            if part.empty:
-                continue
-            fig.add_trace(go.Scatter(
-                x=part["x"], y=part["y"], mode="markers", name=plotly_text(cat), legendgroup=cat, showlegend=i == 0,
-                marker=dict(color=style[cat].color, symbol=style[cat].symbol, size=6, opacity=0.75),
-                customdata=part["doc"],
-                text=part["label"], hovertemplate="%{text}<extra></extra>"), row=r, col=c)
-        for label, ids, marker in (
-            ("retrieved", retrieved, dict(size=12, color="rgba(0,0,0,0)", line=dict(color="black", width=2))),
-            ("missed ground truth", gt - retrieved,
-             dict(size=13, symbol="x-open", color="crimson", line=dict(width=2))),
-        ):
-            part = df[df["doc"].isin(ids)]
-            if not part.empty:
-                fig.add_trace(go.Scatter(
-                    x=part["x"], y=part["y"], mode="markers", name=label, legendgroup=label,
-                    showlegend=i == 0, marker=marker, customdata=part["doc"], text=part["label"],
-                    hovertemplate=f"{label}: %{{text}}<extra></extra>"), row=r, col=c)
-        if space in query_xy:
-            qx, qy = query_xy[space]
-            fig.add_trace(go.Scatter(x=[qx], y=[qy], mode="markers", name="query", legendgroup="query",
-                                     showlegend=i == 0, marker=dict(symbol="star", size=16, color="gold",
-                                                                    line=dict(color="black", width=1)),
-                                     hovertemplate="the query<extra></extra>"), row=r, col=c)
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
-    # t: the first row's titles sit below the toolbar Plotly shows at the top right on hover
-    fig.update_layout(height=260 * nrows + 100, margin=dict(l=10, r=10, t=TITLES_BELOW_TOOLBAR, b=10),
-                      dragmode="lasso", legend=dict(orientation="h", y=-0.02, yanchor="top"))
-    return fig
 
 
 def unplaced_note(maps: dict[str, SpaceMap], unplaced: list[str], method: str) -> str:
@@ -196,11 +139,11 @@ if todo:
     maps = ensure_maps(store, run.id, method, seed=seed,
                        progress=lambda d, t: bar.progress(d / t, text=f"Map {d} / {t}"))
     bar.empty()
+    bundle = index_bundle(store, run)
 else:
-    with st.spinner(f"Loading the {method.upper()} maps…"):
+    with spinner_first("maps_load", f"Loading the {len(names)} {method.upper()} maps…"):
         maps = ensure_maps(store, run.id, method, seed=seed)
-
-bundle = index_bundle(store, run)
+        bundle = index_bundle(store, run)
 
 # --- optional query ------------------------------------------------------------------------------
 query_text = ""
@@ -248,8 +191,10 @@ if query_text:
         st.caption(f"{o.label} at k={res.k}: RSR {o.rsr:.2f} · CSR {o.csr:.2f} · weighted {o.weighted:.2f} — "
                    "black rings: retrieved; red ×: ground truth it missed; ★: the query")
 
-fig = maps_figure(maps, bundle, bundle.index.head_importance.score, query_xy, retrieved, set(ground_truth))
-event = st.plotly_chart(fig, key="maps_chart", on_select="rerun", selection_mode=("points", "box", "lasso"))
+with spinner_first("maps_draw", f"Drawing the {len(maps)} maps…"):  # gone once the chart is sent
+    fig = maps_figure(maps, bundle.doc_ids, bundle.titles, bundle.labels, bundle.index.head_importance.score,
+                      query_xy, retrieved, set(ground_truth))
+    event = st.plotly_chart(fig, key="maps_chart", on_select="rerun", selection_mode=("points", "box", "lasso"))
 
 selected: list[int] = []
 try:
