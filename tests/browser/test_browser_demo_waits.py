@@ -4,8 +4,9 @@ the background, Maps says so (with PCA meanwhile) and switches to UMAP by itself
 UMAP from then on.
 
 Behaviour, not speed: bench/demo_waits.py measures the waits. The one bound here is the pause between two spinners
-(Streamlit shows a spinner 0.5 s after its wait starts): the main area never stays silent longer than a few
-seconds once the page has started to draw, where it stayed blank for 13-38 s before.
+(``st.spinner`` shows 0.5 s after its wait starts; the page's opening, the model's load and the maps' drawing send
+theirs at once, ``ui/spinners.py``): the main area never stays silent longer than a few seconds once the page has
+started to draw, where it stayed blank for 13-38 s before.
 """
 
 from __future__ import annotations
