@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from mrag_core.cli_basics import (
     CLIError,
@@ -30,7 +30,6 @@ from mrag_core.cli_basics import (
     silence_stdout,
     write_layouts,
 )
-from mrag_core.evaluation import EvaluationResult, summarize
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.settings import (
     BACKENDS,
@@ -45,6 +44,9 @@ from mrag_core.settings import (
 )
 from mrag_core.strategy_registry import STRATEGIES, UnknownStrategyError, parse_strategies, resolve
 from mrag_core.wording import counted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mrag_core.evaluation import EvaluationResult
 
 __all__ = ["DEFAULT_STRATEGIES", "MOVED_COMMANDS", "LLMBench", "add_bench_parser", "cmd_bench", "main", "moved"]
 
@@ -192,6 +194,8 @@ def cmd_bench(args: argparse.Namespace, llm: LLMBench | None = None) -> int:
         llm_result, costs = llm.evaluate(lm, data, out.index, llm_names, options, args, log)
         merged = {**out.result.strategies, **llm_result.strategies}
         out.result.strategies = {s: merged[s] for s in args.strategies}
+    from mrag_core.evaluation import summarize  # (the engine is imported when a benchmark runs, not for the parser)
+
     print(format_table(summarize(out.result, w=asked.w)))
     if costs:
         assert llm is not None

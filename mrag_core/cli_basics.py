@@ -12,10 +12,12 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from mrag_core.evaluation import EvaluationResult, authors_file_layout, authors_layout, plotter_layout, plotter_notes
 from mrag_core.llm_strategies import LLMOptions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mrag_core.evaluation import EvaluationResult
 
 __all__ = [
     "CLIError",
@@ -138,6 +140,8 @@ def write_layouts(result: EvaluationResult, json_out: str | None, authors_json_o
     ``--authors-json`` (:func:`~mrag_core.evaluation.authors_file_layout`) and ``--plotter-json``
     (:func:`~mrag_core.evaluation.plotter_layout`, with ``note:`` lines for what the plotter cannot draw from it),
     each whole or not at all. Raises :class:`CLIError`."""
+    from mrag_core.evaluation import authors_file_layout, authors_layout, plotter_layout, plotter_notes
+
     for path, layout in ((json_out, authors_layout), (authors_json_out, authors_file_layout),
                          (plotter_json_out, plotter_layout)):
         if path:

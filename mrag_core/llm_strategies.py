@@ -25,15 +25,19 @@ records :func:`cost_summary` totals.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from mrag_core.corpus_index import CorpusIndex
-from mrag_core.extraction import Embeddings
 from mrag_core.settings import DEFAULT_C
-from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
 from mrag_core.strategy_registry import STRATEGIES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mrag_core.corpus_index import CorpusIndex
+    from mrag_core.extraction import Embeddings
+    from mrag_core.strategies import Retrieved
+
+# Light at import (the options, the names, the costs): the search code is imported when :func:`llm_search` runs.
 
 __all__ = [
     "LLM_FAMILIES",
@@ -147,6 +151,8 @@ def cost_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _concat(a: Embeddings, b: Embeddings) -> Embeddings:
+    from mrag_core.extraction import Embeddings
+
     return Embeddings(np.concatenate([a.standard, b.standard]), np.concatenate([a.heads, b.heads]))
 
 
@@ -167,6 +173,8 @@ def llm_search(
     (1/(60 + rank)); the first ``k`` are returned, ``sub_rankings`` holding the per-text lists
     (the query's first when it takes part). No text (a failed expansion) gives an empty list.
     """
+    from mrag_core.strategies import Retrieved, fusion_mrag_search, fusion_search
+
     if strategy not in LLM_STRATEGIES:
         raise ValueError(f"unknown LLM strategy {strategy!r}: use {', '.join(LLM_STRATEGIES)}")
     family, mrag = LLM_STRATEGIES[strategy]

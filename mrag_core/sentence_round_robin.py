@@ -41,6 +41,7 @@ from mrag_core.query_parts import split_sentences
 from mrag_core.rrf import reciprocal_rank_fusion
 from mrag_core.settings import DEFAULT_C
 from mrag_core.strategies import Retrieved, SpaceHit
+from mrag_core.strategy_registry import RECOMMENDED, RECOMMENDED_ALIAS, RECOMMENDED_LABEL
 from mrag_core.voting import RRF_K, vote_hits
 
 __all__ = [
@@ -58,9 +59,7 @@ __all__ = [
     "sentence_round_robin_many",
 ]
 
-STRATEGY_ID = "sentence-round-robin"
-LABEL = "Sentence round-robin (Standard + MRAG per sentence)"
-ALIAS = "recommended"
+STRATEGY_ID, LABEL, ALIAS = RECOMMENDED, RECOMMENDED_LABEL, RECOMMENDED_ALIAS  # named once, in the registry
 VIEWS = ("standard", "mrag")
 """The two views; their index is the ``space`` of the view evidence."""
 

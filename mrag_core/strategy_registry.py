@@ -25,21 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from mrag_core import sentence_round_robin as srr
-from mrag_core.extraction import Embeddings
 from mrag_core.settings import DEFAULT_C
-from mrag_core.strategies import (
-    Retrieved,
-    fusion_mrag_search,
-    fusion_search,
-    mrag_search,
-    split_search,
-    standard_search,
-)
 
 if TYPE_CHECKING:  # pragma: no cover
     from mrag_core.corpus_index import CorpusIndex
+    from mrag_core.extraction import Embeddings
     from mrag_core.llm_strategies import LLMOptions
+    from mrag_core.strategies import Retrieved
+
+# The registry is light (no torch, no search code at import): the CLI builds its parsers and the store-only commands
+# run without loading the engine. :meth:`Strategy.search` imports the search code when it first searches.
 
 __all__ = [
     "KINDS",
@@ -120,6 +115,9 @@ class Strategy:
         search each text to depth ``k`` (Fusion MRAG: per-head depth ``k``, its top ``k``), as the evaluation scores
         them at ``k``. ``variant`` overrides the vote of ``mrag`` / ``fusion-mrag`` / ``parts`` (Split keeps its
         own). A missing input the kind needs raises ``ValueError``."""
+        from mrag_core import sentence_round_robin as srr
+        from mrag_core.strategies import fusion_mrag_search, fusion_search, mrag_search, split_search, standard_search
+
         vote = variant or self.variant
         if self.kind == "standard":
             res = standard_search(index, inputs.query, k)[0]
@@ -146,8 +144,11 @@ class Strategy:
         return replace(res, strategy=self.id)
 
 
-RECOMMENDED = srr.STRATEGY_ID
-"""The recommended offline strategy (no LLM, the default model): sentence round-robin, alias ``recommended``."""
+RECOMMENDED = "sentence-round-robin"
+"""The recommended offline strategy (no LLM, the default model): sentence round-robin
+(:mod:`mrag_core.sentence_round_robin`), alias ``recommended``."""
+RECOMMENDED_LABEL = "Sentence round-robin (Standard + MRAG per sentence)"
+RECOMMENDED_ALIAS = "recommended"
 
 _ALL = (
     Strategy("standard", "Standard RAG", "standard", compare=True, authors_name="standard-rag"),
@@ -159,7 +160,7 @@ _ALL = (
              authors_name="split-rag-strategy-weighted"),
     Strategy("fusion", "Fusion RAG", "fusion", compare=True, authors_name="fusion-rag"),
     Strategy("fusion-mrag", "Fusion MRAG", "fusion-mrag", "importance", compare=True),
-    Strategy(RECOMMENDED, srr.LABEL, "parts", "importance", aliases=(srr.ALIAS,), compare=True),
+    Strategy(RECOMMENDED, RECOMMENDED_LABEL, "parts", "importance", aliases=(RECOMMENDED_ALIAS,), compare=True),
     # LLM-assisted (mrag_core.llm_strategies): Multi-Query RAG, HyDE, intent-aware hypothetical queries
     Strategy("multi-query", "Multi-Query RAG", "fusion", source="multi-query"),
     Strategy("multi-query-mrag", "Multi-Query MRAG", "fusion-mrag", "importance", "multi-query"),

@@ -9,14 +9,16 @@ so a rerun sends no request; their token cost is printed after the summary.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from mrag_core import bench_cli
 from mrag_core.cli_basics import CLIError
-from mrag_core.evaluation import EvaluationResult, QueryCase, evaluate
 from mrag_core.llm_strategies import LLMOptions, TextBatch, families_for
 from mrag_core.strategy_registry import resolve
 from services.cli.common import llm_endpoint, print_cost_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mrag_core.evaluation import EvaluationResult
 
 __all__ = ["ServicesLLMBench", "bench_cost_rows", "cmd_bench"]
 
@@ -67,6 +69,7 @@ def _bench_llm(lm: Any, data: Any, index: Any, names: Sequence[str], cfg: Any, o
     all expansion texts in one pass, evaluate the LLM strategies per k; returns the result and the
     cost rows (:func:`bench_cost_rows`). A failed expansion searches the query's own text (counted as failed)."""
     from mrag_core.embedding_cache import cache_dir, cached_embed
+    from mrag_core.evaluation import QueryCase, evaluate
     from services.llm.cache import JsonFileCache
     from services.llm.client import LLMClient
     from services.llm_strategies import expand_many

@@ -36,7 +36,6 @@ from mrag_core.cli_basics import (
     text_table,
     write_layouts,
 )
-from mrag_core.evaluation import summarize
 from mrag_core.llm_strategies import LLMOptions
 from mrag_core.strategy_registry import STRATEGIES, UnknownStrategyError, parse_strategies
 from services.cli.common import (
@@ -308,6 +307,8 @@ def cmd_eval(args: argparse.Namespace, store: Any) -> int:
             print(note, file=sys.stderr)
         print(f"eval --resume {run_id} continues it", file=sys.stderr)
     if len(metrics.per_query):
+        from mrag_core.evaluation import summarize  # (the engine is imported when a run is shown)
+
         print(format_table(summarize(eval_results.to_evaluation_result(metrics), w=metrics.w)))
         write_layouts(eval_results.to_evaluation_result(metrics), *outputs.values())
         llm = [s for s in metrics.strategies if s in STRATEGIES and STRATEGIES[s].needs_llm]
