@@ -25,11 +25,11 @@ import io
 import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import IO, Any, Literal
 
-from mrag_core.jsonlines import json_lines, loads
+from mrag_core.jsonlines import array_items, json_lines, json_shape
 from mrag_core.textio import check_record_quotes
 from services.csv_cells import restore
 from services.ingest.records import (
@@ -85,15 +85,6 @@ class _Table:
     rows: Iterator[_Row]
 
 
-@dataclass
-class _Rows:
-    """Rows of a table: ``(location, row or None when already reported)``."""
-
-    columns: list[str]
-    rows: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
-    issues: list[ImportIssue] = field(default_factory=list)
-
-
 def guess_format(name: str) -> TableFormat | None:
     """Table format from a file name (``.json``, ``.jsonl``/``.ndjson``, ``.csv``/``.tsv``,
     ``.parquet``; a trailing ``.bz2``/``.gz`` is ignored), or None."""
@@ -129,45 +120,55 @@ def _unique_columns(names: Sequence[Any], name: str) -> tuple[list[str], list[Im
     return out, issues
 
 
-def _columns_of(rows: Sequence[tuple[str, dict[str, Any] | None]]) -> list[str]:
-    cols: dict[str, None] = {}
-    for _, row in rows:
-        if row is not None:
-            for k in row:
-                cols.setdefault(str(k), None)
-    return list(cols)
+class _Fields:
+    """Gathers the fields of an array's object items, in order of first appearance (a table's columns)."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, None] = {}
+
+    def __call__(self, item: Any) -> None:
+        if isinstance(item, dict):
+            for k in item:
+                self.columns.setdefault(str(k), None)
 
 
-def _json_rows(text: str, name: str) -> _Rows:
-    if not text.strip():
-        raise IngestError(f"{name}: the file is empty")
+def _json_table(src: TextSource, name: str) -> _Table:
+    """A JSON table: a list of objects, or an object holding one under a :data:`_WRAPPER_KEYS` key. The document is
+    checked whole first (an invalid one is refused before any row, naming its line and column) and its columns
+    gathered; its rows are then read again, one at a time. Both readings hold a buffer and one item, never the
+    whole file (``mrag_core.jsonlines``)."""
+    with src.open() as stream:
+        if all(not part.strip() for part in iter(lambda: stream.read(65536), "")):  # stops at the first text
+            raise IngestError(f"{name}: the file is empty")
     try:
-        value = loads(text)  # nested too deeply: a JSONDecodeError too
+        shape = json_shape(src.open, _WRAPPER_KEYS, _Fields)  # nested too deeply: a JSONDecodeError too
     except json.JSONDecodeError as exc:
         hint = " (one object per line? choose JSONL)" if exc.msg == "Extra data" else ""
         raise IngestError(
             f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
         ) from exc
-    if isinstance(value, dict):
-        key = next((k for k in _WRAPPER_KEYS if isinstance(value.get(k), list)), None)
+    if shape.kind == "object":
+        key = next((k for k in _WRAPPER_KEYS if k in shape.lists), None)
         if key is None:
             raise IngestError(
                 f"{name}: expected a list of objects or an object with a 'documents' list; "
-                f"found an object with keys {', '.join(repr(k) for k in list(value)[:10]) or '(none)'}"
+                f"found an object with keys {', '.join(repr(k) for k in shape.keys[:10]) or '(none)'}"
             )
-        value = value[key]
-    if not isinstance(value, list):
-        raise IngestError(f"{name}: expected a list of objects, found a {type(value).__name__}")
-    out = _Rows(columns=[])
-    for i, item in enumerate(value, start=1):
+        start, fields = shape.lists[key]
+    elif shape.kind == "list":
+        start, fields = shape.lists[None]
+    else:
+        raise IngestError(f"{name}: expected a list of objects, found a {shape.kind}")
+    return _Table(list(fields.columns), [], _json_rows(src, start))
+
+
+def _json_rows(src: TextSource, start: int) -> Iterator[_Row]:
+    for i, item in enumerate(array_items(src.open, start), start=1):
         loc = f"row {i}"
         if isinstance(item, dict):
-            out.rows.append((loc, item))
+            yield loc, item, None
         else:
-            out.rows.append((loc, None))
-            out.issues.append(ImportIssue(loc, f"expected an object, found {_kind(item)}", "error"))
-    out.columns = _columns_of(out.rows)
-    return out
+            yield loc, None, ImportIssue(loc, f"expected an object, found {_kind(item)}", "error")
 
 
 def _jsonl_table(src: TextSource, name: str) -> _Table:
@@ -337,19 +338,17 @@ def _kind(value: Any) -> str:
 
 def _open_table(data: TableData | TextSource, fmt: str, name: str, max_total_bytes: int) -> _Table:
     """The table ``data`` opened: its columns and file issues read now, its rows as they are asked for (CSV,
-    JSONL and Parquet are read as streams; JSON is read whole). Raises IngestError (naming ``name``) when it cannot be
-    read; its rows may raise it too, for a problem found further in (a CSV quote never closed, corrupt data)."""
+    JSONL, JSON and Parquet are read as streams). Raises
+    IngestError (naming ``name``) when it cannot be read; its rows may raise it too, for a problem found further in
+    (a CSV quote never closed, corrupt data)."""
     _check_format(fmt)
     if fmt == "parquet":
         if isinstance(data, TextSource):
             raise IngestError(f"{name}: a Parquet file is not text")
         return _parquet_table(data, name, max_total_bytes)
     src = data if isinstance(data, TextSource) else TextSource(data, name, max_total_bytes)
-    if fmt == "json":  # read whole (json.loads); each row with the issue _json_rows found for it
-        rows = _json_rows(src.read(), name)
-        found = {issue.location: issue for issue in rows.issues}
-        table = _Table(rows.columns, [],
-                       ((loc, row, found.get(loc) if row is None else None) for loc, row in rows.rows))
+    if fmt == "json":  # checked whole, then its rows read one at a time
+        table = _json_table(src, name)
     else:
         table = (_csv_table if fmt == "csv" else _jsonl_table)(src, name)
     table.issues[:0] = src.issues
