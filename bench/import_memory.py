@@ -1,12 +1,13 @@
-"""Memory of a table import: peak RSS of ``mrag-studio import`` over the size of the CSV it imports.
+"""Memory of a table import: peak RSS of ``mrag-studio import`` over the size of the CSV (or JSON) it imports.
 
-    python bench/import_memory.py [--rows 200000] [--code DIR] [--dry-run]
+    python bench/import_memory.py [--rows 200000] [--format csv|json] [--code DIR] [--dry-run]
 
 Writes a CSV shaped like the one of issue 32 (about 89 bytes a row: 1M rows = 89 MB), imports it into a new SQLite
 database with the CLI in a child process, and reads that child's peak resident memory (``ru_maxrss``). It also
 imports a CSV a quarter as large, so the memory each further MB of file costs shows apart from what the process
 needs anyway (Python, SQLAlchemy, the libraries: about the same for any file). ``--code DIR`` runs another checkout's
-CLI (e.g. the code before a change, side by side); ``--dry-run`` reads and previews only.
+CLI (e.g. the code before a change, side by side); ``--dry-run`` reads and previews only. ``--format json`` writes
+the same rows as one JSON array of objects instead.
 
 Before the stream (the whole file, its decoded text, every row, record and ORM object held at once) an 89 MB file
 took 5.16 GB (58x); the target is memory that does not grow with the file: a growth per file MB near 0.
@@ -36,6 +37,17 @@ def write_csv(path: Path, rows: int) -> Path:
     return path
 
 
+def write_json(path: Path, rows: int) -> Path:
+    """The rows of :func:`write_csv` as one JSON array of objects (about 110 bytes a row)."""
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("[\n")
+        for i in range(rows):
+            fh.write(("," if i else "") + f'{{"title": "Row {i:07d}", "text": "Text number {i:07d} about a topic '
+                     f'with a few more words", "label": "topic {i % 12}"}}\n')
+        fh.write("]\n")
+    return path
+
+
 def measure(code: Path, csv: Path, dry_run: bool) -> tuple[float, float]:
     """(peak RSS in MB, seconds) of one CLI import of ``csv`` into a fresh database, run by ``code``'s CLI."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,10 +73,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose CLI runs (default: this one)")
     parser.add_argument("--dry-run", action="store_true", help="read and preview only (no database writes)")
+    parser.add_argument("--format", choices=("csv", "json"), default="csv", help="the file imported (default: csv)")
     args = parser.parse_args()
+    write = write_json if args.format == "json" else write_csv
     with tempfile.TemporaryDirectory() as tmp:
-        quarter = write_csv(Path(tmp) / "quarter.csv", args.rows // 4)
-        full = write_csv(Path(tmp) / "full.csv", args.rows)
+        quarter = write(Path(tmp) / f"quarter.{args.format}", args.rows // 4)
+        full = write(Path(tmp) / f"full.{args.format}", args.rows)
         mb = full.stat().st_size / 2**20
         mb_q = quarter.stat().st_size / 2**20
         t0 = time.perf_counter()
@@ -76,8 +90,8 @@ def main() -> None:
         print(f"{args.rows:>9} rows, {mb:7.1f} MB file: peak RSS {rss:8.1f} MB ({s:.0f} s)")
         print(f"RSS / file size: {rss / mb:.2f}x; each further MB of file costs {growth:.2f} MB "
               f"(total {time.perf_counter() - t0:.0f} s)")
-        print(f"RESULT rows={args.rows} file_mb={mb:.1f} rss_mb={rss:.1f} rss_over_file={rss / mb:.2f} "
-              f"growth_mb_per_file_mb={growth:.2f}")
+        print(f"RESULT format={args.format} rows={args.rows} file_mb={mb:.1f} rss_mb={rss:.1f} "
+              f"rss_over_file={rss / mb:.2f} growth_mb_per_file_mb={growth:.2f}")
 
 
 if __name__ == "__main__":
