@@ -193,27 +193,39 @@ class _Reader:
         """The string at the cursor (its ``"``), the cursor after it."""
         return self._decoded(lambda: json.decoder.scanstring(self.buf, self.pos + 1))  # type: ignore[attr-defined]
 
+    def opened(self, close: str) -> bool:
+        """Past the ``[`` or ``{`` at the cursor: False when the array or object is empty (the cursor after its
+        ``close``), True with the cursor on its first member."""
+        self.pos += 1
+        self.ws()
+        if self.peek() == close:
+            self.pos += 1
+            return False
+        return True
+
+    def next_member(self, close: str) -> bool:
+        """After a member: False at the ``close`` (the cursor after it), True past a ``,`` (the cursor on the next
+        member); anything else is Python's "Expecting ',' delimiter"."""
+        self.ws()
+        nxt = self.peek()
+        if nxt == close:
+            self.pos += 1
+            return False
+        if nxt != ",":
+            raise self.error("Expecting ',' delimiter")
+        self.pos += 1
+        self.ws()
+        return True
+
 
 def _items(r: _Reader) -> Iterator[Any]:
     """The values of the array whose ``[`` is at the cursor, one at a time; the cursor ends after its ``]``.
     Errors are ``json.JSONDecodeError`` at the places and with the messages of Python's own parser."""
-    r.pos += 1
-    r.ws()
-    if r.peek() == "]":
-        r.pos += 1
-        return
-    while True:
+    more = r.opened("]")
+    while more:
         r.drop()
         yield r.value()
-        r.ws()
-        nxt = r.peek()
-        if nxt == "]":
-            r.pos += 1
-            return
-        if nxt != ",":
-            raise r.error("Expecting ',' delimiter")
-        r.pos += 1
-        r.ws()
+        more = r.next_member("]")
 
 
 @dataclass
@@ -271,12 +283,8 @@ def json_shape(opener: Callable[[], IO[str]], list_keys: Sequence[str] = (),
 def _object(r: _Reader, list_keys: Sequence[str], walk: Callable[[], tuple[int, Any]], shape: JSONShape) -> None:
     """Walk the object whose ``{`` is at the cursor into ``shape``; the cursor ends after its ``}``."""
     keys: dict[str, None] = {}
-    r.pos += 1
-    r.ws()
-    if r.peek() == "}":
-        r.pos += 1
-        return
-    while True:
+    more = r.opened("}")
+    while more:
         if r.peek() != '"':
             raise r.error("Expecting property name enclosed in double quotes")
         key = r.key()
@@ -292,16 +300,8 @@ def _object(r: _Reader, list_keys: Sequence[str], walk: Callable[[], tuple[int, 
         else:
             r.value()
             shape.lists.pop(key, None)  # a later value of the key replaces an earlier array, as in json.loads
-        r.ws()
-        nxt = r.peek()
-        if nxt == "}":
-            r.pos += 1
-            shape.keys = list(keys)
-            return
-        if nxt != ",":
-            raise r.error("Expecting ',' delimiter")
-        r.pos += 1
-        r.ws()
+        more = r.next_member("}")
+    shape.keys = list(keys)
 
 
 def array_items(opener: Callable[[], IO[str]], start: int, chunk: int = CHUNK) -> Iterator[Any]:
