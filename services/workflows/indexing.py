@@ -229,12 +229,13 @@ def build_embedding_run(
     owner = db.new_owner()  # this claim: stored with the run, beaten while it works (db.liveness)
     if resumed:
         assert existing is not None
-        run = db.claim_embedding_run(store, existing.id, owner)  # RunInProgressError: another process builds it
+        # RunInProgressError: another process builds it; a busy database (an import's chunk) is waited out
+        run = db.when_free(lambda: db.claim_embedding_run(store, existing.id, owner))
     else:
-        run = db.create_embedding_run(
+        run = db.when_free(lambda: db.create_embedding_run(
             store, corpus_id, model_name=name, model_path=str(lm.path), layer=layer_idx, pooling=pooling,
             n_heads=lm.n_heads, head_dim=lm.head_dim, dim=lm.hidden_size, precision=precision, owner=owner,
-        )
+        ))
     cancel = cancel if cancel is not None else threading.Event()
     with Heartbeat(lambda: db.beat_embedding_run(store, run.id, owner), db.BEAT_EVERY_S, on_lost=cancel.set):
         return _embed_missing(store, run, lm, layer_idx=layer_idx, batch_size=batch_size, progress=progress,
